@@ -1,0 +1,2 @@
+export type { Clock, Timer } from "./clock.ts";
+export { SystemClock, systemClock } from "./system_clock.ts";

@@ -1,0 +1,93 @@
+// Error hierarchy shared by every layer. Each error has a stable `code`;
+// core/http maps codes to status codes and cli/ maps them to exit codes.
+
+export class CairnError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** A request was malformed: bad body, bad parameter, bad flag. */
+export class BadRequestError extends CairnError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("bad_request", message, options);
+  }
+}
+
+export class NotFoundError extends CairnError {
+  constructor(message: string) {
+    super("not_found", message);
+  }
+}
+
+/** A request body or value was over a size limit. */
+export class TooLargeError extends CairnError {
+  readonly limitBytes: number;
+  constructor(message: string, limitBytes: number) {
+    super("too_large", message);
+    this.limitBytes = limitBytes;
+  }
+}
+
+export class NotLeaderError extends CairnError {
+  readonly leader?: string;
+  constructor(leader?: string) {
+    super("not_leader", leader ? `Not the leader: leader is "${leader}"` : "Not the leader");
+    this.leader = leader;
+  }
+}
+
+export class NoLeaderError extends CairnError {
+  constructor() {
+    super("no_leader", "No cluster leader");
+  }
+}
+
+export class CasConflictError extends CairnError {
+  constructor(message: string) {
+    super("cas_conflict", message);
+  }
+}
+
+export class RpcTimeoutError extends CairnError {
+  constructor(message: string) {
+    super("rpc_timeout", message);
+  }
+}
+
+export class ConfigError extends CairnError {
+  readonly file?: string;
+  readonly field?: string;
+  readonly line?: number;
+  constructor(message: string, where: { file?: string; field?: string; line?: number } = {}) {
+    super("config", message);
+    this.file = where.file;
+    this.field = where.field;
+    this.line = where.line;
+  }
+}
+
+/** The FSM met a command it cannot apply; the node must halt. */
+export class FsmError extends CairnError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("fsm", message, options);
+  }
+}
+
+/** Data on disk failed a check (CRC, framing). */
+export class CorruptionError extends CairnError {
+  readonly file?: string;
+  readonly offset?: number;
+  constructor(message: string, where: { file?: string; offset?: number } = {}) {
+    super("corruption", message);
+    this.file = where.file;
+    this.offset = where.offset;
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,124 @@
+// Structured, named loggers. A Logger is injected everywhere; nothing in
+// core/ writes to the console directly. Sinks decide where lines go.
+
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
+
+export const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error"];
+
+export type LogFields = Record<string, unknown>;
+
+export interface LogRecord {
+  timeMs: number;
+  level: LogLevel;
+  name: string;
+  message: string;
+  fields: LogFields;
+}
+
+export interface LogSink {
+  write(record: LogRecord): void;
+}
+
+export interface Logger {
+  trace(message: string, fields?: LogFields): void;
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  /** A child logger whose name is `parent.name`. */
+  named(name: string): Logger;
+  /** A child logger that adds these fields to every record. */
+  with(fields: LogFields): Logger;
+  isEnabled(level: LogLevel): boolean;
+}
+
+export function parseLogLevel(text: string): LogLevel | undefined {
+  const t = text.trim().toLowerCase();
+  if (t === "warning") return "warn";
+  if (t === "err") return "error";
+  return (logLevels as readonly string[]).includes(t) ? (t as LogLevel) : undefined;
+}
+
+export function createLogger(options: {
+  sink: LogSink;
+  level?: LogLevel;
+  name?: string;
+  now?: () => number;
+}): Logger {
+  const minRank = logLevels.indexOf(options.level ?? "info");
+  const now = options.now ?? (() => Date.now());
+  return makeLogger(options.sink, minRank, options.name ?? "", {}, now);
+}
+
+function makeLogger(sink: LogSink, minRank: number, name: string, base: LogFields, now: () => number): Logger {
+  const emit = (level: LogLevel, message: string, fields?: LogFields): void => {
+    if (logLevels.indexOf(level) < minRank) return;
+    sink.write({ timeMs: now(), level, name, message, fields: fields ? { ...base, ...fields } : base });
+  };
+  return {
+    trace: (m, f) => emit("trace", m, f),
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+    named: (child) => makeLogger(sink, minRank, name ? `${name}.${child}` : child, base, now),
+    with: (fields) => makeLogger(sink, minRank, name, { ...base, ...fields }, now),
+    isEnabled: (level) => logLevels.indexOf(level) >= minRank,
+  };
+}
+
+/** Consul-like text: `2026-11-20T23:31:04.123Z [INFO]  agent.http: started: port=8500`. */
+export function formatText(r: LogRecord): string {
+  const level = `[${r.level.toUpperCase()}]`.padEnd(7);
+  const pairs = Object.entries(r.fields).map(([k, v]) => `${k}=${formatValue(v)}`);
+  const tail = pairs.length ? `: ${pairs.join(" ")}` : "";
+  return `${new Date(r.timeMs).toISOString()} ${level} ${r.name ? `${r.name}: ` : ""}${r.message}${tail}`;
+}
+
+export function formatJson(r: LogRecord): string {
+  const out: Record<string, unknown> = {
+    "@level": r.level,
+    "@message": r.message,
+    "@module": r.name,
+    "@timestamp": new Date(r.timeMs).toISOString(),
+  };
+  for (const [k, v] of Object.entries(r.fields)) out[k] = v instanceof Error ? v.message : v;
+  return JSON.stringify(out);
+}
+
+function formatValue(v: unknown): string {
+  if (v instanceof Error) return JSON.stringify(v.message);
+  if (typeof v === "string") return /[\s"=]/.test(v) || v === "" ? JSON.stringify(v) : v;
+  if (v === undefined) return "<nil>";
+  if (typeof v === "object" && v !== null) return JSON.stringify(v);
+  return String(v);
+}
+
+/** Keeps records in memory; tests print them on failure. */
+export class CaptureSink implements LogSink {
+  readonly records: LogRecord[] = [];
+  write(record: LogRecord): void {
+    this.records.push(record);
+  }
+  text(): string {
+    return this.records.map(formatText).join("\n");
+  }
+  clear(): void {
+    this.records.length = 0;
+  }
+}
+
+/** Sends every record to a list of sinks (stderr plus a `monitor` stream, say). */
+export class FanoutSink implements LogSink {
+  readonly sinks = new Set<LogSink>();
+  write(record: LogRecord): void {
+    for (const s of this.sinks) s.write(record);
+  }
+}
+
+export const discardSink: LogSink = { write() {} };
+
+/** A logger that drops everything. */
+export function nullLogger(): Logger {
+  return createLogger({ sink: discardSink, level: "error" });
+}

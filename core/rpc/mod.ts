@@ -1,0 +1,18 @@
+export type {
+  DirEntry,
+  KvsApplyArgs,
+  KvsOp,
+  QueryMeta,
+  QueryOptions,
+  Rpc,
+  RpcArgs,
+  RpcMethod,
+  RpcMethods,
+  RpcReply,
+  TxnError,
+  TxnKvOp,
+  TxnKvVerb,
+  TxnOp,
+  TxnReply,
+  TxnResult,
+} from "./methods.ts";

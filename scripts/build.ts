@@ -1,0 +1,64 @@
+// npm run build: esbuild bundles cli/main.ts into one CommonJS file, Node's
+// single-executable support turns it into a preparation blob, and postject
+// injects the blob into a copy of this node binary: dist/cairn. Offline.
+import { execFileSync } from "node:child_process";
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import { build } from "esbuild";
+
+const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..");
+const dist = join(root, "dist");
+const bundle = join(dist, "cairn.cjs");
+const blob = join(dist, "cairn.blob");
+const exe = join(dist, "cairn");
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+
+function gitRevision(): string {
+  try {
+    return execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: root, stdio: ["ignore", "pipe", "ignore"] })
+      .toString().trim();
+  } catch {
+    return "";
+  }
+}
+
+mkdirSync(dist, { recursive: true });
+await build({
+  entryPoints: [join(root, "cli/main.ts")],
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  outfile: bundle,
+  legalComments: "none",
+  logLevel: "warning",
+  define: {
+    CAIRN_VERSION: JSON.stringify(pkg.version),
+    CAIRN_REVISION: JSON.stringify(gitRevision()),
+  },
+});
+
+const seaConfig = join(dist, "sea-config.json");
+writeFileSync(seaConfig, JSON.stringify({
+  main: bundle,
+  output: blob,
+  disableExperimentalSEAWarning: true,
+  useSnapshot: false,
+  useCodeCache: false,
+}));
+execFileSync(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
+
+rmSync(exe, { force: true });
+copyFileSync(process.execPath, exe);
+chmodSync(exe, 0o755);
+const require = createRequire(import.meta.url);
+const { inject } = require("postject") as {
+  inject: (file: string, name: string, data: Buffer, options: { sentinelFuse: string }) => Promise<void>;
+};
+await inject(exe, "NODE_SEA_BLOB", readFileSync(blob), {
+  sentinelFuse: "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2",
+});
+rmSync(blob, { force: true });
+rmSync(seaConfig, { force: true });
+console.log(`built ${exe}`);
