@@ -1,0 +1,119 @@
+// The agent's configuration, after defaults, files and flags are merged.
+// Field names are camelCase; the file keys are Consul's snake_case
+// (`node_name` → `nodeName`). Durations are milliseconds (`retryIntervalMs`).
+import type { LogLevel } from "../log/mod.ts";
+
+export interface PortsConfig {
+  /** HTTP API; -1 disables it. Default 8500. */
+  http: number;
+  /** DNS (UDP and TCP); -1 disables it. Default 8600. */
+  dns: number;
+  /** LAN gossip (UDP and TCP). Default 8301. */
+  serfLan: number;
+  /** WAN gossip, servers only. Default 8302. */
+  serfWan: number;
+  /** Server RPC (TCP). Default 8300. */
+  server: number;
+}
+
+export interface SoaConfig {
+  refresh: number;
+  retry: number;
+  expire: number;
+  min: number;
+}
+
+export interface DnsConfig {
+  nodeTtlMs: number;
+  /** Service name (or `*`) → TTL. */
+  serviceTtlMs: Record<string, number>;
+  allowStale: boolean;
+  maxStaleMs: number;
+  onlyPassing: boolean;
+  enableTruncate: boolean;
+  udpAnswerLimit: number;
+  aRecordLimit: number;
+  recursorTimeoutMs: number;
+  soa: SoaConfig;
+}
+
+export interface LimitsConfig {
+  /** How long a request waits for a leader (or a server) before failing. */
+  rpcHoldTimeoutMs: number;
+  kvMaxValueSizeBytes: number;
+  txnMaxReqLenBytes: number;
+}
+
+export interface PerformanceConfig {
+  /** Scales Raft timing; 1 is fastest (dev), 5 the production default. */
+  raftMultiplier: number;
+}
+
+export interface AddressesConfig {
+  /** Overrides `clientAddr` for the HTTP listener. */
+  http?: string;
+  /** Overrides `clientAddr` for the DNS listener. */
+  dns?: string;
+}
+
+export interface AgentConfig {
+  nodeName: string;
+  /** UUID; empty means read or create `<dataDir>/node-id`. */
+  nodeId: string;
+  datacenter: string;
+  /** Empty only in dev mode (everything in memory). */
+  dataDir: string;
+  dev: boolean;
+  server: boolean;
+  bootstrap: boolean;
+  bootstrapExpect: number;
+  bindAddr: string;
+  clientAddr: string;
+  /** Empty: the agent picks the bind address (or a private IP when bound to 0.0.0.0). */
+  advertiseAddr: string;
+  advertiseAddrWan: string;
+  addresses: AddressesConfig;
+  ports: PortsConfig;
+  startJoin: string[];
+  startJoinWan: string[];
+  retryJoin: string[];
+  retryJoinWan: string[];
+  retryIntervalMs: number;
+  retryIntervalWanMs: number;
+  /** 0 = retry forever. */
+  retryMax: number;
+  retryMaxWan: number;
+  rejoinAfterLeave: boolean;
+  /** Base64 gossip key; empty = no encryption. */
+  encrypt: string;
+  logLevel: LogLevel;
+  logJson: boolean;
+  leaveOnTerminate: boolean;
+  skipLeaveOnInterrupt: boolean;
+  performance: PerformanceConfig;
+  /** Always ends with a dot: `consul.`. */
+  domain: string;
+  altDomain: string;
+  recursors: string[];
+  dnsConfig: DnsConfig;
+  limits: LimitsConfig;
+  enableScriptChecks: boolean;
+  enableLocalScriptChecks: boolean;
+  reconnectTimeoutMs: number;
+  reconnectTimeoutWanMs: number;
+  nodeMeta: Record<string, string>;
+  pidFile: string;
+  /** Service definitions exactly as written (`service` and `services`), for the catalog layer. */
+  services: Record<string, unknown>[];
+  /** Check definitions exactly as written (`check` and `checks`). */
+  checks: Record<string, unknown>[];
+  /** Files that contributed, in the order they were applied. */
+  configFiles: string[];
+}
+
+type DeepPartial<T> = {
+  [K in keyof T]?: T[K] extends unknown[] ? T[K] : T[K] extends Record<string, unknown> ? DeepPartial<T[K]> : T[K];
+};
+
+/** One source of settings (a file, the flags): only what it sets. */
+export type ConfigLayer = DeepPartial<AgentConfig>;
