@@ -58,6 +58,16 @@ export class RpcTimeoutError extends CairnError {
   }
 }
 
+/** An RPC failed in transport (connection refused or lost) or the remote end answered with an error we do not map. */
+export class RpcError extends CairnError {
+  /** The error code the remote server sent, when the failure came from there. */
+  readonly remoteCode?: string;
+  constructor(message: string, options?: { cause?: unknown; remoteCode?: string }) {
+    super("rpc", message, options);
+    this.remoteCode = options?.remoteCode;
+  }
+}
+
 export class ConfigError extends CairnError {
   readonly file?: string;
   readonly field?: string;
