@@ -1,0 +1,88 @@
+// In-memory LogStore. Models durability: a write is visible at once but becomes
+// durable only when its (optionally delayed) "fsync" finishes, and `crash()`
+// throws away everything not yet durable, so the simulation can kill a node
+// mid-write.
+import type { LogEntry, LogStore } from "./types.ts";
+
+export interface MemoryStoreOptions {
+  /** Awaited by every write before it counts as durable (sim: a SimClock timer). */
+  syncDelay?: () => Promise<void>;
+}
+
+const immediate = (): Promise<void> => Promise.resolve();
+
+function copyEntry(e: LogEntry): LogEntry {
+  return { index: e.index, term: e.term, type: e.type, data: e.data.slice() };
+}
+
+export class MemoryLogStore implements LogStore {
+  #entries: LogEntry[] = [];
+  #durable: LogEntry[] = [];
+  #epoch = 0;
+  #syncDelay: () => Promise<void>;
+  /** Number of completed syncs (tests measure group commit with it). */
+  syncs = 0;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.#syncDelay = options.syncDelay ?? immediate;
+  }
+
+  firstIndex(): Promise<number> {
+    return Promise.resolve(this.#entries[0]?.index ?? 0);
+  }
+
+  lastIndex(): Promise<number> {
+    return Promise.resolve(this.#entries.at(-1)?.index ?? 0);
+  }
+
+  getEntries(lo: number, hi: number): Promise<LogEntry[]> {
+    return Promise.resolve(this.entriesNow(lo, hi));
+  }
+
+  /** Synchronous read for tests and the simulation's invariant checks. */
+  entriesNow(lo: number, hi: number): LogEntry[] {
+    const first = this.#entries[0]?.index ?? 0;
+    if (first === 0) return [];
+    const from = Math.max(0, lo - first);
+    const to = Math.max(from, Math.min(this.#entries.length, hi - first));
+    return this.#entries.slice(from, to).map(copyEntry);
+  }
+
+  append(entries: LogEntry[]): Promise<void> {
+    if (entries.length === 0) return this.#sync();
+    const start = entries[0]!.index;
+    const first = this.#entries[0]?.index ?? 0;
+    const last = this.#entries.at(-1)?.index ?? 0;
+    if (first !== 0 && start > last + 1) {
+      return Promise.reject(new RangeError(`Cannot append at index ${start}: log ends at ${last}`));
+    }
+    if (first !== 0 && start <= last) this.#entries.length = Math.max(0, start - first);
+    for (const e of entries) this.#entries.push(copyEntry(e));
+    return this.#sync();
+  }
+
+  deleteRange(min: number, max: number): Promise<void> {
+    this.#entries = this.#entries.filter((e) => e.index < min || e.index > max);
+    return this.#sync();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Lose every write whose sync has not finished. */
+  crash(): void {
+    this.#epoch++;
+    this.#entries = this.#durable.slice();
+  }
+
+  async #sync(): Promise<void> {
+    const epoch = this.#epoch;
+    const image = this.#entries.slice();
+    await this.#syncDelay();
+    if (epoch !== this.#epoch) throw new Error("Log store crashed during sync");
+    this.#durable = image;
+    this.syncs++;
+  }
+}
+

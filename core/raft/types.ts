@@ -1,0 +1,233 @@
+// The seams of cairn's Raft: the data shapes the pure core (raft.ts) speaks and
+// the storage / network interfaces the driver (driver.ts) calls. Shaped after
+// hashicorp/raft (`log.go`, `stable.go`, `snapshot.go`, `transport.go`,
+// `fsm.go`) and etcd-io/raft (`raftpb`): every value here is a plain object of
+// numbers, strings, booleans and Uint8Array, so msgpack encodes it as is.
+//
+// Stability: other layers (file stores, TCP transport, server) code against
+// these; change them only by adding optional fields.
+
+// ---------------------------------------------------------------------------
+// Log, state, configuration
+
+/** Server ID (Consul: the node ID). Unique and stable across restarts. */
+export type ServerId = string;
+
+/** `voter` counts towards quorum and may lead; `nonvoter` only replicates. */
+export type Suffrage = "voter" | "nonvoter";
+
+export interface ServerEntry {
+  id: ServerId;
+  /** Where the transport reaches this server, e.g. "10.0.0.5:8300". */
+  address: string;
+  suffrage: Suffrage;
+}
+
+/** The cluster membership. Stored in `config` log entries and in snapshot metadata. */
+export interface Configuration {
+  servers: ServerEntry[];
+}
+
+/**
+ * `normal`: an application command for the Fsm.
+ * `noop`: appended by a new leader to commit entries of earlier terms; never reaches the Fsm.
+ * `config`: a membership change; `data` is `encodeConfiguration(config)` (codec.ts).
+ *   It takes effect when appended, not when committed (single-server changes).
+ */
+export type EntryType = "normal" | "noop" | "config";
+
+export interface LogEntry {
+  /** 1-based, contiguous. */
+  index: number;
+  term: number;
+  type: EntryType;
+  data: Uint8Array;
+}
+
+/** What must survive a crash besides the log: persisted before any message that depends on it is sent. */
+export interface HardState {
+  term: number;
+  /** Who we voted for in `term`; "" for nobody. */
+  vote: ServerId;
+  /** Highest index known committed (may lag after a restart; that is safe). */
+  commit: number;
+}
+
+/** Describes a snapshot: the Fsm state after applying every entry up to `index`. */
+export interface SnapshotMeta {
+  index: number;
+  term: number;
+  /** The membership as of `index`. */
+  configuration: Configuration;
+  sizeBytes: number;
+}
+
+// ---------------------------------------------------------------------------
+// Messages (etcd-style: one-way; responses are messages too, so a transport
+// only needs "deliver this object to that server", no request/response pairing)
+
+interface MessageHeader {
+  from: ServerId;
+  to: ServerId;
+  /** Sender's current term (for a pre-vote request: the term it would campaign at). */
+  term: number;
+}
+
+/** RequestVote or, with `pre`, the pre-vote round (Raft thesis §9.6). */
+export interface VoteRequest extends MessageHeader {
+  type: "vote";
+  pre: boolean;
+  lastIndex: number;
+  lastTerm: number;
+  /** Set when campaigning after TimeoutNow: voters ignore their leader lease. */
+  transfer: boolean;
+}
+
+export interface VoteResponse extends MessageHeader {
+  type: "voteResp";
+  pre: boolean;
+  granted: boolean;
+}
+
+export interface AppendRequest extends MessageHeader {
+  type: "append";
+  prevIndex: number;
+  prevTerm: number;
+  entries: LogEntry[];
+  commit: number;
+}
+
+export interface AppendResponse extends MessageHeader {
+  type: "appendResp";
+  /** Accepted: the follower's log matches the leader's up to `index`. Rejected: the prevIndex refused. */
+  index: number;
+  reject: boolean;
+  /** On reject: the follower's best guess of where the logs may match (fast back-off). */
+  rejectHint: number;
+  /** On reject: the term of the follower's entry at `rejectHint` (0 if none). */
+  hintTerm: number;
+}
+
+/** Leader heartbeat; `ctx` > 0 also asks followers to confirm leadership for ReadIndex round `ctx`. */
+export interface HeartbeatRequest extends MessageHeader {
+  type: "heartbeat";
+  commit: number;
+  ctx: number;
+}
+
+export interface HeartbeatResponse extends MessageHeader {
+  type: "heartbeatResp";
+  ctx: number;
+}
+
+/** One chunk of InstallSnapshot; chunks go in order, `offset` is the byte offset of `chunk`. */
+export interface SnapshotRequest extends MessageHeader {
+  type: "snapshot";
+  meta: SnapshotMeta;
+  offset: number;
+  chunk: Uint8Array;
+  done: boolean;
+}
+
+export interface SnapshotResponse extends MessageHeader {
+  type: "snapshotResp";
+  /** meta.index of the snapshot being answered. */
+  index: number;
+  /** Next byte offset wanted; equals meta.sizeBytes when installed. */
+  offset: number;
+  reject: boolean;
+}
+
+/** Leadership transfer: the receiver campaigns at once (Raft thesis §3.10). */
+export interface TimeoutNowRequest extends MessageHeader {
+  type: "timeoutNow";
+}
+
+export type RaftMessage =
+  | VoteRequest
+  | VoteResponse
+  | AppendRequest
+  | AppendResponse
+  | HeartbeatRequest
+  | HeartbeatResponse
+  | SnapshotRequest
+  | SnapshotResponse
+  | TimeoutNowRequest;
+
+export type RaftMessageType = RaftMessage["type"];
+
+// ---------------------------------------------------------------------------
+// Storage seams. Every method resolves only once the effect is durable (fsync):
+// the driver sends messages that depend on a write only after awaiting it.
+// Implementations never hold a caller's arrays: copy what you keep.
+
+export interface LogStore {
+  /** Index of the first stored entry; 0 when empty. */
+  firstIndex(): Promise<number>;
+  /** Index of the last stored entry; 0 when empty. */
+  lastIndex(): Promise<number>;
+  /** Entries with lo <= index < hi, in order (fewer if the range is not stored). */
+  getEntries(lo: number, hi: number): Promise<LogEntry[]>;
+  /**
+   * Append contiguous entries, durably. If entries[0].index <= lastIndex, every
+   * stored entry with index >= entries[0].index is dropped first (a follower's
+   * conflicting suffix). An empty store accepts any start index (after a snapshot).
+   * A gap (entries[0].index > lastIndex + 1 on a non-empty store) rejects with a RangeError.
+   */
+  append(entries: LogEntry[]): Promise<void>;
+  /** Delete entries with min <= index <= max, durably (compaction, or dropping the whole log before installing a snapshot). */
+  deleteRange(min: number, max: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface StableStore {
+  /** The last saved HardState, or undefined on a fresh node. */
+  load(): Promise<HardState | undefined>;
+  /** Replace the HardState, durably. */
+  save(state: HardState): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface SnapshotStore {
+  /**
+   * Store a snapshot durably (file stores: temp name, fsync, rename) and
+   * keep only the newest few (hashicorp/raft retains 2).
+   */
+  create(meta: SnapshotMeta, data: Uint8Array): Promise<void>;
+  /** The newest complete snapshot, or undefined. */
+  latest(): Promise<{ meta: SnapshotMeta; data: Uint8Array } | undefined>;
+  /** Metadata of stored snapshots, newest first. */
+  list(): Promise<SnapshotMeta[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Best-effort, unordered, one-way delivery of RaftMessages between servers.
+ * Raft tolerates loss, duplication and reordering; the transport must not
+ * block the caller (queue, drop when a peer is slow or down). Messages are
+ * encoded with `encodeRaftMessage` and decoded with `decodeRaftMessage`
+ * (codec.ts), which validates peer input and never throws.
+ */
+export interface RaftTransport {
+  /** The address other servers use to reach this one. */
+  readonly localAddress: string;
+  /** Queue `msg` for the server at `target.address`; never throws, never awaits. */
+  send(target: { id: ServerId; address: string }, msg: RaftMessage): void;
+  /** Register the single receiver of inbound messages (replaces any earlier one). */
+  onMessage(handler: (msg: RaftMessage) => void): void;
+  close(): Promise<void>;
+}
+
+/**
+ * The replicated state machine (hashicorp/raft `fsm.go`). `apply` is called
+ * once per committed `normal` entry, in index order, on every server; it must
+ * be deterministic (no wall clock, no randomness) and its return value is
+ * handed back to the proposer on the leader.
+ */
+export interface Fsm {
+  apply(index: number, data: Uint8Array): unknown;
+  /** The full state after the last applied entry. */
+  snapshot(): Promise<Uint8Array> | Uint8Array;
+  /** Replace the whole state with a snapshot's. */
+  restore(data: Uint8Array): Promise<void> | void;
+}
