@@ -87,6 +87,16 @@ export class FsmError extends CairnError {
   }
 }
 
+/**
+ * The state store refused an operation: invalid session, failed txn check.
+ * Consul answers these with 500 and the message as the body.
+ */
+export class StateError extends CairnError {
+  constructor(message: string) {
+    super("state", message);
+  }
+}
+
 /** Data on disk failed a check (CRC, framing). */
 export class CorruptionError extends CairnError {
   readonly file?: string;
