@@ -112,7 +112,7 @@ export interface AgentConfig {
 }
 
 type DeepPartial<T> = {
-  [K in keyof T]?: T[K] extends unknown[] ? T[K] : T[K] extends Record<string, unknown> ? DeepPartial<T[K]> : T[K];
+  [K in keyof T]?: T[K] extends unknown[] ? T[K] : T[K] extends object ? DeepPartial<T[K]> : T[K];
 };
 
 /** One source of settings (a file, the flags): only what it sets. */

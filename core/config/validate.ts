@@ -1,0 +1,60 @@
+// Cross-field checks on a merged config (Consul's builder.Validate). Returns
+// every problem, so an operator can fix them all at once.
+import { ConfigError } from "../errors.ts";
+import type { AgentConfig } from "./types.ts";
+
+const DC_NAME = /^[a-z0-9_-]+$/i;
+const NODE_META_KEY = /^[a-zA-Z0-9_-]+$/;
+
+function isPort(p: number, allowDisabled: boolean): boolean {
+  return Number.isInteger(p) && ((p >= 0 && p <= 65535) || (allowDisabled && p === -1));
+}
+
+/** Problems found, empty when the config is usable. */
+export function validateConfig(c: AgentConfig): ConfigError[] {
+  const errors: ConfigError[] = [];
+  const bad = (field: string, message: string) => errors.push(new ConfigError(message, { field }));
+
+  if (!c.dev && c.dataDir === "") bad("data_dir", "data_dir is required: set -data-dir or \"data_dir\" (or use -dev)");
+  if (c.datacenter === "" || !DC_NAME.test(c.datacenter)) {
+    bad("datacenter", `Invalid datacenter "${c.datacenter}": use letters, digits, "-" and "_"`);
+  }
+  if (c.bootstrapExpect > 0 && !c.server) bad("bootstrap_expect", "bootstrap_expect requires server mode: set -server");
+  if (c.bootstrap && !c.server) bad("bootstrap", "bootstrap requires server mode: set -server");
+  if (c.bootstrap && c.bootstrapExpect > 0) bad("bootstrap_expect", "bootstrap and bootstrap_expect are mutually exclusive");
+  if (c.dev && c.bootstrapExpect > 1) bad("bootstrap_expect", "bootstrap_expect must be 0 or 1 in dev mode");
+  for (const [name, port, allowDisabled] of [
+    ["ports.http", c.ports.http, true],
+    ["ports.dns", c.ports.dns, true],
+    ["ports.serf_lan", c.ports.serfLan, false],
+    ["ports.serf_wan", c.ports.serfWan, false],
+    ["ports.server", c.ports.server, false],
+  ] as const) {
+    if (!isPort(port, allowDisabled)) {
+      bad(name, `Invalid ${name} ${port}: expected 0 to 65535${allowDisabled ? " (or -1 to disable)" : ""}`);
+    }
+  }
+  if (c.performance.raftMultiplier < 1 || c.performance.raftMultiplier > 10) {
+    bad("performance.raft_multiplier", `Invalid performance.raft_multiplier ${c.performance.raftMultiplier}: expected 1 to 10`);
+  }
+  if (c.encrypt !== "") {
+    const len = base64Length(c.encrypt);
+    if (len === undefined || ![16, 24, 32].includes(len)) {
+      bad("encrypt", "Invalid encrypt key: expected base64 of 16, 24 or 32 bytes (for example from `openssl rand -base64 32`)");
+    }
+  }
+  for (const key of Object.keys(c.nodeMeta)) {
+    if (!NODE_META_KEY.test(key) || key.length > 128) bad(`node_meta.${key}`, `Invalid node_meta key "${key}"`);
+  }
+  if (c.retryIntervalMs <= 0) bad("retry_interval", "retry_interval must be positive");
+  if (c.dnsConfig.udpAnswerLimit < 0) bad("dns_config.udp_answer_limit", "dns_config.udp_answer_limit must be ≥ 0");
+  if (c.domain === "." || c.domain === "") bad("domain", "domain must not be empty");
+  if (c.altDomain !== "" && c.altDomain === c.domain) bad("alt_domain", "alt_domain must differ from domain");
+  return errors;
+}
+
+function base64Length(text: string): number | undefined {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) return undefined;
+  const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
+  return (text.length / 4) * 3 - pad;
+}
