@@ -1,0 +1,666 @@
+// Server RPC over TCP (default port 8300): a server that dispatches framed
+// msgpack requests and one-way messages to handlers, and a client pool that
+// keeps one connection per address with many calls in flight on it.
+//
+// Writes are batched: every frame queued in the same turn of the event loop
+// goes out in one socket write (one syscall), so a Raft tick that emits many
+// small messages costs one write per peer.
+
+import { connect, createServer } from "node:net";
+import type { Server, Socket } from "node:net";
+import type { Clock, Timer } from "../clock/clock.ts";
+import { systemClock } from "../clock/system_clock.ts";
+import { errorMessage, RpcError, RpcTimeoutError, TooLargeError } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "./methods.ts";
+import { defaultMaxFrameBytes, encodeFrame, FrameDecoder, FrameKind, rpcProtocolV1 } from "./frame.ts";
+import type { Frame } from "./frame.ts";
+import { fromWireError, toWireError } from "./wire_error.ts";
+
+export const defaultRpcPort = 8300;
+
+export interface RpcContext {
+  /** "ip:port" of the calling connection. */
+  remoteAddress: string;
+  /** True for a one-way message (the result is discarded). */
+  oneWay: boolean;
+}
+
+/** Answers one method. Thrown errors go back to the caller as wire errors. */
+export type RpcHandler = (body: unknown, ctx: RpcContext) => unknown;
+
+export interface RpcServerStats {
+  accepted: number;
+  open: number;
+  requests: number;
+  oneWay: number;
+  unknownMethods: number;
+  handlerErrors: number;
+  /** Connections whose first byte was not a cairn protocol marker. */
+  badProtocol: number;
+  /** Connections closed for a garbage, oversized or misplaced frame. */
+  badFrames: number;
+  oversizedFrames: number;
+}
+
+export interface RpcServer {
+  readonly host: string;
+  readonly port: number;
+  /** "host:port" to dial. */
+  readonly address: string;
+  readonly stats: Readonly<RpcServerStats>;
+  /** Adds or replaces the handler for a method. */
+  handle(method: string, handler: RpcHandler): void;
+  close(): Promise<void>;
+}
+
+export interface RpcServerOptions {
+  /** Default "0.0.0.0". */
+  host?: string;
+  /** Default 8300; 0 picks a free port. */
+  port?: number;
+  handlers?: Record<string, RpcHandler> | Map<string, RpcHandler>;
+  logger: Logger;
+  maxFrameBytes?: number;
+}
+
+/** Splits "host:port" or "[v6]:port". */
+export function parseAddress(address: string): { host: string; port: number } | undefined {
+  const i = address.lastIndexOf(":");
+  if (i <= 0) return undefined;
+  let host = address.slice(0, i);
+  const port = Number(address.slice(i + 1));
+  if (host.startsWith("[") && host.endsWith("]")) host = host.slice(1, -1);
+  if (!Number.isInteger(port) || port <= 0 || port > 65535 || host === "") return undefined;
+  return { host, port };
+}
+
+export function formatAddress(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Collects frames written in one turn and writes them with one socket write. */
+class BatchWriter {
+  readonly #socket: Socket;
+  #chunks: Uint8Array[] = [];
+  #bytes = 0;
+  #scheduled = false;
+  readonly #counters: { writes: number; framesSent: number } | undefined;
+
+  constructor(socket: Socket, counters?: { writes: number; framesSent: number }) {
+    this.#socket = socket;
+    this.#counters = counters;
+  }
+
+  /** Bytes waiting in our batch plus in the socket's buffer. */
+  get queuedBytes(): number {
+    return this.#bytes + this.#socket.writableLength;
+  }
+
+  enqueue(bytes: Uint8Array): void {
+    this.#chunks.push(bytes);
+    this.#bytes += bytes.length;
+    if (this.#counters) this.#counters.framesSent++;
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  flush(): void {
+    this.#scheduled = false;
+    if (this.#chunks.length === 0 || this.#socket.destroyed) {
+      this.#chunks = [];
+      this.#bytes = 0;
+      return;
+    }
+    let out: Uint8Array;
+    if (this.#chunks.length === 1) out = this.#chunks[0]!;
+    else {
+      out = new Uint8Array(this.#bytes);
+      let at = 0;
+      for (const c of this.#chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+    }
+    this.#chunks = [];
+    this.#bytes = 0;
+    if (this.#counters) this.#counters.writes++;
+    this.#socket.write(out);
+  }
+}
+
+export async function createRpcServer(options: RpcServerOptions): Promise<RpcServer> {
+  const log = options.logger;
+  const maxFrameBytes = options.maxFrameBytes ?? defaultMaxFrameBytes;
+  const handlers = new Map<string, RpcHandler>(
+    options.handlers instanceof Map ? options.handlers : Object.entries(options.handlers ?? {}),
+  );
+  const stats: RpcServerStats = {
+    accepted: 0,
+    open: 0,
+    requests: 0,
+    oneWay: 0,
+    unknownMethods: 0,
+    handlerErrors: 0,
+    badProtocol: 0,
+    badFrames: 0,
+    oversizedFrames: 0,
+  };
+  const sockets = new Set<Socket>();
+
+  const server: Server = createServer((socket) => {
+    stats.accepted++;
+    stats.open++;
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    const remoteAddress = formatAddress(socket.remoteAddress ?? "?", socket.remotePort ?? 0);
+    const writer = new BatchWriter(socket);
+    const decoder = new FrameDecoder({ maxFrameBytes });
+    let sawMarker = false;
+    let closed = false;
+
+    const drop = (why: string, fields: Record<string, unknown>): void => {
+      if (closed) return;
+      closed = true;
+      log.warn(why, { remote: remoteAddress, ...fields });
+      socket.destroy();
+    };
+
+    const answer = (id: number, result: Promise<unknown>, method: string): void => {
+      result.then(
+        (body) => {
+          if (closed) return;
+          let bytes: Uint8Array;
+          try {
+            bytes = encodeFrame({ t: FrameKind.Response, id, body });
+          } catch (err) {
+            stats.handlerErrors++;
+            log.error("cannot encode RPC reply", { method, error: errorMessage(err) });
+            bytes = encodeFrame({ t: FrameKind.Response, id, error: { code: "internal", message: `Cannot encode reply of "${method}"` } });
+          }
+          if (bytes.length - 4 > maxFrameBytes) {
+            bytes = encodeFrame({
+              t: FrameKind.Response,
+              id,
+              error: { code: "too_large", message: `Reply of "${method}" is ${bytes.length} bytes, over the limit of ${maxFrameBytes}` },
+            });
+          }
+          writer.enqueue(bytes);
+        },
+        (err: unknown) => {
+          stats.handlerErrors++;
+          log.debug("RPC handler failed", { method, error: errorMessage(err) });
+          if (!closed) writer.enqueue(encodeFrame({ t: FrameKind.Response, id, error: toWireError(err) }));
+        },
+      );
+    };
+
+    const dispatch = (frame: Frame): void => {
+      if (frame.t === FrameKind.Response) {
+        stats.badFrames++;
+        drop("closing RPC connection: client sent a response frame", { id: frame.id });
+        return;
+      }
+      const oneWay = frame.t === FrameKind.OneWay;
+      if (oneWay) stats.oneWay++;
+      else stats.requests++;
+      const handler = handlers.get(frame.method);
+      if (!handler) {
+        stats.unknownMethods++;
+        log.debug("unknown RPC method", { method: frame.method, remote: remoteAddress });
+        if (!oneWay) {
+          writer.enqueue(encodeFrame({
+            t: FrameKind.Response,
+            id: frame.id,
+            error: { code: "unknown_method", message: `Unknown RPC method "${frame.method}"` },
+          }));
+        }
+        return;
+      }
+      let result: Promise<unknown>;
+      try {
+        result = Promise.resolve(handler(frame.body, { remoteAddress, oneWay }));
+      } catch (err) {
+        result = Promise.reject(err);
+      }
+      if (oneWay) {
+        result.catch((err: unknown) => {
+          stats.handlerErrors++;
+          log.debug("one-way RPC handler failed", { method: frame.method, error: errorMessage(err) });
+        });
+      } else {
+        answer(frame.id, result, frame.method);
+      }
+    };
+
+    socket.on("data", (chunk: Uint8Array) => {
+      if (closed) return;
+      let data = chunk;
+      if (!sawMarker) {
+        if (data.length === 0) return;
+        if (data[0] !== rpcProtocolV1) {
+          stats.badProtocol++;
+          drop("closing RPC connection: unknown protocol marker", { byte: data[0] });
+          return;
+        }
+        sawMarker = true;
+        data = data.subarray(1);
+      }
+      const { frames, error } = decoder.push(data);
+      for (const f of frames) {
+        if (closed) return;
+        dispatch(f);
+      }
+      if (error) {
+        stats.badFrames++;
+        if (error.reason === "too_large") stats.oversizedFrames++;
+        drop("closing RPC connection: bad frame", { reason: error.reason, error: error.message });
+      }
+    });
+    socket.on("error", (err) => log.debug("RPC connection error", { remote: remoteAddress, error: err.message }));
+    socket.on("close", () => {
+      closed = true;
+      stats.open--;
+      sockets.delete(socket);
+    });
+  });
+
+  const host = options.host ?? "0.0.0.0";
+  await new Promise<void>((resolve, reject) => {
+    const onError = (err: Error) => reject(new RpcError(`Cannot listen for RPC on "${formatAddress(host, options.port ?? defaultRpcPort)}": ${err.message}`, { cause: err }));
+    server.once("error", onError);
+    server.listen(options.port ?? defaultRpcPort, host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  server.on("error", (err) => log.error("RPC listener error", { error: err.message }));
+  const bound = server.address();
+  const port = typeof bound === "object" && bound ? bound.port : (options.port ?? defaultRpcPort);
+  log.info("RPC server listening", { address: formatAddress(host, port) });
+
+  return {
+    host,
+    port,
+    address: formatAddress(host, port),
+    stats,
+    handle(method, handler) {
+      handlers.set(method, handler);
+    },
+    close() {
+      return new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+    },
+  };
+}
+
+// ---------------------------------------------------------------- client
+
+export interface RpcClientStats {
+  connects: number;
+  connectFailures: number;
+  calls: number;
+  timeouts: number;
+  /** Responses that came after their call timed out or was aborted. */
+  lateResponses: number;
+  oneWaySent: number;
+  /** One-way messages dropped (peer backing off after a failure, queue full, too large). */
+  oneWayDropped: number;
+  /** Connections closed for a bad frame from the server. */
+  badFrames: number;
+  /** Socket writes (each may carry many frames). */
+  writes: number;
+  framesSent: number;
+}
+
+export interface RpcClientPoolOptions {
+  logger: Logger;
+  /** Timers for call and connect timeouts; default the system clock. */
+  clock?: Clock;
+  maxFrameBytes?: number;
+  /** Default per-call timeout (ms). Default 30 s. */
+  callTimeoutMs?: number;
+  /** Default 5 s. */
+  connectTimeoutMs?: number;
+  /** After a failed connect, one-way messages to that address are dropped this long (ms). Default 250. */
+  reconnectBackoffMs?: number;
+  /** One-way messages are dropped while more than this many bytes wait to be written. Default 32 MiB. */
+  maxQueuedBytes?: number;
+}
+
+export interface CallOptions {
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface PendingCall {
+  resolve(v: unknown): void;
+  reject(err: unknown): void;
+  timer: Timer;
+  method: string;
+}
+
+class ClientConnection {
+  readonly address: string;
+  readonly #pool: RpcClientPool;
+  readonly #socket: Socket;
+  readonly #writer: BatchWriter;
+  readonly #decoder: FrameDecoder;
+  readonly #pending = new Map<number, PendingCall>();
+  #nextId = 1;
+  #connectTimer: Timer | undefined;
+  #connected = false;
+  closed = false;
+
+  constructor(pool: RpcClientPool, address: string, host: string, port: number) {
+    this.#pool = pool;
+    this.address = address;
+    this.#decoder = new FrameDecoder({ maxFrameBytes: pool.maxFrameBytes });
+    this.#socket = connect({ host, port });
+    this.#socket.setNoDelay(true);
+    this.#writer = new BatchWriter(this.#socket, pool.stats);
+    this.#socket.write(new Uint8Array([rpcProtocolV1]));
+    this.#connectTimer = pool.clock.setTimer(pool.connectTimeoutMs, () => {
+      this.#fail(new RpcError(`Cannot connect to "${address}": timed out after ${pool.connectTimeoutMs} ms`));
+    });
+    this.#socket.on("connect", () => {
+      this.#connected = true;
+      this.#connectTimer?.cancel();
+      this.#connectTimer = undefined;
+      pool.onConnected(this);
+    });
+    this.#socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));
+    this.#socket.on("error", (err) => {
+      const what = this.#connected ? `Connection to "${address}" failed` : `Cannot connect to "${address}"`;
+      this.#fail(new RpcError(`${what}: ${err.message}`, { cause: err }));
+    });
+    this.#socket.on("close", () => this.#fail(new RpcError(`Connection to "${address}" closed`)));
+  }
+
+  get isConnected(): boolean {
+    return this.#connected;
+  }
+
+  get queuedBytes(): number {
+    return this.#writer.queuedBytes;
+  }
+
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  call(method: string, body: unknown, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+    const pool = this.#pool;
+    const id = this.#nextId++;
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeFrame({ t: FrameKind.Request, id, method, body });
+    } catch (err) {
+      return Promise.reject(new RpcError(`Cannot encode arguments of "${method}": ${errorMessage(err)}`, { cause: err }));
+    }
+    if (bytes.length - 4 > pool.maxFrameBytes) {
+      return Promise.reject(new TooLargeError(`Request "${method}" is ${bytes.length} bytes, over the limit of ${pool.maxFrameBytes}`, pool.maxFrameBytes));
+    }
+    return new Promise<unknown>((resolve, reject) => {
+      const finish = (): void => {
+        this.#pending.delete(id);
+        timer.cancel();
+        signal?.removeEventListener("abort", onAbort);
+      };
+      const onAbort = (): void => {
+        finish();
+        reject(signal?.reason ?? new RpcError(`RPC "${method}" to "${this.address}" was aborted`));
+      };
+      const timer = pool.clock.setTimer(timeoutMs, () => {
+        finish();
+        pool.stats.timeouts++;
+        reject(new RpcTimeoutError(`RPC "${method}" to "${this.address}" timed out after ${timeoutMs} ms`));
+      });
+      this.#pending.set(id, {
+        method,
+        timer,
+        resolve: (v) => {
+          finish();
+          resolve(v);
+        },
+        reject: (e) => {
+          finish();
+          reject(e);
+        },
+      });
+      if (signal) {
+        if (signal.aborted) {
+          onAbort();
+          return;
+        }
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+      this.#writer.enqueue(bytes);
+    });
+  }
+
+  /** Queues a one-way frame (already encoded). */
+  send(bytes: Uint8Array): void {
+    this.#writer.enqueue(bytes);
+  }
+
+  close(): void {
+    this.#fail(new RpcError(`Connection to "${this.address}" closed`));
+  }
+
+  #onData(chunk: Uint8Array): void {
+    if (this.closed) return;
+    const { frames, error } = this.#decoder.push(chunk);
+    for (const f of frames) {
+      if (f.t !== FrameKind.Response) {
+        this.#pool.stats.badFrames++;
+        this.#fail(new RpcError(`Connection to "${this.address}" closed: server sent a non-response frame`));
+        return;
+      }
+      const p = this.#pending.get(f.id);
+      if (!p) {
+        this.#pool.stats.lateResponses++;
+        continue;
+      }
+      if (f.error) p.reject(fromWireError(f.error));
+      else p.resolve(f.body);
+    }
+    if (error) {
+      this.#pool.stats.badFrames++;
+      this.#pool.log.warn("closing RPC connection: bad frame from server", { address: this.address, reason: error.reason, error: error.message });
+      this.#fail(new RpcError(`Connection to "${this.address}" closed: ${error.message}`));
+    }
+  }
+
+  #fail(err: RpcError): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.#connectTimer?.cancel();
+    this.#connectTimer = undefined;
+    this.#socket.destroy();
+    for (const p of [...this.#pending.values()]) p.reject(err);
+    this.#pending.clear();
+    this.#pool.onClosed(this, this.#connected, err);
+  }
+}
+
+/**
+ * One connection per address, created on first use and again after it is
+ * lost. Calls are request/response with a timeout; `send` is one-way,
+ * best effort (Raft messages).
+ */
+export class RpcClientPool {
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly maxFrameBytes: number;
+  readonly callTimeoutMs: number;
+  readonly connectTimeoutMs: number;
+  readonly reconnectBackoffMs: number;
+  readonly maxQueuedBytes: number;
+  readonly stats: RpcClientStats = {
+    connects: 0,
+    connectFailures: 0,
+    calls: 0,
+    timeouts: 0,
+    lateResponses: 0,
+    oneWaySent: 0,
+    oneWayDropped: 0,
+    badFrames: 0,
+    writes: 0,
+    framesSent: 0,
+  };
+  readonly #conns = new Map<string, ClientConnection>();
+  readonly #backoffUntil = new Map<string, number>();
+  #closed = false;
+
+  constructor(options: RpcClientPoolOptions) {
+    this.log = options.logger;
+    this.clock = options.clock ?? systemClock;
+    this.maxFrameBytes = options.maxFrameBytes ?? defaultMaxFrameBytes;
+    this.callTimeoutMs = options.callTimeoutMs ?? 30_000;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+    this.reconnectBackoffMs = options.reconnectBackoffMs ?? 250;
+    this.maxQueuedBytes = options.maxQueuedBytes ?? 32 * 1024 * 1024;
+  }
+
+  /** Calls `method` on the server at `address` ("host:port"). */
+  call(address: string, method: string, body: unknown, options: CallOptions = {}): Promise<unknown> {
+    this.stats.calls++;
+    const conn = this.#get(address);
+    if (conn instanceof Error) return Promise.reject(conn);
+    return conn.call(method, body, options.timeoutMs ?? this.callTimeoutMs, options.signal);
+  }
+
+  /** Sends a one-way message. Returns false when it was dropped. */
+  send(address: string, method: string, body: unknown): boolean {
+    const until = this.#backoffUntil.get(address);
+    if (until !== undefined) {
+      if (this.clock.now() < until) {
+        this.stats.oneWayDropped++;
+        return false;
+      }
+      this.#backoffUntil.delete(address);
+    }
+    const conn = this.#get(address);
+    if (conn instanceof Error) {
+      this.stats.oneWayDropped++;
+      return false;
+    }
+    if (conn.queuedBytes > this.maxQueuedBytes) {
+      this.stats.oneWayDropped++;
+      this.log.debug("dropping one-way RPC: send queue full", { address, method });
+      return false;
+    }
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeFrame({ t: FrameKind.OneWay, method, body });
+    } catch (err) {
+      this.stats.oneWayDropped++;
+      this.log.warn("cannot encode one-way RPC", { address, method, error: errorMessage(err) });
+      return false;
+    }
+    if (bytes.length - 4 > this.maxFrameBytes) {
+      this.stats.oneWayDropped++;
+      this.log.warn("dropping one-way RPC over the frame limit", { address, method, sizeBytes: bytes.length });
+      return false;
+    }
+    this.stats.oneWaySent++;
+    conn.send(bytes);
+    return true;
+  }
+
+  /** A typed view of the server at `address`, implementing `Rpc`. */
+  remote(address: string, options: { timeoutMs?: number } = {}): Rpc {
+    return new RemoteRpc(this, address, options);
+  }
+
+  /** Number of open or opening connections. */
+  get size(): number {
+    return this.#conns.size;
+  }
+
+  /** Closes the connection to one address (pending calls fail). */
+  closeAddress(address: string): void {
+    this.#conns.get(address)?.close();
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const c of [...this.#conns.values()]) c.close();
+    this.#conns.clear();
+  }
+
+  /** @internal */
+  onConnected(conn: ClientConnection): void {
+    this.stats.connects++;
+    this.log.debug("RPC connection open", { address: conn.address });
+  }
+
+  /** @internal */
+  onClosed(conn: ClientConnection, wasConnected: boolean, err: RpcError): void {
+    if (this.#conns.get(conn.address) === conn) this.#conns.delete(conn.address);
+    if (!wasConnected) {
+      this.stats.connectFailures++;
+      this.#backoffUntil.set(conn.address, this.clock.now() + this.reconnectBackoffMs);
+    }
+    if (!this.#closed) this.log.debug("RPC connection closed", { address: conn.address, error: err.message });
+  }
+
+  #get(address: string): ClientConnection | Error {
+    if (this.#closed) return new RpcError("RPC client pool is closed");
+    const existing = this.#conns.get(address);
+    if (existing && !existing.closed) return existing;
+    const hp = parseAddress(address);
+    if (!hp) return new RpcError(`Bad RPC address "${address}": expected "host:port"`);
+    const conn = new ClientConnection(this, address, hp.host, hp.port);
+    this.#conns.set(address, conn);
+    return conn;
+  }
+}
+
+/** `Rpc` over the network to one server. Blocking reads get their wait added to the timeout. */
+export class RemoteRpc implements Rpc {
+  readonly #pool: RpcClientPool;
+  readonly #address: string;
+  readonly #timeoutMs: number | undefined;
+
+  constructor(pool: RpcClientPool, address: string, options: { timeoutMs?: number } = {}) {
+    this.#pool = pool;
+    this.#address = address;
+    this.#timeoutMs = options.timeoutMs;
+  }
+
+  async call<M extends RpcMethod>(method: M, args: RpcArgs<M>, options: { signal?: AbortSignal } = {}): Promise<RpcReply<M>> {
+    const base = this.#timeoutMs ?? this.#pool.callTimeoutMs;
+    const reply = await this.#pool.call(this.#address, method, args, {
+      timeoutMs: base + blockingWaitMs(args),
+      signal: options.signal,
+    });
+    return reply as RpcReply<M>;
+  }
+}
+
+/** The longest a blocking read may wait on the server, plus the jitter servers add (1/16). */
+function blockingWaitMs(args: unknown): number {
+  if (typeof args !== "object" || args === null) return 0;
+  const q = (args as { query?: { minQueryIndex?: unknown; maxQueryTimeMs?: unknown } }).query;
+  if (!q || typeof q.maxQueryTimeMs !== "number" || !(Number(q.minQueryIndex) > 0)) return 0;
+  return Math.ceil(q.maxQueryTimeMs * (1 + 1 / 16));
+}
+
+/**
+ * Server-side handlers that answer the listed `Family.Verb` methods from a
+ * local `Rpc` (the server's endpoints). Arguments come from the network:
+ * the endpoints must validate them.
+ */
+export function rpcHandlers(rpc: Rpc, methods: readonly RpcMethod[]): Map<string, RpcHandler> {
+  const out = new Map<string, RpcHandler>();
+  for (const m of methods) {
+    out.set(m, (body) => rpc.call(m, body as RpcArgs<typeof m>));
+  }
+  return out;
+}

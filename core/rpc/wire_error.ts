@@ -1,0 +1,50 @@
+// Errors crossing the server RPC wire: a handler's thrown error becomes
+// `{ code, message, leader? }`; the caller gets back the same CairnError class
+// when the code is one callers act on (not_leader, no_leader, not_found, ...),
+// else an RpcError carrying the remote code.
+
+import {
+  BadRequestError,
+  CairnError,
+  CasConflictError,
+  NoLeaderError,
+  NotFoundError,
+  NotLeaderError,
+  RpcError,
+  RpcTimeoutError,
+  TooLargeError,
+} from "../errors.ts";
+import type { WireError } from "./frame.ts";
+
+export function toWireError(err: unknown): WireError {
+  if (err instanceof NotLeaderError) {
+    const w: WireError = { code: err.code, message: err.message };
+    if (err.leader) w.leader = err.leader;
+    return w;
+  }
+  if (err instanceof RpcError && err.remoteCode) return { code: err.remoteCode, message: err.message };
+  if (err instanceof CairnError) return { code: err.code, message: err.message };
+  if (err instanceof Error) return { code: "internal", message: err.message };
+  return { code: "internal", message: String(err) };
+}
+
+export function fromWireError(w: WireError): Error {
+  switch (w.code) {
+    case "not_leader":
+      return new NotLeaderError(w.leader || undefined);
+    case "no_leader":
+      return new NoLeaderError();
+    case "not_found":
+      return new NotFoundError(w.message);
+    case "cas_conflict":
+      return new CasConflictError(w.message);
+    case "bad_request":
+      return new BadRequestError(w.message);
+    case "too_large":
+      return new TooLargeError(w.message, 0);
+    case "rpc_timeout":
+      return new RpcTimeoutError(w.message);
+    default:
+      return new RpcError(w.message, { remoteCode: w.code });
+  }
+}
