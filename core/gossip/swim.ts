@@ -1,0 +1,1089 @@
+// The memberlist SWIM + Lifeguard protocol core, pure (STYLE.md §2):
+// `step(input)` takes ticks, packets, streams, join/leave/meta requests with
+// the current time; `ready()` hands back what to send and what happened.
+// No timers, sockets or clocks in here: deadlines are state checked on tick,
+// randomness comes from the injected Rng. Behaviour follows memberlist 0.2.2
+// (state.go, suspicion.go, awareness.go, queue.go), see gossip-wire.md §6.
+//
+// Addresses are "ip:port" strings. Message payloads that belong to the layer
+// above (user messages, push/pull user state, node metadata, ack payloads)
+// are type parameters, so the Serf layer works on decoded values and the
+// wire codec is only met in driver.ts.
+
+import type { Logger } from "../log/mod.ts";
+import type { Rng } from "../sim/rng.ts";
+import { Awareness } from "./awareness.ts";
+import { BroadcastQueue, retransmitLimit } from "./broadcast_queue.ts";
+import type { GossipProfile } from "./profiles.ts";
+import { expectedConfirmations, Suspicion, suspicionTimeoutMs } from "./suspicion.ts";
+
+/** The payload types the layer above puts into memberlist messages. */
+export interface GossipTypes {
+  user: unknown;
+  state: unknown;
+  meta: unknown;
+  ack: unknown;
+}
+
+/** Plain bytes everywhere: memberlist used without Serf. */
+export interface BytesGossipTypes extends GossipTypes {
+  user: Uint8Array;
+  state: Uint8Array;
+  meta: Uint8Array;
+  ack: Uint8Array;
+}
+
+export type NodeStateName = "alive" | "suspect" | "dead" | "left";
+
+export interface PingMsg {
+  type: "ping";
+  seqNo: number;
+  /** Node the sender believes it probes; "" = anyone. */
+  node: string;
+  sourceAddr?: string;
+  sourceNode?: string;
+}
+export interface IndirectPingMsg {
+  type: "indirectPing";
+  seqNo: number;
+  node: string;
+  /** Target "ip:port". */
+  target: string;
+  nack: boolean;
+  sourceAddr?: string;
+  sourceNode?: string;
+}
+export interface AckMsg<A> {
+  type: "ack";
+  seqNo: number;
+  payload?: A;
+}
+export interface NackMsg {
+  type: "nack";
+  seqNo: number;
+}
+export interface AliveMsg<Meta> {
+  type: "alive";
+  node: string;
+  addr: string;
+  incarnation: number;
+  meta: Meta;
+  vsn: readonly number[];
+}
+export interface SuspectMsg {
+  type: "suspect";
+  node: string;
+  incarnation: number;
+  from: string;
+}
+export interface DeadMsg {
+  type: "dead";
+  node: string;
+  incarnation: number;
+  from: string;
+}
+export interface UserMsg<U> {
+  type: "user";
+  msg: U;
+}
+export interface PushNodeState<Meta> {
+  name: string;
+  addr: string;
+  incarnation: number;
+  meta: Meta;
+  state: NodeStateName;
+  vsn: readonly number[];
+}
+export interface PushPullMsg<Meta, S> {
+  type: "pushPull";
+  join: boolean;
+  nodes: PushNodeState<Meta>[];
+  userState?: S;
+}
+export interface ErrMsg {
+  type: "err";
+  error: string;
+}
+export interface CompoundMsg<T extends GossipTypes> {
+  type: "compound";
+  parts: SwimMessage<T>[];
+}
+
+export type SwimMessage<T extends GossipTypes> =
+  | PingMsg
+  | IndirectPingMsg
+  | AckMsg<T["ack"]>
+  | NackMsg
+  | AliveMsg<T["meta"]>
+  | SuspectMsg
+  | DeadMsg
+  | UserMsg<T["user"]>
+  | PushPullMsg<T["meta"], T["state"]>
+  | ErrMsg
+  | CompoundMsg<T>;
+
+export type SwimInput<T extends GossipTypes> =
+  | { kind: "tick"; now: number }
+  | { kind: "packet"; now: number; from: string; msg: SwimMessage<T> }
+  /**
+   * A message read from a TCP stream. `streamId` is set on an incoming
+   * stream (a reply may be sent with `replyTo`); `requestId` is set when it
+   * is the reply to a stream this core opened.
+   */
+  | { kind: "stream"; now: number; from: string; msg: SwimMessage<T>; streamId?: number; requestId?: number }
+  /** A stream this core opened failed (connect, timeout, decode). */
+  | { kind: "streamError"; now: number; requestId: number; error: string }
+  | { kind: "join"; now: number; addrs: readonly string[] }
+  | { kind: "leave"; now: number; timeoutMs: number }
+  | { kind: "setMeta"; now: number; meta: T["meta"] };
+
+/**
+ * One thing to send. Without `reliable` it is a UDP packet. With `reliable`
+ * it goes over TCP: `requestId` set = open a stream, send, read one reply
+ * (fed back as a `stream` input with that requestId, or `streamError`);
+ * `replyTo` set = the reply on the incoming stream with that streamId.
+ */
+export interface SwimSend<T extends GossipTypes> {
+  to: string;
+  msg: SwimMessage<T>;
+  reliable?: boolean;
+  requestId?: number;
+  replyTo?: number;
+}
+
+export interface SwimMember<Meta> {
+  readonly name: string;
+  readonly addr: string;
+  readonly meta: Meta;
+  readonly vsn: readonly number[];
+  readonly incarnation: number;
+  readonly state: NodeStateName;
+  readonly stateChangeMs: number;
+}
+
+export type SwimEvent<T extends GossipTypes> =
+  | { kind: "join"; member: SwimMember<T["meta"]> }
+  /** The member became dead (failed) or left (graceful). */
+  | { kind: "leave"; member: SwimMember<T["meta"]> }
+  | { kind: "update"; member: SwimMember<T["meta"]> }
+  | { kind: "user"; from: string; msg: T["user"] }
+  | { kind: "remoteState"; from: string; join: boolean; state: T["state"] }
+  | { kind: "pingComplete"; node: string; rttMs: number; payload: T["ack"] | undefined }
+  | { kind: "joinDone"; contacted: number; errors: string[] }
+  | { kind: "leaveDone" }
+  /** Another address claims a known member's name. */
+  | { kind: "conflict"; existing: SwimMember<T["meta"]>; other: AliveMsg<T["meta"]> };
+
+export interface SwimReady<T extends GossipTypes> {
+  sends: SwimSend<T>[];
+  events: SwimEvent<T>[];
+}
+
+/** Synchronous hooks into the layer above (Serf). */
+export interface SwimDelegate<T extends GossipTypes> {
+  /** User messages to piggyback, each costing `overheadBytes` + its size, within `limitBytes`. */
+  getBroadcasts(overheadBytes: number, limitBytes: number): T["user"][];
+  /** Size estimate of a user message (for packing). */
+  userSize(msg: T["user"]): number;
+  localState(join: boolean): T["state"];
+  ackPayload(): T["ack"] | undefined;
+}
+
+export interface SwimConfig<T extends GossipTypes> {
+  name: string;
+  /** Advertise "ip:port". */
+  addr: string;
+  meta: T["meta"];
+  vsn?: readonly number[];
+  profile: GossipProfile;
+  rng: Rng;
+  logger: Logger;
+  now: number;
+  delegate?: SwimDelegate<T>;
+  /** Size estimate of a message (bytes); default is a structural estimate. */
+  measure?: (msg: SwimMessage<T>) => number;
+  metaEquals?: (a: T["meta"], b: T["meta"]) => boolean;
+}
+
+export const defaultSwimVsn: readonly number[] = [1, 5, 2, 2, 5, 5];
+
+interface NodeState<Meta> {
+  name: string;
+  addr: string;
+  meta: Meta;
+  vsn: readonly number[];
+  incarnation: number;
+  state: NodeStateName;
+  stateChangeMs: number;
+}
+
+interface ProbeState {
+  seqNo: number;
+  target: string;
+  sentMs: number;
+  ackDeadlineMs: number;
+  endMs: number;
+  indirectSent: boolean;
+  expectedNacks: number;
+  nacks: number;
+  acked: boolean;
+}
+
+interface RelayHandler {
+  requester: string;
+  requesterSeq: number;
+  wantNack: boolean;
+  deadlineMs: number;
+}
+
+interface PendingJoin {
+  remaining: Set<number>;
+  contacted: number;
+  errors: string[];
+}
+
+const compoundOverhead = 2;
+const partOverhead = 2;
+const userMsgOverhead = 1;
+
+export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
+  readonly name: string;
+  readonly addr: string;
+  #cfg: SwimConfig<T>;
+  #p: GossipProfile;
+  #rng: Rng;
+  #log: Logger;
+  #delegate?: SwimDelegate<T>;
+  #measure: (msg: SwimMessage<T>) => number;
+  #metaEquals: (a: T["meta"], b: T["meta"]) => boolean;
+  #vsn: readonly number[];
+
+  #nodes: NodeState<T["meta"]>[] = [];
+  #byName = new Map<string, NodeState<T["meta"]>>();
+  #suspicions = new Map<string, Suspicion>();
+  #awareness: Awareness;
+  #queue = new BroadcastQueue<SwimMessage<T>>();
+  #incarnation = 0;
+  #seqNo = 0;
+  #requestId = 0;
+  #probeIndex = 0;
+  #probe: ProbeState | undefined;
+  #relays = new Map<number, RelayHandler>();
+  #joins: PendingJoin[] = [];
+  #streamKinds = new Map<number, "join" | "pushPull" | "ping">();
+  #leaving = false;
+  #leave: { broadcastId: number; deadlineMs: number } | undefined;
+  #now: number;
+
+  #nextProbeMs: number;
+  #nextGossipMs: number;
+  #nextPushPullMs: number;
+
+  #sends: SwimSend<T>[] = [];
+  #events: SwimEvent<T>[] = [];
+
+  constructor(config: SwimConfig<T>) {
+    this.#cfg = config;
+    this.name = config.name;
+    this.addr = config.addr;
+    this.#p = config.profile;
+    this.#rng = config.rng;
+    this.#log = config.logger;
+    this.#delegate = config.delegate;
+    this.#measure = config.measure ?? estimateSize;
+    this.#metaEquals = config.metaEquals ?? structuralEquals;
+    this.#vsn = config.vsn ?? defaultSwimVsn;
+    this.#awareness = new Awareness(this.#p.awarenessMaxMultiplier);
+    this.#now = config.now;
+    // Tickers start after a random delay within one interval (memberlist schedule()).
+    this.#nextProbeMs = config.now + this.#rng.int(this.#p.probeIntervalMs);
+    this.#nextGossipMs = config.now + this.#rng.int(this.#p.gossipIntervalMs);
+    this.#nextPushPullMs = config.now + this.#rng.int(this.#p.pushPullIntervalMs);
+    // setAlive: announce ourselves with incarnation 1.
+    this.#aliveNode({
+      type: "alive",
+      node: config.name,
+      addr: config.addr,
+      incarnation: this.#nextIncarnation(),
+      meta: config.meta,
+      vsn: this.#vsn,
+    }, true);
+  }
+
+  /** Set a delegate after construction (the Serf layer composes itself this way). */
+  setDelegate(delegate: SwimDelegate<T>): void {
+    this.#delegate = delegate;
+  }
+
+  get awarenessScore(): number {
+    return this.#awareness.score;
+  }
+
+  get incarnation(): number {
+    return this.#incarnation;
+  }
+
+  get isLeaving(): boolean {
+    return this.#leaving;
+  }
+
+  /** memberlist estNumNodes: entries in the node list, dead ones included. */
+  get numNodes(): number {
+    return this.#nodes.length;
+  }
+
+  get numAlive(): number {
+    let n = 0;
+    for (const s of this.#nodes) if (s.state === "alive" || s.state === "suspect") n++;
+    return n;
+  }
+
+  member(name: string): SwimMember<T["meta"]> | undefined {
+    const s = this.#byName.get(name);
+    return s ? snapshot(s) : undefined;
+  }
+
+  members(): SwimMember<T["meta"]>[] {
+    return this.#nodes.map(snapshot);
+  }
+
+  /** The earliest time at which a tick has work to do. */
+  nextDeadline(): number {
+    let t = Math.min(this.#nextGossipMs, this.#nextPushPullMs);
+    if (!this.#probe) t = Math.min(t, this.#nextProbeMs);
+    if (this.#probe && !this.#probe.acked) {
+      t = Math.min(t, this.#probe.indirectSent ? this.#probe.endMs : this.#probe.ackDeadlineMs);
+    }
+    for (const r of this.#relays.values()) t = Math.min(t, r.deadlineMs);
+    for (const s of this.#suspicions.values()) t = Math.min(t, s.deadlineMs);
+    if (this.#leave) t = Math.min(t, this.#leave.deadlineMs);
+    return t;
+  }
+
+  step(input: SwimInput<T>): void {
+    this.#now = Math.max(this.#now, input.now);
+    switch (input.kind) {
+      case "tick":
+        this.#tick();
+        break;
+      case "packet":
+        this.#handlePacket(input.from, input.msg);
+        break;
+      case "stream":
+        this.#handleStream(input.from, input.msg, input.streamId, input.requestId);
+        break;
+      case "streamError":
+        this.#streamFailed(input.requestId, input.error);
+        break;
+      case "join":
+        this.#join(input.addrs);
+        break;
+      case "leave":
+        this.#startLeave(input.timeoutMs);
+        break;
+      case "setMeta":
+        this.#setMeta(input.meta);
+        break;
+    }
+    this.#checkLeave();
+  }
+
+  hasReady(): boolean {
+    return this.#sends.length > 0 || this.#events.length > 0;
+  }
+
+  ready(): SwimReady<T> {
+    const out = { sends: this.#sends, events: this.#events };
+    this.#sends = [];
+    this.#events = [];
+    return out;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Timers
+
+  #tick(): void {
+    const now = this.#now;
+    // Suspicion deadlines.
+    for (const [name, s] of [...this.#suspicions]) {
+      if (!s.isExpired(now)) continue;
+      this.#suspicions.delete(name);
+      const st = this.#byName.get(name);
+      if (st && st.state === "suspect" && st.stateChangeMs === s.startMs) {
+        this.#log.info("marking node as failed, suspect timeout reached", {
+          node: name,
+          confirmations: s.confirmations,
+        });
+        this.#deadNode({ type: "dead", node: name, incarnation: st.incarnation, from: this.name });
+      }
+    }
+    // Indirect probes we serve: nack on timeout.
+    for (const [seq, r] of [...this.#relays]) {
+      if (now < r.deadlineMs) continue;
+      this.#relays.delete(seq);
+      if (r.wantNack) this.#sendPacket(r.requester, { type: "nack", seqNo: r.requesterSeq });
+    }
+    // Our own probe.
+    const p = this.#probe;
+    if (p && !p.acked) {
+      if (!p.indirectSent && now >= p.ackDeadlineMs) this.#indirectProbe(p);
+      if (p.indirectSent && now >= p.endMs) this.#probeFailed(p);
+    }
+    if (!this.#probe && now >= this.#nextProbeMs) {
+      const interval = this.#awareness.scaleTimeout(this.#p.probeIntervalMs);
+      this.#nextProbeMs = now + interval;
+      this.#startProbe(interval);
+    }
+    if (now >= this.#nextGossipMs) {
+      this.#nextGossipMs = now + this.#p.gossipIntervalMs;
+      this.#gossip();
+    }
+    if (now >= this.#nextPushPullMs) {
+      this.#nextPushPullMs = now + pushPullScaleMs(this.#p.pushPullIntervalMs, this.numNodes);
+      this.#periodicPushPull();
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Probing (memberlist probe / probeNode)
+
+  #startProbe(intervalMs: number): void {
+    const target = this.#nextProbeTarget();
+    if (!target) return;
+    const seqNo = this.#nextSeqNo();
+    const now = this.#now;
+    const ping: PingMsg = { type: "ping", seqNo, node: target.name, sourceAddr: this.addr, sourceNode: this.name };
+    if (target.state === "alive") {
+      this.#sendPacket(target.addr, ping);
+    } else {
+      // Suspect: ping plus the suspicion, so the target can refute at once.
+      const suspect: SuspectMsg = { type: "suspect", node: target.name, incarnation: target.incarnation, from: this.name };
+      this.#sends.push({ to: target.addr, msg: { type: "compound", parts: [ping, suspect] } });
+    }
+    this.#probe = {
+      seqNo,
+      target: target.name,
+      sentMs: now,
+      ackDeadlineMs: now + this.#p.probeTimeoutMs,
+      endMs: now + Math.max(intervalMs, this.#p.probeTimeoutMs),
+      indirectSent: false,
+      expectedNacks: 0,
+      nacks: 0,
+      acked: false,
+    };
+  }
+
+  #nextProbeTarget(): NodeState<T["meta"]> | undefined {
+    for (let checked = 0; checked <= this.#nodes.length; checked++) {
+      if (this.#probeIndex >= this.#nodes.length) {
+        this.#resetNodes();
+        this.#probeIndex = 0;
+        if (this.#nodes.length === 0) return undefined;
+      }
+      const s = this.#nodes[this.#probeIndex++]!;
+      if (s.name === this.name) continue;
+      if (s.state === "dead" || s.state === "left") continue;
+      return s;
+    }
+    return undefined;
+  }
+
+  /** On wrap-around: forget nodes dead for longer than GossipToTheDeadTime, shuffle. */
+  #resetNodes(): void {
+    const cutoff = this.#now - this.#p.gossipToTheDeadMs;
+    const keep: NodeState<T["meta"]>[] = [];
+    for (const s of this.#nodes) {
+      if ((s.state === "dead" || s.state === "left") && s.stateChangeMs < cutoff && s.name !== this.name) {
+        this.#byName.delete(s.name);
+        this.#suspicions.delete(s.name);
+      } else {
+        keep.push(s);
+      }
+    }
+    this.#nodes = this.#rng.shuffle(keep);
+  }
+
+  #indirectProbe(p: ProbeState): void {
+    p.indirectSent = true;
+    const target = this.#byName.get(p.target);
+    if (!target) return;
+    const peers = this.#kRandomNodes(this.#p.indirectChecks, (s) =>
+      s.name !== this.name && s.name !== p.target && s.state === "alive"
+    );
+    for (const peer of peers) {
+      const nack = (peer.vsn[1] ?? 0) >= 4;
+      if (nack) p.expectedNacks++;
+      this.#sendPacket(peer.addr, {
+        type: "indirectPing",
+        seqNo: p.seqNo,
+        node: target.name,
+        target: target.addr,
+        nack,
+        sourceAddr: this.addr,
+        sourceNode: this.name,
+      });
+    }
+    // TCP fallback ping, in parallel with the indirect probes.
+    if (!this.#p.disableTcpPings && (target.vsn[1] ?? 0) >= 3) {
+      const requestId = this.#nextRequestId();
+      this.#streamKinds.set(requestId, "ping");
+      this.#sends.push({
+        to: target.addr,
+        msg: { type: "ping", seqNo: p.seqNo, node: target.name, sourceAddr: this.addr, sourceNode: this.name },
+        reliable: true,
+        requestId,
+      });
+    }
+  }
+
+  #probeFailed(p: ProbeState): void {
+    this.#probe = undefined;
+    let delta = 0;
+    if (p.expectedNacks > 0) {
+      if (p.nacks < p.expectedNacks) delta = p.expectedNacks - p.nacks;
+    } else {
+      delta = 1;
+    }
+    this.#awareness.applyDelta(delta);
+    const target = this.#byName.get(p.target);
+    if (!target) return;
+    this.#log.info("suspect node, probe failed", { node: p.target, awareness: this.#awareness.score });
+    this.#suspectNode({ type: "suspect", node: target.name, incarnation: target.incarnation, from: this.name });
+  }
+
+  #handleAck(msg: AckMsg<T["ack"]>, viaStream: boolean): void {
+    const p = this.#probe;
+    if (p && p.seqNo === msg.seqNo && !p.acked) {
+      p.acked = true;
+      this.#probe = undefined;
+      this.#awareness.applyDelta(-1);
+      if (!viaStream && msg.payload !== undefined) {
+        this.#events.push({ kind: "pingComplete", node: p.target, rttMs: this.#now - p.sentMs, payload: msg.payload });
+      }
+      return;
+    }
+    const r = this.#relays.get(msg.seqNo);
+    if (r) {
+      this.#relays.delete(msg.seqNo);
+      this.#sendPacket(r.requester, { type: "ack", seqNo: r.requesterSeq });
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Packets and streams
+
+  #handlePacket(from: string, msg: SwimMessage<T>): void {
+    switch (msg.type) {
+      case "compound":
+        for (const part of msg.parts) {
+          if (part.type === "compound") {
+            this.#log.debug("nested compound dropped", { from });
+            continue;
+          }
+          this.#handlePacket(from, part);
+        }
+        return;
+      case "ping": {
+        if (msg.node !== "" && msg.node !== this.name) {
+          this.#log.warn("got ping for unexpected node", { node: msg.node, from });
+          return;
+        }
+        const ack: AckMsg<T["ack"]> = { type: "ack", seqNo: msg.seqNo };
+        const payload = this.#delegate?.ackPayload();
+        if (payload !== undefined) ack.payload = payload;
+        this.#sendPacket(msg.sourceAddr ?? from, ack);
+        return;
+      }
+      case "indirectPing": {
+        const seqNo = this.#nextSeqNo();
+        this.#relays.set(seqNo, {
+          requester: msg.sourceAddr ?? from,
+          requesterSeq: msg.seqNo,
+          wantNack: msg.nack,
+          deadlineMs: this.#now + this.#p.probeTimeoutMs,
+        });
+        this.#sendPacket(msg.target, { type: "ping", seqNo, node: msg.node, sourceAddr: this.addr, sourceNode: this.name });
+        return;
+      }
+      case "ack":
+        this.#handleAck(msg, false);
+        return;
+      case "nack":
+        if (this.#probe && this.#probe.seqNo === msg.seqNo) this.#probe.nacks++;
+        return;
+      case "alive":
+        this.#aliveNode(msg, false);
+        return;
+      case "suspect":
+        this.#suspectNode(msg);
+        return;
+      case "dead":
+        this.#deadNode(msg);
+        return;
+      case "user":
+        this.#events.push({ kind: "user", from, msg: msg.msg });
+        return;
+      case "pushPull":
+      case "err":
+        this.#log.warn("stream message received as packet, dropped", { type: msg.type, from });
+        return;
+    }
+  }
+
+  #handleStream(from: string, msg: SwimMessage<T>, streamId: number | undefined, requestId: number | undefined): void {
+    if (requestId !== undefined) {
+      const kind = this.#streamKinds.get(requestId);
+      if (!kind) return;
+      this.#streamKinds.delete(requestId);
+      if (msg.type === "err") {
+        this.#streamDone(requestId, kind, `Remote error: ${msg.error}`);
+        return;
+      }
+      if (kind === "ping") {
+        if (msg.type === "ack") this.#handleAck(msg, true);
+        return;
+      }
+      if (msg.type !== "pushPull") {
+        this.#streamDone(requestId, kind, `Unexpected reply "${msg.type}" to push/pull`);
+        return;
+      }
+      this.#mergeRemote(from, msg);
+      this.#streamDone(requestId, kind, undefined);
+      return;
+    }
+    switch (msg.type) {
+      case "ping":
+        if (msg.node !== "" && msg.node !== this.name) return;
+        if (streamId !== undefined) this.#sends.push({ to: from, msg: { type: "ack", seqNo: msg.seqNo }, reliable: true, replyTo: streamId });
+        return;
+      case "pushPull":
+        if (streamId !== undefined) {
+          this.#sends.push({ to: from, msg: this.#localPushPull(msg.join), reliable: true, replyTo: streamId });
+        }
+        this.#mergeRemote(from, msg);
+        return;
+      case "user":
+        this.#events.push({ kind: "user", from, msg: msg.msg });
+        return;
+      default:
+        this.#log.warn("unexpected stream message, dropped", { type: msg.type, from });
+    }
+  }
+
+  #streamFailed(requestId: number, error: string): void {
+    const kind = this.#streamKinds.get(requestId);
+    if (!kind) return;
+    this.#streamKinds.delete(requestId);
+    this.#streamDone(requestId, kind, error);
+  }
+
+  #streamDone(requestId: number, kind: "join" | "pushPull" | "ping", error: string | undefined): void {
+    if (kind === "pushPull" && error) this.#log.warn("push/pull failed", { error });
+    if (kind !== "join") return;
+    for (const j of this.#joins) {
+      if (!j.remaining.delete(requestId)) continue;
+      if (error) j.errors.push(error);
+      else j.contacted++;
+      if (j.remaining.size === 0) {
+        this.#joins = this.#joins.filter((x) => x !== j);
+        this.#events.push({ kind: "joinDone", contacted: j.contacted, errors: j.errors });
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Push/pull and join
+
+  #localPushPull(join: boolean): PushPullMsg<T["meta"], T["state"]> {
+    const msg: PushPullMsg<T["meta"], T["state"]> = {
+      type: "pushPull",
+      join,
+      nodes: this.#nodes.map((s) => ({
+        name: s.name,
+        addr: s.addr,
+        incarnation: s.incarnation,
+        meta: s.meta,
+        state: s.state,
+        vsn: s.vsn,
+      })),
+    };
+    if (this.#delegate) msg.userState = this.#delegate.localState(join);
+    return msg;
+  }
+
+  #mergeRemote(from: string, msg: PushPullMsg<T["meta"], T["state"]>): void {
+    for (const n of msg.nodes) {
+      switch (n.state) {
+        case "alive":
+          this.#aliveNode({ type: "alive", node: n.name, addr: n.addr, incarnation: n.incarnation, meta: n.meta, vsn: n.vsn }, false);
+          break;
+        case "left":
+          this.#deadNode({ type: "dead", node: n.name, incarnation: n.incarnation, from: n.name });
+          break;
+        default:
+          // A remote "dead" only makes us suspect (we probe it ourselves).
+          this.#suspectNode({ type: "suspect", node: n.name, incarnation: n.incarnation, from: this.name });
+      }
+    }
+    if (msg.userState !== undefined) {
+      this.#events.push({ kind: "remoteState", from, join: msg.join, state: msg.userState });
+    }
+  }
+
+  #join(addrs: readonly string[]): void {
+    const pending: PendingJoin = { remaining: new Set(), contacted: 0, errors: [] };
+    for (const addr of addrs) {
+      if (addr === this.addr) {
+        pending.errors.push(`Cannot join "${addr}": that is our own address`);
+        continue;
+      }
+      const requestId = this.#nextRequestId();
+      this.#streamKinds.set(requestId, "join");
+      pending.remaining.add(requestId);
+      this.#sends.push({ to: addr, msg: this.#localPushPull(true), reliable: true, requestId });
+    }
+    if (pending.remaining.size === 0) {
+      this.#events.push({ kind: "joinDone", contacted: 0, errors: pending.errors });
+      return;
+    }
+    this.#joins.push(pending);
+  }
+
+  #periodicPushPull(): void {
+    const peers = this.#kRandomNodes(1, (s) => s.name !== this.name && s.state === "alive");
+    const peer = peers[0];
+    if (!peer) return;
+    const requestId = this.#nextRequestId();
+    this.#streamKinds.set(requestId, "pushPull");
+    this.#sends.push({ to: peer.addr, msg: this.#localPushPull(false), reliable: true, requestId });
+  }
+
+  // ---------------------------------------------------------------------------
+  // Gossip and piggybacking
+
+  #gossip(): void {
+    const cutoff = this.#now - this.#p.gossipToTheDeadMs;
+    const peers = this.#kRandomNodes(this.#p.gossipNodes, (s) => {
+      if (s.name === this.name) return false;
+      if (s.state === "alive" || s.state === "suspect") return true;
+      return s.stateChangeMs >= cutoff;
+    });
+    for (const peer of peers) {
+      const msgs = this.#takeBroadcasts(compoundOverhead, this.#p.udpBufferSize - compoundOverhead);
+      if (msgs.length === 0) return;
+      const msg: SwimMessage<T> = msgs.length === 1 ? msgs[0]! : { type: "compound", parts: msgs };
+      this.#sends.push({ to: peer.addr, msg });
+    }
+  }
+
+  /** Send through the piggybacking path: add pending broadcasts that fit. */
+  #sendPacket(to: string, msg: SwimMessage<T>): void {
+    const avail = this.#p.udpBufferSize - this.#measure(msg) - compoundOverhead;
+    const extra = this.#takeBroadcasts(partOverhead, avail);
+    if (extra.length === 0) {
+      this.#sends.push({ to, msg });
+      return;
+    }
+    this.#sends.push({ to, msg: { type: "compound", parts: [msg, ...extra] } });
+  }
+
+  #takeBroadcasts(overheadBytes: number, limitBytes: number): SwimMessage<T>[] {
+    const limit = retransmitLimit(this.#p.retransmitMult, this.numNodes);
+    const own = this.#queue.take({ overheadBytes, limitBytes, transmitLimit: limit });
+    let used = 0;
+    for (const m of own) used += overheadBytes + this.#measure(m);
+    if (!this.#delegate) return own;
+    const rest = limitBytes - used;
+    if (rest <= overheadBytes + userMsgOverhead) return own;
+    const user = this.#delegate.getBroadcasts(overheadBytes + userMsgOverhead, rest);
+    if (user.length === 0) return own;
+    return [...own, ...user.map((u): SwimMessage<T> => ({ type: "user", msg: u }))];
+  }
+
+  #broadcast(node: string, msg: SwimMessage<T>): number {
+    return this.#queue.push(msg, { key: node, sizeBytes: this.#measure(msg) });
+  }
+
+  // ---------------------------------------------------------------------------
+  // State transitions (memberlist aliveNode / suspectNode / deadNode / refute)
+
+  #aliveNode(a: AliveMsg<T["meta"]>, bootstrap: boolean): void {
+    const isLocal = a.node === this.name;
+    if (this.#leaving && isLocal) return;
+    if (a.vsn.length >= 3 && (a.vsn[0] === 0 || a.vsn[1] === 0 || a.vsn[0]! > a.vsn[1]!)) {
+      this.#log.warn("ignoring alive with invalid protocol versions", { node: a.node, vsn: [...a.vsn] });
+      return;
+    }
+    let state = this.#byName.get(a.node);
+    let updatesNode = false;
+    if (!state) {
+      state = {
+        name: a.node,
+        addr: a.addr,
+        meta: a.meta,
+        vsn: a.vsn,
+        incarnation: 0,
+        state: "dead",
+        stateChangeMs: this.#now,
+      };
+      this.#byName.set(a.node, state);
+      // Insert at a random position of the probe list.
+      this.#nodes.push(state);
+      const n = this.#nodes.length;
+      const offset = this.#rng.int(n);
+      [this.#nodes[n - 1], this.#nodes[offset]] = [this.#nodes[offset]!, this.#nodes[n - 1]!];
+    } else if (state.addr !== a.addr) {
+      const canReclaim = this.#p.deadNodeReclaimMs > 0 && state.state === "dead" &&
+        this.#now - state.stateChangeMs > this.#p.deadNodeReclaimMs;
+      if (state.state === "left" || canReclaim) {
+        updatesNode = true;
+      } else {
+        this.#log.error("conflicting address for node", { node: a.node, known: state.addr, other: a.addr });
+        this.#events.push({ kind: "conflict", existing: snapshot(state), other: a });
+        return;
+      }
+    }
+    if (a.incarnation <= state.incarnation && !isLocal && !updatesNode) return;
+    if (a.incarnation < state.incarnation && isLocal) return;
+    this.#suspicions.delete(a.node);
+    const oldState = state.state;
+    const oldMeta = state.meta;
+    if (!bootstrap && isLocal) {
+      if (
+        a.incarnation === state.incarnation && this.#metaEquals(a.meta, state.meta) &&
+        sameVsn(a.vsn, this.#vsn)
+      ) return;
+      this.#refute(state, a.incarnation);
+      this.#log.warn("refuting an alive message about us", { incarnation: a.incarnation });
+    } else {
+      this.#broadcast(a.node, a);
+      state.vsn = a.vsn;
+      state.incarnation = a.incarnation;
+      state.meta = a.meta;
+      state.addr = a.addr;
+      if (state.state !== "alive") {
+        state.state = "alive";
+        state.stateChangeMs = this.#now;
+      }
+    }
+    if (oldState === "dead" || oldState === "left") {
+      this.#events.push({ kind: "join", member: snapshot(state) });
+    } else if (!this.#metaEquals(oldMeta, state.meta)) {
+      this.#events.push({ kind: "update", member: snapshot(state) });
+    }
+  }
+
+  #suspectNode(s: SuspectMsg): void {
+    const state = this.#byName.get(s.node);
+    if (!state) return;
+    if (s.incarnation < state.incarnation) return;
+    const timer = this.#suspicions.get(s.node);
+    if (timer) {
+      if (timer.confirm(s.from)) this.#broadcast(s.node, s);
+      return;
+    }
+    if (state.state !== "alive") return;
+    if (state.name === this.name) {
+      this.#refute(state, s.incarnation);
+      this.#log.warn("refuting a suspect message", { from: s.from });
+      return;
+    }
+    this.#broadcast(s.node, s);
+    state.incarnation = s.incarnation;
+    state.state = "suspect";
+    state.stateChangeMs = this.#now;
+    const n = this.numNodes;
+    const minMs = suspicionTimeoutMs(this.#p.suspicionMult, n, this.#p.probeIntervalMs);
+    this.#suspicions.set(s.node, new Suspicion({
+      from: s.from,
+      k: expectedConfirmations(this.#p.suspicionMult, n),
+      minMs,
+      maxMs: this.#p.suspicionMaxTimeoutMult * minMs,
+      startMs: this.#now,
+    }));
+  }
+
+  #deadNode(d: DeadMsg): void {
+    const state = this.#byName.get(d.node);
+    if (!state) return;
+    if (d.incarnation < state.incarnation) return;
+    this.#suspicions.delete(d.node);
+    if (state.state === "dead" || state.state === "left") return;
+    if (state.name === this.name) {
+      if (!this.#leaving) {
+        this.#refute(state, d.incarnation);
+        this.#log.warn("refuting a dead message", { from: d.from });
+        return;
+      }
+      const id = this.#broadcast(d.node, d);
+      if (this.#leave) this.#leave.broadcastId = id;
+    } else {
+      this.#broadcast(d.node, d);
+    }
+    state.incarnation = d.incarnation;
+    state.state = d.node === d.from ? "left" : "dead";
+    state.stateChangeMs = this.#now;
+    this.#events.push({ kind: "leave", member: snapshot(state) });
+  }
+
+  #refute(me: NodeState<T["meta"]>, accusedInc: number): void {
+    let inc = this.#nextIncarnation();
+    if (accusedInc >= inc) {
+      this.#incarnation = accusedInc + 1;
+      inc = this.#incarnation;
+    }
+    me.incarnation = inc;
+    this.#awareness.applyDelta(1);
+    this.#broadcast(me.name, {
+      type: "alive",
+      node: me.name,
+      addr: me.addr,
+      incarnation: inc,
+      meta: me.meta,
+      vsn: this.#vsn,
+    });
+  }
+
+  #setMeta(meta: T["meta"]): void {
+    const me = this.#byName.get(this.name);
+    if (!me) return;
+    this.#aliveNode({
+      type: "alive",
+      node: this.name,
+      addr: this.addr,
+      incarnation: this.#nextIncarnation(),
+      meta,
+      vsn: this.#vsn,
+    }, true);
+  }
+
+  // ---------------------------------------------------------------------------
+  // Leave
+
+  #startLeave(timeoutMs: number): void {
+    if (this.#leaving) return;
+    this.#leaving = true;
+    const me = this.#byName.get(this.name);
+    if (!me) return;
+    this.#leave = { broadcastId: 0, deadlineMs: this.#now + timeoutMs };
+    this.#deadNode({ type: "dead", node: this.name, incarnation: me.incarnation, from: this.name });
+    const anyAlive = this.#nodes.some((s) => s.name !== this.name && s.state !== "dead" && s.state !== "left");
+    if (!anyAlive) {
+      this.#leave = undefined;
+      this.#events.push({ kind: "leaveDone" });
+    }
+  }
+
+  #checkLeave(): void {
+    const l = this.#leave;
+    if (!l) return;
+    if (!this.#queue.has(l.broadcastId) || this.#now >= l.deadlineMs) {
+      if (this.#queue.has(l.broadcastId)) this.#log.warn("timeout waiting for leave broadcast");
+      this.#leave = undefined;
+      this.#events.push({ kind: "leaveDone" });
+    }
+  }
+
+  // ---------------------------------------------------------------------------
+  // Helpers
+
+  #kRandomNodes(k: number, accept: (s: NodeState<T["meta"]>) => boolean): NodeState<T["meta"]>[] {
+    // memberlist kRandomNodes: up to 3n random draws, no duplicates.
+    const n = this.#nodes.length;
+    const out: NodeState<T["meta"]>[] = [];
+    for (let i = 0; i < 3 * n && out.length < k; i++) {
+      const s = this.#nodes[this.#rng.int(n)]!;
+      if (!accept(s) || out.includes(s)) continue;
+      out.push(s);
+    }
+    return out;
+  }
+
+  #nextSeqNo(): number {
+    this.#seqNo = (this.#seqNo + 1) >>> 0;
+    return this.#seqNo;
+  }
+
+  #nextIncarnation(): number {
+    this.#incarnation = (this.#incarnation + 1) >>> 0;
+    return this.#incarnation;
+  }
+
+  #nextRequestId(): number {
+    return ++this.#requestId;
+  }
+}
+
+/** memberlist pushPullScale: x1 up to 32 nodes, then +1 per doubling. */
+export function pushPullScaleMs(intervalMs: number, n: number): number {
+  const threshold = 32;
+  if (n <= threshold) return intervalMs;
+  const multiplier = Math.ceil(Math.log2(n) - Math.log2(threshold)) + 1;
+  return intervalMs * multiplier;
+}
+
+function snapshot<Meta>(s: NodeState<Meta>): SwimMember<Meta> {
+  return Object.freeze({
+    name: s.name,
+    addr: s.addr,
+    meta: s.meta,
+    vsn: s.vsn,
+    incarnation: s.incarnation,
+    state: s.state,
+    stateChangeMs: s.stateChangeMs,
+  });
+}
+
+function sameVsn(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/** Deep equality for plain data (bytes, arrays, records, Maps, primitives). */
+export function structuralEquals(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a instanceof Uint8Array && b instanceof Uint8Array) {
+    return a.length === b.length && a.every((v, i) => v === b[i]);
+  }
+  if (a instanceof Map && b instanceof Map) {
+    if (a.size !== b.size) return false;
+    for (const [k, v] of a) if (!b.has(k) || !structuralEquals(v, b.get(k))) return false;
+    return true;
+  }
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((v, i) => structuralEquals(v, b[i]));
+  }
+  if (a && b && typeof a === "object" && typeof b === "object") {
+    const ka = Object.keys(a as object);
+    const kb = Object.keys(b as object);
+    if (ka.length !== kb.length) return false;
+    return ka.every((k) => structuralEquals((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  }
+  return false;
+}
+
+/** A rough encoded-size estimate (msgpack-like) for packing without a codec. */
+export function estimateSize(v: unknown): number {
+  if (v === null || v === undefined || typeof v === "boolean") return 1;
+  if (typeof v === "number") return 5;
+  if (typeof v === "string") return v.length + 2;
+  if (v instanceof Uint8Array) return v.length + 2;
+  if (v instanceof Map) {
+    let n = 3;
+    for (const [k, x] of v) n += estimateSize(k) + estimateSize(x);
+    return n;
+  }
+  if (Array.isArray(v)) {
+    let n = 3;
+    for (const x of v) n += estimateSize(x);
+    return n;
+  }
+  if (typeof v === "object") {
+    let n = 3;
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      if (k === "type") continue;
+      n += k.length + 1 + estimateSize(x);
+    }
+    return n;
+  }
+  return 1;
+}
