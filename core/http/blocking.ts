@@ -1,0 +1,134 @@
+// One place for Consul's read parameters and X-Consul-* headers
+// (consul agent/http.go parseWait, parseConsistency, parseDC, parseToken,
+// setMeta). Blocking itself happens on the server; this only parses and clamps.
+import { BadRequestError } from "../errors.ts";
+import type { QueryMeta, QueryOptions } from "../rpc/mod.ts";
+import type { HttpRequest } from "./types.ts";
+
+/** Blocking wait when `?wait` is absent or not positive (Consul DefaultQueryTime). */
+export const defaultQueryTimeMs = 5 * 60_000;
+/** Longest blocking wait (Consul MaxQueryTime). */
+export const maxQueryTimeMs = 10 * 60_000;
+
+const unitMs: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  "µs": 1e-3, // U+00B5 micro sign
+  "μs": 1e-3, // U+03BC Greek mu
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/**
+ * Parses a Go duration (`20s`, `120000ms`, `4.98s`, `1m30s`, `1h`, `0`) into
+ * milliseconds. Returns undefined when the text is not one.
+ */
+export function parseGoDuration(text: string): number | undefined {
+  let s = text;
+  let sign = 1;
+  if (s.startsWith("-") || s.startsWith("+")) {
+    if (s[0] === "-") sign = -1;
+    s = s.slice(1);
+  }
+  if (s === "0") return 0;
+  if (s === "") return undefined;
+  let total = 0;
+  const re = /^(\d*)(?:\.(\d*))?([a-zµμ]+)/;
+  while (s.length > 0) {
+    const m = re.exec(s);
+    if (!m) return undefined;
+    const [whole, intPart = "", fracPart, unit = ""] = m;
+    if (intPart === "" && (fracPart === undefined || fracPart === "")) return undefined;
+    const per = unitMs[unit];
+    if (per === undefined) return undefined;
+    const value = Number(`${intPart || "0"}.${fracPart ?? ""}`.replace(/\.$/, ""));
+    total += value * per;
+    s = s.slice(whole.length);
+  }
+  return sign * total;
+}
+
+/** Datacenter from `?dc` ("" when absent). */
+export function parseDatacenter(req: HttpRequest): string {
+  return req.query.get("dc") ?? "";
+}
+
+function header(req: HttpRequest, name: string): string {
+  const v = req.headers[name];
+  return Array.isArray(v) ? (v[0] ?? "") : (v ?? "");
+}
+
+/** Token from `?token`, then `X-Consul-Token`, then `Authorization: Bearer` (Consul's order). */
+export function parseToken(req: HttpRequest): string {
+  const q = req.query.get("token");
+  if (q) return q;
+  const x = header(req, "x-consul-token");
+  if (x) return x;
+  const auth = header(req, "authorization").trim();
+  const m = /^bearer\s+(.+)$/i.exec(auth);
+  return m ? m[1]!.trim() : "";
+}
+
+function parseUint(name: string, text: string): number {
+  if (!/^\d+$/.test(text)) {
+    throw new BadRequestError(`Invalid ${name} "${text}": must be a non-negative integer`);
+  }
+  const n = Number(text);
+  if (!Number.isSafeInteger(n)) throw new BadRequestError(`Invalid ${name} "${text}": larger than ${Number.MAX_SAFE_INTEGER}`);
+  return n;
+}
+
+/** `?index`, `?wait`, `?stale`, `?consistent`, `?dc` and the token, as QueryOptions. */
+export function parseQueryOptions(req: HttpRequest): QueryOptions {
+  const q = req.query;
+  let waitMs = defaultQueryTimeMs;
+  const wait = q.get("wait");
+  if (wait !== null && wait !== "") {
+    const ms = parseGoDuration(wait);
+    if (ms === undefined) {
+      throw new BadRequestError(`Invalid wait time "${wait}": use a Go duration such as "20s", "1m30s" or "120000ms"`);
+    }
+    waitMs = ms <= 0 ? defaultQueryTimeMs : Math.min(Math.ceil(ms), maxQueryTimeMs);
+  }
+  const index = q.get("index");
+  const minQueryIndex = index !== null && index !== "" ? parseUint("index", index) : 0;
+  const allowStale = q.has("stale");
+  const requireConsistent = q.has("consistent");
+  if (allowStale && requireConsistent) {
+    throw new BadRequestError("Cannot specify ?stale with ?consistent, conflicting semantics.");
+  }
+  const options: QueryOptions = { minQueryIndex, maxQueryTimeMs: waitMs, allowStale, requireConsistent };
+  const dc = parseDatacenter(req);
+  if (dc) options.datacenter = dc;
+  const token = parseToken(req);
+  if (token) options.token = token;
+  return options;
+}
+
+/** Write options: only the datacenter and token matter. */
+export function parseWriteOptions(req: HttpRequest): { datacenter?: string; token?: string } {
+  const out: { datacenter?: string; token?: string } = {};
+  const dc = parseDatacenter(req);
+  if (dc) out.datacenter = dc;
+  const token = parseToken(req);
+  if (token) out.token = token;
+  return out;
+}
+
+/** X-Consul-* headers from a read's QueryMeta (consul setMeta; the index is never 0). */
+export function setMetaHeaders(headers: Record<string, string>, meta: QueryMeta): Record<string, string> {
+  headers["X-Consul-Index"] = String(meta.index > 0 ? Math.floor(meta.index) : 1);
+  headers["X-Consul-KnownLeader"] = meta.knownLeader ? "true" : "false";
+  headers["X-Consul-LastContact"] = String(meta.lastContactMs > 0 ? Math.floor(meta.lastContactMs) : 0);
+  headers["X-Consul-Effective-Consistency"] = meta.consistencyLevel;
+  return headers;
+}
+
+/** Parse a non-negative integer query parameter (flags, cas); a bad one is a 400 naming it. */
+export function parseUintParam(req: HttpRequest, name: string): number | undefined {
+  const v = req.query.get(name);
+  if (v === null) return undefined;
+  return parseUint(name, v);
+}

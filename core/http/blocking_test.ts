@@ -1,0 +1,86 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { BadRequestError } from "../errors.ts";
+import { defaultQueryTimeMs, maxQueryTimeMs, parseGoDuration, parseQueryOptions, parseToken, setMetaHeaders } from "./blocking.ts";
+import { makeRequest } from "./types.ts";
+
+test("parseGoDuration: Go duration syntax", () => {
+  const table: [string, number | undefined][] = [
+    ["20s", 20_000],
+    ["120000ms", 120_000],
+    ["4.98s", 4_980],
+    ["1m30s", 90_000],
+    ["1h", 3_600_000],
+    ["0", 0],
+    ["1.5m", 90_000],
+    [".5s", 500],
+    ["5.s", 5_000],
+    ["1500us", 1.5],
+    ["1500µs", 1.5],
+    ["2000000ns", 2],
+    ["-1s", -1_000],
+    ["+2s", 2_000],
+    ["1h2m3s4ms", 3_723_004],
+    ["", undefined],
+    ["20", undefined],
+    ["s", undefined],
+    [".s", undefined],
+    ["10 s", undefined],
+    ["10x", undefined],
+    ["1e3s", undefined],
+    ["abc", undefined],
+  ];
+  for (const [text, want] of table) assert.equal(parseGoDuration(text), want, `parseGoDuration(${JSON.stringify(text)})`);
+});
+
+test("parseQueryOptions: defaults, clamping and flags present with any value", () => {
+  assert.deepEqual(parseQueryOptions(makeRequest("GET", "/v1/kv/a")), {
+    minQueryIndex: 0, maxQueryTimeMs: defaultQueryTimeMs, allowStale: false, requireConsistent: false,
+  });
+  const o = parseQueryOptions(makeRequest("GET", "/v1/kv/a?index=42&wait=20s&stale=false&dc=dc2"));
+  assert.deepEqual(o, { minQueryIndex: 42, maxQueryTimeMs: 20_000, allowStale: true, requireConsistent: false, datacenter: "dc2" });
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?wait=1h")).maxQueryTimeMs, maxQueryTimeMs);
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?wait=0")).maxQueryTimeMs, defaultQueryTimeMs);
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?wait=-5s")).maxQueryTimeMs, defaultQueryTimeMs);
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?wait=4.98s")).maxQueryTimeMs, 4_980);
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?consistent")).requireConsistent, true);
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?index=")).minQueryIndex, 0);
+});
+
+test("parseQueryOptions: bad values are 400s that name the parameter", () => {
+  const cases: [string, RegExp][] = [
+    ["wait=20", /Invalid wait time "20"/],
+    ["wait=soon", /Invalid wait time "soon"/],
+    ["index=abc", /Invalid index "abc"/],
+    ["index=-1", /Invalid index "-1"/],
+    ["index=1.5", /Invalid index "1.5"/],
+    ["index=99999999999999999999", /Invalid index/],
+    ["stale&consistent", /Cannot specify \?stale with \?consistent/],
+  ];
+  for (const [qs, re] of cases) {
+    assert.throws(() => parseQueryOptions(makeRequest("GET", `/v1/kv/a?${qs}`)), (err: unknown) => {
+      assert.ok(err instanceof BadRequestError, `${qs}: ${String(err)}`);
+      assert.match(err.message, re, qs);
+      return true;
+    });
+  }
+});
+
+test("parseToken: ?token, then X-Consul-Token, then Authorization: Bearer", () => {
+  assert.equal(parseToken(makeRequest("GET", "/v1/kv/a")), "");
+  assert.equal(parseToken(makeRequest("GET", "/v1/kv/a", { headers: { Authorization: "Bearer abc" } })), "abc");
+  assert.equal(parseToken(makeRequest("GET", "/v1/kv/a", { headers: { Authorization: "Basic xyz" } })), "");
+  assert.equal(parseToken(makeRequest("GET", "/v1/kv/a", { headers: { "X-Consul-Token": "x", Authorization: "Bearer abc" } })), "x");
+  assert.equal(parseToken(makeRequest("GET", "/v1/kv/a?token=q", { headers: { "X-Consul-Token": "x" } })), "q");
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a", { headers: { "X-Consul-Token": "t" } })).token, "t");
+});
+
+test("setMetaHeaders: X-Consul-* headers, never index 0", () => {
+  assert.deepEqual(setMetaHeaders({}, { index: 0, knownLeader: false, lastContactMs: 12.7, consistencyLevel: "stale" }), {
+    "X-Consul-Index": "1",
+    "X-Consul-KnownLeader": "false",
+    "X-Consul-LastContact": "12",
+    "X-Consul-Effective-Consistency": "stale",
+  });
+  assert.equal(setMetaHeaders({}, { index: 77, knownLeader: true, lastContactMs: -3, consistencyLevel: "leader" })["X-Consul-LastContact"], "0");
+});

@@ -1,0 +1,50 @@
+// The one place where errors become HTTP status codes (consul agent/http.go
+// `handleErr`). Bodies are plain text, as Consul writes them.
+import { CairnError, errorMessage } from "../errors.ts";
+import type { Logger } from "../log/mod.ts";
+import { textResponse, type HttpResponse } from "./types.ts";
+
+/** An error that already knows its status (consul `HTTPError{StatusCode, Reason}`). */
+export class HttpError extends CairnError {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  constructor(status: number, message: string, options: { headers?: Record<string, string>; cause?: unknown } = {}) {
+    super("http", message, { cause: options.cause });
+    this.status = status;
+    this.headers = options.headers ?? {};
+  }
+}
+
+const statusByCode: Record<string, number> = {
+  bad_request: 400,
+  not_found: 404,
+  too_large: 413,
+  cas_conflict: 409,
+  permission_denied: 403,
+  // Consul answers these with its catch-all 500 and the error text.
+  no_leader: 500,
+  not_leader: 500,
+  rpc_timeout: 500,
+};
+
+/** Status code for an error, by its `code` (see core/errors.ts). */
+export function statusForError(err: unknown): number {
+  if (err instanceof HttpError) return err.status;
+  if (err instanceof CairnError) return statusByCode[err.code] ?? 500;
+  return 500;
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === "AbortError" || (err as { code?: unknown }).code === "ABORT_ERR");
+}
+
+/** Turn any thrown value into Consul's plain-text error answer. */
+export function errorResponse(err: unknown, logger?: Logger, context?: { method: string; path: string }): HttpResponse {
+  if (isAbort(err)) return textResponse(503, "Request canceled");
+  const status = statusForError(err);
+  const message = errorMessage(err);
+  if (status >= 500) logger?.warn("request failed", { ...context, status, error: message });
+  else logger?.debug("request rejected", { ...context, status, error: message });
+  const headers = err instanceof HttpError ? { ...err.headers } : {};
+  return textResponse(status, message, headers);
+}

@@ -1,0 +1,133 @@
+// The route table (consul agent/http_register.go): method + path pattern →
+// handler. A pattern ending in "/" matches every path under it (Go ServeMux
+// semantics, longest pattern wins); any other pattern matches exactly.
+import type { Logger } from "../log/mod.ts";
+import { nullLogger } from "../log/mod.ts";
+import type { Rpc } from "../rpc/mod.ts";
+import { agentSelfHandler, type AgentInfo } from "./agent.ts";
+import { errorResponse } from "./http_error.ts";
+import { kvMaxValueBytes, kvPrefix, kvsHandler } from "./kvs.ts";
+import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
+import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
+import { textResponse, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
+
+/** Body limit for routes that do not name one. */
+export const defaultMaxBodyBytes = 512 * 1024;
+
+export interface Route {
+  /** "/v1/kv/" (prefix) or "/v1/status/leader" (exact). */
+  pattern: string;
+  methods: readonly string[];
+  handler: Handler;
+  /** Largest request body; larger → 413 (enforced while reading by serve_node). */
+  maxBodyBytes?: number;
+}
+
+export type RouteLookup =
+  | { kind: "route"; route: Route; maxBodyBytes: number }
+  | { kind: "response"; response: HttpResponse };
+
+export class Router {
+  readonly #exact = new Map<string, Route>();
+  /** Prefix routes, longest first. */
+  #prefixes: Route[] = [];
+  readonly #logger: Logger;
+
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger } = {}) {
+    this.#logger = options.logger ?? nullLogger();
+    for (const r of routes) this.add(r);
+  }
+
+  /** Register a route; later layers (catalog, health, ...) add theirs here. */
+  add(route: Route): void {
+    if (!route.pattern.startsWith("/")) throw new TypeError(`Route pattern must start with "/": "${route.pattern}"`);
+    if (route.pattern.endsWith("/")) {
+      if (this.#prefixes.some((r) => r.pattern === route.pattern)) throw new TypeError(`Route "${route.pattern}" is registered twice`);
+      this.#prefixes.push(route);
+      this.#prefixes.sort((a, b) => b.pattern.length - a.pattern.length);
+    } else {
+      if (this.#exact.has(route.pattern)) throw new TypeError(`Route "${route.pattern}" is registered twice`);
+      this.#exact.set(route.pattern, route);
+    }
+  }
+
+  patterns(): string[] {
+    return [...this.#exact.keys(), ...this.#prefixes.map((r) => r.pattern)].sort();
+  }
+
+  #match(path: string): Route | undefined {
+    const exact = this.#exact.get(path);
+    if (exact) return exact;
+    for (const r of this.#prefixes) if (path.startsWith(r.pattern)) return r;
+    return undefined;
+  }
+
+  /** Which route serves a request, or the answer when none does (404, 405, OPTIONS, redirect). */
+  lookup(method: string, path: string, rawQuery = ""): RouteLookup {
+    const route = this.#match(path);
+    if (!route) {
+      // Go's ServeMux redirects "/v1/kv" to "/v1/kv/" when only the subtree is registered.
+      const subtree = this.#prefixes.find((r) => r.pattern === `${path}/`);
+      if (subtree) {
+        const location = rawQuery ? `${subtree.pattern}?${rawQuery}` : subtree.pattern;
+        return { kind: "response", response: textResponse(301, `Moved Permanently: use "${location}"`, { Location: location }) };
+      }
+      return { kind: "response", response: textResponse(404, `Not found: no endpoint for "${path}"`) };
+    }
+    if (!route.methods.includes(method)) {
+      const allow = ["OPTIONS", ...route.methods].join(",");
+      if (method === "OPTIONS") return { kind: "response", response: { status: 200, headers: { Allow: allow }, body: "" } };
+      return { kind: "response", response: textResponse(405, `method ${method} not allowed`, { Allow: allow }) };
+    }
+    return { kind: "route", route, maxBodyBytes: route.maxBodyBytes ?? defaultMaxBodyBytes };
+  }
+
+  /** Run a route's handler; errors become Consul's plain-text answers. Never throws. */
+  async dispatch(route: Route, req: HttpRequest): Promise<HttpResponse> {
+    try {
+      return await route.handler(req);
+    } catch (err) {
+      return errorResponse(err, this.#logger, { method: req.method, path: req.path });
+    }
+  }
+
+  /** Lookup + body limit + dispatch, for callers that already hold the whole request (tests). */
+  async handle(req: HttpRequest): Promise<HttpResponse> {
+    const found = this.lookup(req.method, req.path, req.query.toString());
+    if (found.kind === "response") return found.response;
+    if (req.body.length > found.maxBodyBytes) return bodyTooLargeResponse(found.maxBodyBytes);
+    return await this.dispatch(found.route, req);
+  }
+}
+
+export function bodyTooLargeResponse(limitBytes: number): HttpResponse {
+  return textResponse(413, `Request body too large: the limit is ${limitBytes} bytes (${formatBytes(limitBytes)})`);
+}
+
+function formatBytes(n: number): string {
+  if (n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
+  if (n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} B`;
+}
+
+export interface RouteDeps {
+  rpc: Rpc;
+  agent: AgentInfo;
+  logger?: Logger;
+  /** KV value limit (Consul kv_max_value_size), default 512 KiB. */
+  kvMaxValueBytes?: number;
+}
+
+/** Cairn's /v1 routes for KV, txn, status and agent/self. */
+export function createRoutes(deps: RouteDeps): Router {
+  const { rpc } = deps;
+  const logger = deps.logger ?? nullLogger();
+  const maxValueBytes = deps.kvMaxValueBytes ?? kvMaxValueBytes;
+  return new Router([
+    { pattern: kvPrefix, methods: ["GET", "PUT", "DELETE"], handler: kvsHandler({ rpc, maxValueBytes }), maxBodyBytes: maxValueBytes },
+    { pattern: "/v1/txn", methods: ["PUT"], handler: txnHandler({ rpc, maxValueBytes }), maxBodyBytes: txnMaxRequestBytes },
+    { pattern: "/v1/status/leader", methods: ["GET"], handler: statusLeaderHandler({ rpc }) },
+    { pattern: "/v1/status/peers", methods: ["GET"], handler: statusPeersHandler({ rpc }) },
+    { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
+  ], { logger });
+}

@@ -1,0 +1,244 @@
+// node:http adapter for the Router: keep-alive, body limits enforced while
+// reading, client aborts cancel blocking queries, clear listen errors,
+// graceful close. The only file in core/http that touches sockets.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { CairnError } from "../errors.ts";
+import type { Logger } from "../log/mod.ts";
+import { nullLogger } from "../log/mod.ts";
+import { bodyTooLargeResponse, type Router } from "./routes.ts";
+import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
+
+/** The HTTP port could not be opened. */
+export class ListenError extends CairnError {
+  readonly host: string;
+  readonly port: number;
+  constructor(message: string, where: { host: string; port: number; cause?: unknown }) {
+    super("listen", message, { cause: where.cause });
+    this.host = where.host;
+    this.port = where.port;
+  }
+}
+
+export interface HttpServerOptions {
+  router: Router;
+  logger?: Logger;
+  /** Idle keep-alive connections are closed after this long (default 30 s). */
+  keepAliveTimeoutMs?: number;
+  /**
+   * After a 413, the rest of an oversized body is read and thrown away (so the
+   * connection stays usable and the client sees the answer) up to this many
+   * bytes; beyond it the connection is closed. Default 8 MiB.
+   */
+  discardLimitBytes?: number;
+}
+
+export interface HttpServer {
+  /** Resolves with the bound address (port 0 picks a free one). */
+  listen(addr: { host: string; port: number }): Promise<{ host: string; port: number }>;
+  /** Stop accepting, cancel blocking queries, close connections. */
+  close(options?: { graceMs?: number }): Promise<void>;
+  /** Requests being served right now. */
+  inFlight(): number;
+  readonly server: Server;
+}
+
+const emptyBody = new Uint8Array(0);
+
+export function listenErrorMessage(host: string, port: number, err: unknown): string {
+  const code = (err as { code?: unknown })?.code;
+  const where = `Cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}`;
+  switch (code) {
+    case "EADDRINUSE":
+      return `${where}: address already in use; another agent or program has it (check with \`ss -ltnp\`), or pick another port with -http-port`;
+    case "EACCES":
+      return `${where}: permission denied; ports below 1024 need extra privileges`;
+    case "EADDRNOTAVAIL":
+      return `${where}: address not available; "${host}" is not an address of this machine`;
+    default:
+      return `${where}: ${err instanceof Error ? err.message : String(err)}`;
+  }
+}
+
+export function createHttpServer(options: HttpServerOptions): HttpServer {
+  const { router } = options;
+  const logger = options.logger ?? nullLogger();
+  const discardLimit = options.discardLimitBytes ?? 8 * 1024 * 1024;
+  const inflight = new Set<AbortController>();
+  let closing = false;
+  let onIdle: (() => void) | undefined;
+
+  const server = createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
+
+  function send(res: ServerResponse, r: HttpResponse): void {
+    if (res.headersSent || res.destroyed) return;
+    if (closing) r.headers["Connection"] = "close";
+    res.writeHead(r.status, r.headers);
+    res.end(r.body);
+  }
+
+  /** Answer 413 now; read and drop the rest of the body, or cut the connection if it is huge. */
+  function rejectTooLarge(req: IncomingMessage, res: ServerResponse, limit: number, declared: number): void {
+    const answer = bodyTooLargeResponse(limit);
+    const huge = declared > limit + discardLimit;
+    if (huge) answer.headers["Connection"] = "close";
+    logger.debug("request body too large", { path: req.url, limitBytes: limit, declaredBytes: declared });
+    send(res, answer);
+    if (huge) {
+      res.once("finish", () => req.socket.destroy());
+      return;
+    }
+    let dropped = 0;
+    req.removeAllListeners("data");
+    req.on("data", (chunk: Uint8Array) => {
+      dropped += chunk.length;
+      if (dropped > discardLimit) req.socket.destroy();
+    });
+    req.resume();
+  }
+
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const rawPath = q < 0 ? url : url.slice(0, q);
+    const rawQuery = q < 0 ? "" : url.slice(q + 1);
+    let path: string;
+    try {
+      path = rawPath.includes("%") ? decodeURIComponent(rawPath) : rawPath;
+    } catch {
+      send(res, textResponse(400, `Invalid URL path "${rawPath}": bad percent-encoding`));
+      return;
+    }
+    const method = req.method ?? "GET";
+    const found = router.lookup(method, path, rawQuery);
+    if (found.kind === "response") {
+      send(res, found.response);
+      return;
+    }
+    const limit = found.maxBodyBytes;
+    const lengthHeader = req.headers["content-length"];
+    const declared = lengthHeader === undefined ? 0 : Number(lengthHeader);
+    if (declared > limit) {
+      rejectTooLarge(req, res, limit, declared);
+      return;
+    }
+
+    const ac = new AbortController();
+    inflight.add(ac);
+    res.once("close", () => {
+      inflight.delete(ac);
+      if (!res.writableFinished) ac.abort();
+      if (closing && inflight.size === 0) onIdle?.();
+    });
+
+    const run = (body: Uint8Array): void => {
+      const request: HttpRequest = {
+        method,
+        path,
+        query: new URLSearchParams(rawQuery),
+        headers: req.headers,
+        body,
+        signal: ac.signal,
+      };
+      void router.dispatch(found.route, request).then((r) => send(res, r));
+    };
+
+    if (lengthHeader === undefined && req.headers["transfer-encoding"] === undefined) {
+      run(emptyBody);
+      return;
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    let rejected = false;
+    req.on("data", (chunk: Uint8Array) => {
+      if (rejected) return;
+      size += chunk.length;
+      if (size > limit) {
+        // Chunked or lying Content-Length: stop buffering at the limit.
+        rejected = true;
+        chunks.length = 0;
+        rejectTooLarge(req, res, limit, size);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once("end", () => {
+      if (rejected) return;
+      if (chunks.length === 1) run(chunks[0]!);
+      else {
+        const body = new Uint8Array(size);
+        let off = 0;
+        for (const c of chunks) {
+          body.set(c, off);
+          off += c.length;
+        }
+        run(body);
+      }
+    });
+    req.once("error", (err) => {
+      logger.debug("request read failed", { path, error: err.message });
+      ac.abort();
+    });
+  }
+
+  server.on("request", onRequest);
+  // Answer 413 before "100 Continue" when the declared body is already too big.
+  server.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    let path = q < 0 ? url : url.slice(0, q);
+    try {
+      path = decodeURIComponent(path);
+    } catch { /* onRequest answers 400 */ }
+    const found = router.lookup(req.method ?? "GET", path);
+    const declared = Number(req.headers["content-length"] ?? 0);
+    if (found.kind === "route" && declared > found.maxBodyBytes) {
+      const answer = bodyTooLargeResponse(found.maxBodyBytes);
+      answer.headers["Connection"] = "close";
+      send(res, answer);
+      return;
+    }
+    res.writeContinue();
+    onRequest(req, res);
+  });
+  server.on("clientError", (err: Error & { code?: string }, socket) => {
+    logger.debug("bad HTTP request", { error: err.message });
+    if (socket.writable && !socket.destroyed) {
+      socket.end("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nBad request");
+    } else socket.destroy();
+  });
+
+  return {
+    server,
+    inFlight: () => inflight.size,
+    listen: ({ host, port }) =>
+      new Promise((resolve, reject) => {
+        const onError = (err: Error): void => {
+          reject(new ListenError(listenErrorMessage(host, port, err), { host, port, cause: err }));
+        };
+        server.once("error", onError);
+        server.listen({ host, port }, () => {
+          server.off("error", onError);
+          const addr = server.address();
+          const bound = typeof addr === "object" && addr ? { host: addr.address, port: addr.port } : { host, port };
+          logger.debug("HTTP server listening", bound);
+          resolve(bound);
+        });
+      }),
+    close: async ({ graceMs = 2_000 } = {}) => {
+      if (!server.listening) return;
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const ac of inflight) ac.abort(new Error("HTTP server is shutting down"));
+      server.closeIdleConnections();
+      const drained = new Promise<void>((resolve) => {
+        if (inflight.size === 0) resolve();
+        else onIdle = resolve;
+      });
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([drained, new Promise<void>((resolve) => { timer = setTimeout(resolve, graceMs); })]);
+      clearTimeout(timer);
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,72 @@
+// Plain request/response shapes for the HTTP front end. Handlers are
+// `(req: HttpRequest) => Promise<HttpResponse>`; serve_node.ts adapts
+// node:http to them and tests call handlers directly, without sockets.
+// Plain objects instead of WHATWG Request/Response keep the hot path cheap.
+
+export interface HttpRequest {
+  /** Upper-case method: "GET", "PUT", ... */
+  method: string;
+  /** Path without the query string, already percent-decoded. */
+  path: string;
+  /** The raw query string, parsed. Flags count as set when present whatever their value. */
+  query: URLSearchParams;
+  /** Header names are lower case (as node:http gives them). */
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+  body: Uint8Array;
+  /** Aborted when the client goes away or the server shuts down. */
+  signal?: AbortSignal;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array | string;
+}
+
+export type Handler = (req: HttpRequest) => Promise<HttpResponse>;
+
+const emptyBody = new Uint8Array(0);
+
+/** A request for tests and adapters: only what is given, the rest empty. */
+export function makeRequest(
+  method: string,
+  target: string,
+  options: { headers?: Record<string, string>; body?: Uint8Array | string; signal?: AbortSignal } = {},
+): HttpRequest {
+  const q = target.indexOf("?");
+  const rawPath = q < 0 ? target : target.slice(0, q);
+  const body = typeof options.body === "string" ? new TextEncoder().encode(options.body) : options.body ?? emptyBody;
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(options.headers ?? {})) headers[k.toLowerCase()] = v;
+  return {
+    method: method.toUpperCase(),
+    path: decodeURIComponent(rawPath),
+    query: new URLSearchParams(q < 0 ? "" : target.slice(q + 1)),
+    headers,
+    body,
+    signal: options.signal,
+  };
+}
+
+export function jsonResponse(value: unknown, options: { status?: number; headers?: Record<string, string>; pretty?: boolean } = {}): HttpResponse {
+  const headers = options.headers ?? {};
+  headers["Content-Type"] = "application/json";
+  const text = options.pretty ? `${JSON.stringify(value, null, 4)}\n` : JSON.stringify(value);
+  return { status: options.status ?? 200, headers, body: text };
+}
+
+/** A plain-text answer, as Consul writes its errors. */
+export function textResponse(status: number, text: string, headers: Record<string, string> = {}): HttpResponse {
+  headers["Content-Type"] = "text/plain; charset=utf-8";
+  return { status, headers, body: text };
+}
+
+/** Whether a query flag is present (`?recurse`, `?recurse=1`, `?recurse=false` all count). */
+export function hasFlag(req: HttpRequest, name: string): boolean {
+  return req.query.has(name);
+}
+
+/** `?pretty` asks for indented JSON, as Consul. */
+export function wantsPretty(req: HttpRequest): boolean {
+  return req.query.has("pretty");
+}
