@@ -1,0 +1,30 @@
+// The list of tables in the state store. A new table (nodes, services,
+// checks, coordinates, …) is a TableSchema in its own file plus one line in
+// `Tables` and `createTables`; snapshot and restore pick it up from here.
+
+import type { DirEntry } from "../rpc/methods.ts";
+import { kvsSchema } from "./kvs_schema.ts";
+import { sessionsSchema } from "./session.ts";
+import type { Session } from "./session.ts";
+import { Table } from "./table.ts";
+import { tombstonesSchema } from "./tombstones.ts";
+import type { Tombstone } from "./tombstones.ts";
+
+export interface Tables {
+  kvs: Table<DirEntry>;
+  tombstones: Table<Tombstone>;
+  sessions: Table<Session>;
+}
+
+export function createTables(): Tables {
+  return {
+    kvs: new Table(kvsSchema),
+    tombstones: new Table(tombstonesSchema),
+    sessions: new Table(sessionsSchema),
+  };
+}
+
+/** The tables as a list, in snapshot order. */
+export function tableList(tables: Tables): Table<object>[] {
+  return Object.values(tables) as Table<object>[];
+}

@@ -1,0 +1,227 @@
+// The state store (consul agent/consul/state/state_store.go): tables, the
+// per-table max index, write transactions stamped with the Raft index, and
+// watch sets for blocking reads. Public ops open a transaction and call the
+// `xxxTxn` helpers; Fsm.apply is the only writer in a running server.
+
+import { CorruptionError } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import { nullLogger } from "../log/logger.ts";
+import type { DirEntry, TxnOp } from "../rpc/methods.ts";
+import {
+  kvsDeleteCasTxn,
+  kvsDeleteTreeTxn,
+  kvsDeleteTxn,
+  kvsGetTxn,
+  kvsListKeysTxn,
+  kvsListTxn,
+  kvsLockTxn,
+  kvsSetCasTxn,
+  kvsSetTxn,
+  kvsUnlockTxn,
+} from "./kvs.ts";
+import type { Indexed, KvsWriteEntry } from "./kvs.ts";
+import { createTables, tableList } from "./schema.ts";
+import type { Tables } from "./schema.ts";
+import { sessionCreateTxn } from "./session.ts";
+import { decodeSnapshot, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
+import type { ByteStream, CapturedState } from "./snapshot.ts";
+import { graveyardReapTxn } from "./tombstones.ts";
+import { maxIndexOf, WriteTxn } from "./txn.ts";
+import type { ReadTxn } from "./txn.ts";
+import { txnDispatch } from "./txn_ops.ts";
+import type { TxnOutcome } from "./txn_ops.ts";
+import type { WatchSet } from "./watch.ts";
+
+export class StateStore implements ReadTxn {
+  readonly tables: Tables;
+  readonly #indexes = new Map<string, number>();
+  readonly #abandonWaiters = new Map<string, Set<WatchSet>>();
+  #abandoned = false;
+
+  constructor() {
+    this.tables = createTables();
+  }
+
+  // ---- indexes and transactions ----
+
+  maxIndex(...names: string[]): number {
+    return maxIndexOf(this.#indexes, names);
+  }
+
+  /** Highest index over every table: the index of the whole store. */
+  lastIndex(): number {
+    let max = 0;
+    for (const v of this.#indexes.values()) if (v > max) max = v;
+    return max;
+  }
+
+  /** Open a write transaction at Raft index idx. Call commit() or abort(). */
+  begin(idx: number): WriteTxn {
+    return new WriteTxn(this.tables, this.#indexes, idx);
+  }
+
+  /** Run fn in a write transaction: commit if it returns, abort if it throws. */
+  write<R>(idx: number, fn: (tx: WriteTxn) => R): R {
+    const tx = this.begin(idx);
+    try {
+      const r = fn(tx);
+      tx.commit();
+      return r;
+    } catch (err) {
+      tx.abort();
+      throw err;
+    }
+  }
+
+  // ---- abandon (restore) ----
+
+  /** Wake ws when this store is replaced by a restore. */
+  watchAbandon(ws: WatchSet): void {
+    ws._register(this.#abandonWaiters, "");
+  }
+
+  get abandoned(): boolean {
+    return this.#abandoned;
+  }
+
+  /** Mark the store replaced and wake every watcher (Consul Abandon). */
+  abandon(): void {
+    if (this.#abandoned) return;
+    this.#abandoned = true;
+    const waiters = this.#abandonWaiters.get("");
+    this.#abandonWaiters.clear();
+    if (waiters) for (const ws of waiters) ws._fire();
+    for (const t of tableList(this.tables)) t.watches.notifyAll();
+  }
+
+  // ---- KV ----
+
+  kvsSet(idx: number, entry: KvsWriteEntry): void {
+    this.write(idx, (tx) => kvsSetTxn(tx, idx, entry, false));
+  }
+
+  kvsGet(key: string, ws?: WatchSet): Indexed<DirEntry | undefined> {
+    return kvsGetTxn(this, ws, key);
+  }
+
+  kvsList(prefix: string, ws?: WatchSet): Indexed<DirEntry[]> {
+    return kvsListTxn(this, ws, prefix);
+  }
+
+  kvsListKeys(prefix: string, separator: string, ws?: WatchSet): Indexed<string[]> {
+    return kvsListKeysTxn(this, ws, prefix, separator);
+  }
+
+  kvsDelete(idx: number, key: string): void {
+    this.write(idx, (tx) => kvsDeleteTxn(tx, idx, key));
+  }
+
+  kvsDeleteCas(idx: number, cidx: number, key: string): boolean {
+    return this.write(idx, (tx) => kvsDeleteCasTxn(tx, idx, cidx, key));
+  }
+
+  kvsSetCas(idx: number, entry: KvsWriteEntry): boolean {
+    return this.write(idx, (tx) => kvsSetCasTxn(tx, idx, entry) !== undefined);
+  }
+
+  kvsDeleteTree(idx: number, prefix: string): void {
+    this.write(idx, (tx) => kvsDeleteTreeTxn(tx, idx, prefix));
+  }
+
+  /** Throws StateError for a missing or unknown session. */
+  kvsLock(idx: number, entry: KvsWriteEntry): boolean {
+    return this.write(idx, (tx) => kvsLockTxn(tx, idx, entry) !== undefined);
+  }
+
+  /** Throws StateError for a missing session. */
+  kvsUnlock(idx: number, entry: KvsWriteEntry): boolean {
+    return this.write(idx, (tx) => kvsUnlockTxn(tx, idx, entry) !== undefined);
+  }
+
+  /** Delete tombstones with index ≤ reapIndex (written at Raft index idx). */
+  reapTombstones(idx: number, reapIndex: number): number {
+    return this.write(idx, (tx) => graveyardReapTxn(tx, reapIndex));
+  }
+
+  // ---- sessions (minimal until the sessions work lands) ----
+
+  sessionCreate(idx: number, id: string): void {
+    this.write(idx, (tx) => sessionCreateTxn(tx, idx, id));
+  }
+
+  // ---- Txn ----
+
+  /** Read-write transaction: all ops or none. */
+  txnRW(idx: number, ops: readonly TxnOp[]): TxnOutcome {
+    const tx = this.begin(idx);
+    let out: TxnOutcome;
+    try {
+      out = txnDispatch(tx, idx, ops, true);
+    } catch (err) {
+      tx.abort();
+      throw err;
+    }
+    if (out.errors.length > 0) tx.abort();
+    else tx.commit();
+    return out;
+  }
+
+  /** Read-only transaction against current state. */
+  txnRO(ops: readonly TxnOp[]): TxnOutcome {
+    return txnDispatch(this, 0, ops, false);
+  }
+
+  // ---- snapshot and restore ----
+
+  /**
+   * A point-in-time snapshot as a lazy stream of framed msgpack chunks. The
+   * rows are captured now; writes after this call do not show up in it.
+   */
+  snapshot(): Iterable<Uint8Array> {
+    const captured: CapturedState = {
+      index: this.lastIndex(),
+      tables: tableList(this.tables).map((t) => [t.name, t.all()]),
+      indexes: [...this.#indexes.entries()],
+    };
+    return encodeSnapshot(captured);
+  }
+
+  /** Build a fresh store from a snapshot stream. Throws CorruptionError on bad data. */
+  static async restore(stream: ByteStream, options: { logger?: Logger } = {}): Promise<StateStore> {
+    const store = new StateStore();
+    const logger = options.logger ?? nullLogger();
+    const byName = new Map(tableList(store.tables).map((t) => [t.name, t]));
+    const pending = new Map<string, object[]>();
+    let sawHeader = false;
+    let skipped = 0;
+    for await (const rec of decodeSnapshot(stream)) {
+      if (!sawHeader) {
+        if (rec.t !== "header") throw new CorruptionError("Snapshot does not start with a header");
+        if (rec.version !== snapshotVersion) {
+          throw new CorruptionError(`Snapshot version ${rec.version} is not supported (want ${snapshotVersion})`);
+        }
+        sawHeader = true;
+        continue;
+      }
+      if (rec.t === "rows") {
+        const table = byName.get(rec.table);
+        if (!table) {
+          skipped += rec.rows.length;
+          continue;
+        }
+        let list = pending.get(rec.table);
+        if (!list) pending.set(rec.table, (list = []));
+        for (const raw of rec.rows) {
+          const row = table.schema.fromRecord(raw);
+          if (!row) throw new CorruptionError(`Snapshot has a malformed ${JSON.stringify(rec.table)} row`);
+          list.push(row);
+        }
+      } else if (rec.t === "indexes") {
+        for (const [name, idx] of rec.indexes) store.#indexes.set(name, idx);
+      }
+    }
+    for (const [name, rows] of pending) byName.get(name)!._load(rows);
+    if (skipped > 0) logger.warn("snapshot rows for unknown tables were dropped", { rows: skipped });
+    return store;
+  }
+}
