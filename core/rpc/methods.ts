@@ -114,3 +114,8 @@ export type RpcReply<M extends RpcMethod> = RpcMethods[M]["reply"];
 export interface Rpc {
   call<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>>;
 }
+
+/** One handler per method: what a server implements and a transport dispatches to. */
+export type RpcHandlers = {
+  [M in RpcMethod]: (args: RpcArgs<M>, options?: { signal?: AbortSignal }) => Promise<RpcReply<M>>;
+};
