@@ -1,0 +1,771 @@
+// Durable Raft log in segment files (`raft/` in the data dir).
+//
+// A segment is named by the index of its first entry, 20 digits:
+// `00000000000000000001.log`. It is a sequence of records
+//
+//   length u32 BE | crc32c(payload) u32 BE | payload (msgpack {index, term, type, data})
+//
+// and is rolled once it reaches `segmentSizeBytes` (64 MiB). Only the last
+// segment is written to. Every append is fsynced before it resolves; appends
+// that arrive while an fsync runs are written together and share the next
+// fsync (group commit). On open every segment is scanned: a short or
+// CRC-failing record at the very end of the last segment is a torn write and
+// is cut (with a warning naming the file and offset); a bad record anywhere
+// else stops the open with a CorruptionError.
+//
+// Deleting a prefix (compaction after a snapshot) removes whole segments below
+// the cut; the logical first index is kept in `log-start` so entries left in a
+// partly compacted segment stay hidden after a restart.
+
+import { mkdir, open, readdir, readFile, rename, rm, unlink } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import { CorruptionError, errorMessage } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import { decodeLogEntry, encodeLogEntry } from "./codec.ts";
+import type { LogEntry, LogStore } from "./types.ts";
+
+// ---------------------------------------------------------------- crc32c
+
+const crcTables: Uint32Array[] = (() => {
+  const tables: Uint32Array[] = [];
+  const t0 = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    let c = i;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    t0[i] = c >>> 0;
+  }
+  tables.push(t0);
+  for (let t = 1; t < 8; t++) {
+    const prev = tables[t - 1]!;
+    const cur = new Uint32Array(256);
+    for (let i = 0; i < 256; i++) cur[i] = (prev[i]! >>> 8) ^ t0[prev[i]! & 0xff]!;
+    tables.push(cur);
+  }
+  return tables;
+})();
+
+/** CRC-32C (Castagnoli), as used by iSCSI, ext4 and etcd's WAL. */
+export function crc32c(bytes: Uint8Array, seed = 0): number {
+  const [t0, t1, t2, t3, t4, t5, t6, t7] = crcTables as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+  let crc = ~seed >>> 0;
+  let i = 0;
+  const n = bytes.length;
+  const end8 = n - (n % 8);
+  while (i < end8) {
+    const a = (crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
+    crc =
+      t7[a & 0xff]! ^
+      t6[(a >>> 8) & 0xff]! ^
+      t5[(a >>> 16) & 0xff]! ^
+      t4[a >>> 24]! ^
+      t3[bytes[i + 4]!]! ^
+      t2[bytes[i + 5]!]! ^
+      t1[bytes[i + 6]!]! ^
+      t0[bytes[i + 7]!]!;
+    i += 8;
+  }
+  while (i < n) crc = t0[(crc ^ bytes[i++]!) & 0xff]! ^ (crc >>> 8);
+  return ~crc >>> 0;
+}
+
+// ---------------------------------------------------------------- records
+
+export const recordHeaderBytes = 8;
+
+/** Frames a payload as `length | crc32c | payload`. */
+export function encodeRecord(payload: Uint8Array): Uint8Array {
+  const out = new Uint8Array(recordHeaderBytes + payload.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, payload.length, false);
+  view.setUint32(4, crc32c(payload), false);
+  out.set(payload, recordHeaderBytes);
+  return out;
+}
+
+export type RecordResult =
+  | { ok: true; payload: Uint8Array; end: number }
+  /** `short`: the record runs past the end of the bytes; `bad`: zero/oversized length or CRC mismatch. */
+  | { ok: false; kind: "short" | "bad"; why: string };
+
+/** Reads the record at `offset` of `bytes`. */
+export function readRecord(bytes: Uint8Array, offset: number, maxRecordBytes: number): RecordResult {
+  if (offset + recordHeaderBytes > bytes.length) return { ok: false, kind: "short", why: "record header is cut short" };
+  const view = new DataView(bytes.buffer, bytes.byteOffset + offset, recordHeaderBytes);
+  const length = view.getUint32(0, false);
+  const crc = view.getUint32(4, false);
+  if (length === 0 || length > maxRecordBytes) return { ok: false, kind: "bad", why: `record length ${length} is out of range` };
+  const end = offset + recordHeaderBytes + length;
+  if (end > bytes.length) return { ok: false, kind: "short", why: `record of ${length} bytes is cut short` };
+  const payload = bytes.subarray(offset + recordHeaderBytes, end);
+  if (crc32c(payload) !== crc) return { ok: false, kind: "bad", why: "record CRC mismatch" };
+  return { ok: true, payload, end };
+}
+
+function isAllZero(bytes: Uint8Array, from: number): boolean {
+  for (let i = from; i < bytes.length; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------- fs helpers
+
+function isErrno(err: unknown, ...codes: string[]): boolean {
+  return typeof err === "object" && err !== null && codes.includes((err as { code?: string }).code ?? "");
+}
+
+/** fsyncs a directory so a create, rename or unlink in it survives a crash. */
+export async function syncDir(dir: string): Promise<void> {
+  let h: FileHandle | undefined;
+  try {
+    h = await open(dir, "r");
+    await h.sync();
+  } catch (err) {
+    // Some platforms (and Deno's node:fs) cannot open or fsync a directory.
+    if (!isErrno(err, "EISDIR", "EPERM", "EINVAL", "EACCES", "ENOTSUP", "EBADF")) throw err;
+  } finally {
+    await h?.close().catch(() => {});
+  }
+}
+
+/** Writes `data` to `path` atomically: temp name, fsync, rename, fsync dir. */
+export async function writeFileAtomic(dir: string, name: string, data: Uint8Array): Promise<void> {
+  const tmp = join(dir, `${name}.tmp`);
+  const h = await open(tmp, "w");
+  try {
+    await h.write(data, 0, data.length, 0);
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+  await rename(tmp, join(dir, name));
+  await syncDir(dir);
+}
+
+// ---------------------------------------------------------------- store
+
+const segmentNamePattern = /^(\d{20})\.log$/;
+const startFileName = "log-start";
+
+export function segmentName(firstIndex: number): string {
+  return `${String(firstIndex).padStart(20, "0")}.log`;
+}
+
+interface Segment {
+  firstIndex: number;
+  name: string;
+  path: string;
+  /** Byte offset of the record of entry firstIndex + i. */
+  offsets: number[];
+  /** Bytes of valid records (the write position). */
+  sizeBytes: number;
+  handle?: FileHandle;
+  opening?: Promise<FileHandle>;
+}
+
+function segmentLast(s: Segment): number {
+  return s.firstIndex + s.offsets.length - 1;
+}
+
+export interface FileLogStoreOptions {
+  /** The `raft/` directory; created if missing. */
+  dir: string;
+  logger: Logger;
+  /** Roll to a new segment once the current one reaches this size. Default 64 MiB. */
+  segmentSizeBytes?: number;
+  /** Recently appended entries kept in memory for reads. Default 4096. */
+  cacheEntries?: number;
+  /** Largest record accepted on read. Default 256 MiB. */
+  maxRecordBytes?: number;
+}
+
+export interface FileLogStoreStats {
+  /** fdatasync calls on segment files (group commit: far fewer than appends). */
+  syncs: number;
+  appends: number;
+  /** Write batches (each one fsync). */
+  batches: number;
+  segmentsCreated: number;
+  segmentsDeleted: number;
+  cacheHits: number;
+  cacheMisses: number;
+}
+
+type Op =
+  | { kind: "append"; entries: LogEntry[]; resolve: () => void; reject: (err: unknown) => void }
+  | { kind: "delete"; min: number; max: number; resolve: () => void; reject: (err: unknown) => void };
+
+function copyEntry(e: LogEntry): LogEntry {
+  return { index: e.index, term: e.term, type: e.type, data: e.data.slice() };
+}
+
+export class FileLogStore implements LogStore {
+  readonly dir: string;
+  readonly stats: FileLogStoreStats = {
+    syncs: 0,
+    appends: 0,
+    batches: 0,
+    segmentsCreated: 0,
+    segmentsDeleted: 0,
+    cacheHits: 0,
+    cacheMisses: 0,
+  };
+  readonly #log: Logger;
+  readonly #segmentSizeBytes: number;
+  readonly #cacheEntries: number;
+  readonly #maxRecordBytes: number;
+  #segments: Segment[] = [];
+  /** Entries below this index are logically deleted (0: none). */
+  #start = 0;
+  #cache = new Map<number, LogEntry>();
+  /** Lowest index whose bytes are not yet written (Infinity: all written); the cache keeps these. */
+  #unwrittenFrom = Infinity;
+  /** Bumped whenever bytes under existing offsets may change (truncate, delete). */
+  #generation = 0;
+  #queue: Op[] = [];
+  #running = false;
+  #closed = false;
+  /** Set when a write failed: memory and disk may disagree, so every later write fails too. */
+  #failed: unknown;
+  #idle: Promise<void> = Promise.resolve();
+  #idleResolve: (() => void) | undefined;
+
+  private constructor(options: FileLogStoreOptions) {
+    this.dir = options.dir;
+    this.#log = options.logger;
+    this.#segmentSizeBytes = options.segmentSizeBytes ?? 64 * 1024 * 1024;
+    this.#cacheEntries = Math.max(1, options.cacheEntries ?? 4096);
+    this.#maxRecordBytes = options.maxRecordBytes ?? 256 * 1024 * 1024;
+  }
+
+  /** Opens (or creates) the log in `options.dir`, cutting a torn tail. Rejects with CorruptionError on damage elsewhere. */
+  static async open(options: FileLogStoreOptions): Promise<FileLogStore> {
+    const store = new FileLogStore(options);
+    await store.#load();
+    return store;
+  }
+
+  // ------------------------------------------------------------ reads
+
+  firstIndex(): Promise<number> {
+    return Promise.resolve(this.#first());
+  }
+
+  lastIndex(): Promise<number> {
+    return Promise.resolve(this.#last());
+  }
+
+  async getEntries(lo: number, hi: number): Promise<LogEntry[]> {
+    // A truncate or delete that runs while we read may move bytes under us: read again.
+    for (let attempt = 0; ; attempt++) {
+      const generation = this.#generation;
+      try {
+        const out = await this.#read(lo, hi);
+        if (generation === this.#generation || attempt >= 3) return out;
+      } catch (err) {
+        if (generation === this.#generation || attempt >= 3) throw err;
+      }
+    }
+  }
+
+  async #read(lo: number, hi: number): Promise<LogEntry[]> {
+    const first = this.#first();
+    const last = this.#last();
+    if (first === 0) return [];
+    const from = Math.max(lo, first);
+    const to = Math.min(hi, last + 1);
+    const out: LogEntry[] = [];
+    let i = from;
+    while (i < to) {
+      const cached = this.#cache.get(i);
+      if (cached) {
+        this.stats.cacheHits++;
+        out.push(copyEntry(cached));
+        i++;
+        continue;
+      }
+      // Read the run of uncached entries in this segment with one read.
+      const seg = this.#segmentOf(i);
+      if (!seg) break;
+      let j = i + 1;
+      const segEnd = Math.min(to, segmentLast(seg) + 1);
+      while (j < segEnd && !this.#cache.has(j)) j++;
+      this.stats.cacheMisses += j - i;
+      const entries = await this.#readRun(seg, i, j);
+      for (const e of entries) out.push(e);
+      i = j;
+    }
+    return out;
+  }
+
+  /** Reads entries [lo, hi) from one segment's file. */
+  async #readRun(seg: Segment, lo: number, hi: number): Promise<LogEntry[]> {
+    const startOff = seg.offsets[lo - seg.firstIndex]!;
+    const endOff = hi - seg.firstIndex < seg.offsets.length ? seg.offsets[hi - seg.firstIndex]! : seg.sizeBytes;
+    const buf = new Uint8Array(endOff - startOff);
+    const h = await this.#handle(seg);
+    let got = 0;
+    while (got < buf.length) {
+      const { bytesRead } = await h.read(buf, got, buf.length - got, startOff + got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+    }
+    const out: LogEntry[] = [];
+    let off = 0;
+    for (let index = lo; index < hi; index++) {
+      const r = readRecord(buf.subarray(0, got), off, this.#maxRecordBytes);
+      const entry = r.ok ? decodeLogEntry(r.payload) : undefined;
+      if (!r.ok || !entry || entry.index !== index) {
+        const why = !r.ok ? r.why : !entry ? "record is not a log entry" : `record holds index ${entry.index}, expected ${index}`;
+        throw new CorruptionError(`Corrupt Raft log record in "${seg.path}" at offset ${startOff + off}: ${why}`, {
+          file: seg.path,
+          offset: startOff + off,
+        });
+      }
+      out.push(entry);
+      off = r.end;
+    }
+    return out;
+  }
+
+  #segmentOf(index: number): Segment | undefined {
+    const segs = this.#segments;
+    let lo = 0;
+    let hi = segs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const s = segs[mid]!;
+      if (index < s.firstIndex) hi = mid - 1;
+      else if (index > segmentLast(s)) lo = mid + 1;
+      else return s;
+    }
+    return undefined;
+  }
+
+  #physicalFirst(): number {
+    for (const s of this.#segments) if (s.offsets.length > 0) return s.firstIndex;
+    return 0;
+  }
+
+  #physicalLast(): number {
+    for (let k = this.#segments.length - 1; k >= 0; k--) {
+      const s = this.#segments[k]!;
+      if (s.offsets.length > 0) return segmentLast(s);
+    }
+    return 0;
+  }
+
+  #first(): number {
+    const last = this.#physicalLast();
+    if (last === 0) return 0;
+    const first = Math.max(this.#start, this.#physicalFirst());
+    return first > last ? 0 : first;
+  }
+
+  #last(): number {
+    return this.#first() === 0 ? 0 : this.#physicalLast();
+  }
+
+  // ------------------------------------------------------------ writes
+
+  append(entries: LogEntry[]): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("Log store is closed"));
+    if (this.#failed !== undefined) return Promise.reject(this.#failed);
+    for (let k = 1; k < entries.length; k++) {
+      if (entries[k]!.index !== entries[k - 1]!.index + 1) {
+        return Promise.reject(new RangeError(`Entries to append are not contiguous at index ${entries[k]!.index}`));
+      }
+    }
+    const copies = entries.map(copyEntry);
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ kind: "append", entries: copies, resolve, reject });
+      this.#kick();
+    });
+  }
+
+  deleteRange(min: number, max: number): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("Log store is closed"));
+    if (this.#failed !== undefined) return Promise.reject(this.#failed);
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ kind: "delete", min, max, resolve, reject });
+      this.#kick();
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#idle;
+    for (const s of this.#segments) await this.#closeHandle(s);
+  }
+
+  #kick(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#idle = new Promise((r) => (this.#idleResolve = r));
+    void this.#run();
+  }
+
+  async #run(): Promise<void> {
+    try {
+      while (this.#queue.length > 0) {
+        const head = this.#queue[0]!;
+        if (this.#failed !== undefined) {
+          this.#queue.shift();
+          head.reject(this.#failed);
+          continue;
+        }
+        if (head.kind === "delete") {
+          this.#queue.shift();
+          try {
+            await this.#deleteRange(head.min, head.max);
+            head.resolve();
+          } catch (err) {
+            if (!(err instanceof RangeError)) this.#fail(err);
+            head.reject(err);
+          }
+          continue;
+        }
+        // Group commit: every append queued right now shares one write + fsync.
+        const batch: (Op & { kind: "append" })[] = [];
+        while (this.#queue.length > 0 && this.#queue[0]!.kind === "append") batch.push(this.#queue.shift() as Op & { kind: "append" });
+        await this.#writeBatch(batch);
+      }
+    } finally {
+      this.#running = false;
+      this.#idleResolve?.();
+    }
+  }
+
+  async #writeBatch(batch: (Op & { kind: "append" })[]): Promise<void> {
+    const accepted: (Op & { kind: "append" })[] = [];
+    const refused = new Set<Op>();
+    /** Pending bytes per segment, written before the sync. */
+    const pending = new Map<Segment, { at: number; chunks: Uint8Array[] }>();
+    const toSync = new Set<Segment>();
+    let dirty = false; // a file was created or removed: fsync the directory
+    try {
+      for (const op of batch) {
+        this.stats.appends++;
+        if (op.entries.length === 0) {
+          accepted.push(op);
+          continue;
+        }
+        const start = op.entries[0]!.index;
+        const first = this.#first();
+        const last = this.#last();
+        if (first !== 0 && start > last + 1) {
+          refused.add(op);
+          op.reject(new RangeError(`Cannot append at index ${start}: log ends at ${last}`));
+          continue;
+        }
+        if (first === 0 || start <= first) {
+          // Empty log (any start is fine) or everything is overwritten: drop all files.
+          if (this.#segments.length > 0) {
+            await this.#flushPending(pending);
+            await this.#removeSegments(this.#segments.length);
+            dirty = true;
+          }
+          if (this.#start !== 0) {
+            await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode("0"));
+            this.#start = 0;
+          }
+        } else if (start <= last) {
+          await this.#flushPending(pending);
+          if (await this.#truncateFrom(start)) dirty = true;
+          const active = this.#segments.at(-1);
+          if (active) toSync.add(active);
+        }
+        for (const e of op.entries) {
+          const record = encodeRecord(encodeLogEntry(e));
+          let active = this.#segments.at(-1);
+          if (!active || (active.sizeBytes > 0 && active.sizeBytes + record.length > this.#segmentSizeBytes)) {
+            if (active) {
+              // Seal the full segment durably before starting the next, so a
+              // crash can only ever leave a torn tail in the last segment.
+              await this.#flushPending(pending);
+              await this.#sync(active);
+              toSync.delete(active);
+              await this.#closeHandle(active);
+            }
+            active = await this.#createSegment(e.index);
+            dirty = true;
+          }
+          let p = pending.get(active);
+          if (!p) {
+            p = { at: active.sizeBytes, chunks: [] };
+            pending.set(active, p);
+          }
+          p.chunks.push(record);
+          active.offsets.push(active.sizeBytes);
+          active.sizeBytes += record.length;
+          toSync.add(active);
+          this.#remember(e);
+        }
+        accepted.push(op);
+      }
+      await this.#flushPending(pending);
+      for (const s of toSync) if (this.#segments.includes(s)) await this.#sync(s);
+      if (dirty) await syncDir(this.dir);
+      this.stats.batches++;
+    } catch (err) {
+      this.#fail(err);
+      for (const op of batch) if (!refused.has(op)) op.reject(err);
+      return;
+    } finally {
+      this.#unwrittenFrom = Infinity;
+      this.#trimCache();
+    }
+    for (const op of accepted) op.resolve();
+  }
+
+  #fail(err: unknown): void {
+    if (this.#failed !== undefined) return;
+    this.#failed = err;
+    this.#log.error("Raft log write failed; the log store refuses further writes until restarted", {
+      dir: this.dir,
+      error: errorMessage(err),
+    });
+  }
+
+  async #flushPending(pending: Map<Segment, { at: number; chunks: Uint8Array[] }>): Promise<void> {
+    for (const [seg, p] of pending) {
+      let total = 0;
+      for (const c of p.chunks) total += c.length;
+      const buf = new Uint8Array(total);
+      let at = 0;
+      for (const c of p.chunks) {
+        buf.set(c, at);
+        at += c.length;
+      }
+      const h = await this.#handle(seg);
+      let written = 0;
+      while (written < buf.length) {
+        const { bytesWritten } = await h.write(buf, written, buf.length - written, p.at + written);
+        written += bytesWritten;
+      }
+    }
+    pending.clear();
+    this.#unwrittenFrom = Infinity;
+  }
+
+  async #sync(seg: Segment): Promise<void> {
+    const h = await this.#handle(seg);
+    await h.datasync();
+    this.stats.syncs++;
+  }
+
+  /** Drops entries >= index (index within the log). Returns true when files were removed. */
+  async #truncateFrom(index: number): Promise<boolean> {
+    this.#generation++;
+    for (const k of [...this.#cache.keys()]) if (k >= index) this.#cache.delete(k);
+    let removed = false;
+    // Remove later segments newest first, so a crash leaves a contiguous log.
+    while (this.#segments.length > 0 && this.#segments.at(-1)!.firstIndex > index) {
+      await this.#removeSegments(1, true);
+      removed = true;
+    }
+    const seg = this.#segments.at(-1);
+    if (seg && index <= segmentLast(seg)) {
+      const keep = index - seg.firstIndex;
+      const size = seg.offsets[keep]!;
+      seg.offsets.length = keep;
+      seg.sizeBytes = size;
+      const h = await this.#handle(seg);
+      await h.truncate(size);
+    }
+    return removed;
+  }
+
+  async #deleteRange(min: number, max: number): Promise<void> {
+    const first = this.#first();
+    const last = this.#last();
+    if (first === 0 || max < min || max < first || min > last) return;
+    if (min <= first && max >= last) {
+      // Everything goes (e.g. before installing a snapshot).
+      this.#generation++;
+      this.#cache.clear();
+      await this.#removeSegments(this.#segments.length);
+      await syncDir(this.dir);
+      return;
+    }
+    if (min <= first) {
+      // Compaction: hide entries <= max, then remove whole segments below the cut.
+      this.#generation++;
+      await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode(String(max + 1)));
+      this.#start = max + 1;
+      for (const k of [...this.#cache.keys()]) if (k <= max) this.#cache.delete(k);
+      let n = 0;
+      while (n < this.#segments.length - 1 && segmentLast(this.#segments[n]!) <= max) n++;
+      if (n > 0) {
+        await this.#removeSegments(n);
+        await syncDir(this.dir);
+      }
+      return;
+    }
+    if (max >= last) {
+      await this.#truncateFrom(min);
+      const active = this.#segments.at(-1);
+      if (active) await this.#sync(active);
+      await syncDir(this.dir);
+      return;
+    }
+    throw new RangeError(`Cannot delete entries ${min}..${max} from the middle of the log (${first}..${last})`);
+  }
+
+  /** Removes `n` segments from the front (or from the back with fromEnd). */
+  async #removeSegments(n: number, fromEnd = false): Promise<void> {
+    for (let k = 0; k < n; k++) {
+      const seg = fromEnd ? this.#segments.pop() : this.#segments.shift();
+      if (!seg) return;
+      this.#generation++;
+      await this.#closeHandle(seg);
+      await unlink(seg.path).catch((err: unknown) => {
+        if (!isErrno(err, "ENOENT")) throw err;
+      });
+      this.stats.segmentsDeleted++;
+    }
+  }
+
+  async #createSegment(firstIndex: number): Promise<Segment> {
+    const name = segmentName(firstIndex);
+    const path = join(this.dir, name);
+    const handle = await open(path, "w+");
+    const seg: Segment = { firstIndex, name, path, offsets: [], sizeBytes: 0, handle };
+    this.#segments.push(seg);
+    this.stats.segmentsCreated++;
+    return seg;
+  }
+
+  #handle(seg: Segment): Promise<FileHandle> {
+    if (seg.handle) return Promise.resolve(seg.handle);
+    if (!seg.opening) {
+      seg.opening = open(seg.path, "r+").then((h) => {
+        seg.handle = h;
+        seg.opening = undefined;
+        return h;
+      });
+      seg.opening.catch(() => (seg.opening = undefined));
+    }
+    return seg.opening;
+  }
+
+  async #closeHandle(seg: Segment): Promise<void> {
+    const h = seg.handle ?? (seg.opening ? await seg.opening.catch(() => undefined) : undefined);
+    seg.handle = undefined;
+    seg.opening = undefined;
+    await h?.close().catch(() => {});
+  }
+
+  #remember(e: LogEntry): void {
+    this.#cache.set(e.index, e);
+    if (e.index < this.#unwrittenFrom) this.#unwrittenFrom = e.index;
+  }
+
+  #trimCache(): void {
+    if (this.#cache.size <= this.#cacheEntries) return;
+    for (const k of this.#cache.keys()) {
+      if (this.#cache.size <= this.#cacheEntries) break;
+      if (k >= this.#unwrittenFrom) continue;
+      this.#cache.delete(k);
+    }
+  }
+
+  // ------------------------------------------------------------ open
+
+  async #load(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const names = await readdir(this.dir);
+    for (const n of names) {
+      if (n.endsWith(".tmp")) await rm(join(this.dir, n), { force: true });
+    }
+    try {
+      const text = new TextDecoder().decode(await readFile(join(this.dir, startFileName))).trim();
+      const start = Number(text);
+      if (!Number.isSafeInteger(start) || start < 0) {
+        throw new CorruptionError(`Bad Raft log start in "${join(this.dir, startFileName)}": ${JSON.stringify(text)}`, {
+          file: join(this.dir, startFileName),
+          offset: 0,
+        });
+      }
+      this.#start = start;
+    } catch (err) {
+      if (!isErrno(err, "ENOENT")) throw err;
+    }
+    const segNames = names
+      .map((n) => segmentNamePattern.exec(n))
+      .filter((m): m is RegExpExecArray => m !== null)
+      .map((m) => ({ name: m[0], firstIndex: Number(m[1]) }))
+      .sort((a, b) => a.firstIndex - b.firstIndex);
+
+    for (let k = 0; k < segNames.length; k++) {
+      const { name, firstIndex } = segNames[k]!;
+      const isLast = k === segNames.length - 1;
+      const path = join(this.dir, name);
+      const seg = await this.#scanSegment(path, name, firstIndex, isLast);
+      const prev = this.#segments.at(-1);
+      if (prev && seg.firstIndex !== segmentLast(prev) + 1) {
+        throw new CorruptionError(
+          `Raft log segment "${path}" starts at index ${seg.firstIndex} but "${prev.path}" ends at ${segmentLast(prev)}`,
+          { file: path, offset: 0 },
+        );
+      }
+      this.#segments.push(seg);
+    }
+    // A start past the end means everything was deleted: drop the files now.
+    if (this.#segments.length > 0 && this.#first() === 0) await this.#removeSegments(this.#segments.length);
+    this.#log.debug("Raft log opened", { dir: this.dir, segments: this.#segments.length, first: this.#first(), last: this.#last() });
+  }
+
+  async #scanSegment(path: string, name: string, firstIndex: number, isLast: boolean): Promise<Segment> {
+    const bytes = new Uint8Array(await readFile(path));
+    const seg: Segment = { firstIndex, name, path, offsets: [], sizeBytes: 0 };
+    let off = 0;
+    while (off < bytes.length) {
+      const r = readRecord(bytes, off, this.#maxRecordBytes);
+      let why: string | undefined;
+      if (!r.ok) why = r.why;
+      else {
+        const entry = decodeLogEntry(r.payload);
+        const want = firstIndex + seg.offsets.length;
+        if (!entry) why = "record is not a log entry";
+        else if (entry.index !== want) why = `record holds index ${entry.index}, expected ${want}`;
+        else {
+          seg.offsets.push(off);
+          off = r.end;
+          if (isLast) this.#cache.set(entry.index, entry);
+          continue;
+        }
+      }
+      // A write cut short by a crash leaves a short record, a bad last
+      // record, or zeros (space the file system allocated but never filled).
+      const torn = isLast && r.ok === false && (r.kind === "short" || isAllZero(bytes, off) || tailIsOneRecord(bytes, off));
+      if (!torn) {
+        throw new CorruptionError(`Corrupt Raft log record in "${path}" at offset ${off}: ${why}`, { file: path, offset: off });
+      }
+      this.#log.warn("cutting torn tail of Raft log", { file: path, offset: off, droppedBytes: bytes.length - off, reason: why });
+      const h = await open(path, "r+");
+      try {
+        await h.truncate(off);
+        await h.sync();
+      } finally {
+        await h.close();
+      }
+      break;
+    }
+    seg.sizeBytes = off;
+    this.#trimCache();
+    return seg;
+  }
+}
+
+/** True when the record at `off` claims exactly the rest of the bytes (a last record with a bad CRC). */
+function tailIsOneRecord(bytes: Uint8Array, off: number): boolean {
+  if (off + recordHeaderBytes > bytes.length) return true;
+  const length = new DataView(bytes.buffer, bytes.byteOffset + off, 4).getUint32(0, false);
+  return off + recordHeaderBytes + length === bytes.length;
+}
+
+/** Opens the durable Raft log in `options.dir`. */
+export function openFileLogStore(options: FileLogStoreOptions): Promise<FileLogStore> {
+  return FileLogStore.open(options);
+}
