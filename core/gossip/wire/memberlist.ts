@@ -586,6 +586,17 @@ export function decodePushPullBody(
   return ok({ pushPull: { join, nodes, userState }, offset: off + userStateLen });
 }
 
+/** Decodes one pushNodeState value (no type byte). */
+export function decodePushNodeState(bytes: Uint8Array): WireResult<PushNodeState> {
+  return decodeStructBody(bytes, 0, "pushNodeState", nodeStateBody);
+}
+
+/** Decodes 0x06 + pushPullHeader (just the header). */
+export function decodePushPullHeader(bytes: Uint8Array): WireResult<PushPullHeader> {
+  if (bytes[0] !== MessageType.pushPull) return fail("bad_field", "Not a push/pull message");
+  return decodeStructBody(bytes, 1, "pushPullHeader", headerBody);
+}
+
 export type StreamParse =
   | { status: "more" }
   | { status: "ok"; message: StreamMessage; consumed: number; compressed: boolean }

@@ -10,6 +10,8 @@ export {
   decodeMessage,
   decodePacket,
   decodePushPullBody,
+  decodePushPullHeader,
+  decodePushNodeState,
   encodeAck,
   encodeAlive,
   encodeCompound,

@@ -204,7 +204,7 @@ export function encodeSerfMessage(m: SerfMessage): Uint8Array {
       return withType(SerfMessageType.conflictResponse, (w) => (m.body === null ? w.nil() : writeMember(w, m.body)));
     case "keyRequest":
       return withType(SerfMessageType.keyRequest, (w) =>
-        w.struct({ Key: (w) => w.rawOrNil(m.body.key.length === 0 ? null : m.body.key) }),
+        w.struct({ Key: (w) => w.raw(m.body.key) }),
       );
     case "keyResponse":
       return withType(SerfMessageType.keyResponse, (w) => writeKeyResponse(w, m.body));
