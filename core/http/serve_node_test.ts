@@ -1,0 +1,187 @@
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { Agent, request, type IncomingHttpHeaders } from "node:http";
+import { createServer as createNetServer, connect } from "node:net";
+import { systemClock } from "../clock/mod.ts";
+import { FakeRpc } from "./_fake_rpc.ts";
+import { testAgent } from "./_test_env.ts";
+import { createRoutes } from "./routes.ts";
+import { createHttpServer, ListenError, type HttpServer } from "./serve_node.ts";
+
+// Real loopback sockets on port 0; the fake RPC's timers use the system clock,
+// but no test waits for one to fire.
+const rpc = new FakeRpc(systemClock);
+let server: HttpServer;
+let port = 0;
+const agent = new Agent({ keepAlive: true, maxSockets: 4 });
+
+before(async () => {
+  server = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }) });
+  port = (await server.listen({ host: "127.0.0.1", port: 0 })).port;
+});
+
+after(async () => {
+  agent.destroy();
+  await server.close({ graceMs: 500 });
+});
+
+interface Reply {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+  socketPort: number;
+}
+
+function call(method: string, path: string, body?: Uint8Array | string, options: { signal?: AbortSignal; headers?: Record<string, string> } = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, method, path, agent, signal: options.signal, headers: options.headers }, (res) => {
+      const chunks: Buffer[] = [];
+      const socketPort = res.socket.localPort ?? 0;
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks), socketPort }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+test("serve_node: PUT and GET over a kept-alive connection", async () => {
+  const put = await call("PUT", "/v1/kv/hello%20world", "v1");
+  assert.equal(put.status, 200);
+  assert.equal(put.body.toString(), "true");
+  const get = await call("GET", "/v1/kv/hello%20world?raw");
+  assert.equal(get.status, 200);
+  assert.equal(get.body.toString(), "v1");
+  assert.equal(get.headers["x-consul-knownleader"], "true");
+  assert.ok(Number(get.headers["x-consul-index"]) > 0);
+  assert.equal(get.socketPort, put.socketPort, "the second request reused the connection");
+  const missing = await call("GET", "/v1/kv/none");
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.length, 0);
+  assert.ok(missing.headers["x-consul-index"]);
+});
+
+test("serve_node: bad percent-encoding is a 400, unknown path a 404", async () => {
+  const bad = await call("GET", "/v1/kv/%zz");
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.toString(), /bad percent-encoding/);
+  assert.equal((await call("GET", "/v2/x")).status, 404);
+});
+
+test("serve_node: body at the limit is accepted; over it is 413 naming the limit", async () => {
+  const ok = await call("PUT", "/v1/kv/edge", new Uint8Array(512 * 1024).fill(65));
+  assert.equal(ok.status, 200);
+  const big = await call("PUT", "/v1/kv/edge", new Uint8Array(512 * 1024 + 1));
+  assert.equal(big.status, 413);
+  assert.match(big.body.toString(), /the limit is 524288 bytes \(512 KiB\)/);
+  assert.equal(rpc.kv.get("edge")?.value.length, 512 * 1024, "the oversized value was not stored");
+  // The connection still serves requests afterwards.
+  assert.equal((await call("GET", "/v1/status/leader")).status, 200);
+});
+
+test("serve_node: a chunked body is cut off at the limit while it is read", async () => {
+  const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, method: "PUT", path: "/v1/kv/chunked", headers: { "Transfer-Encoding": "chunked" } }, (res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => { body += c.toString(); });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    const chunk = new Uint8Array(64 * 1024);
+    let sent = 0;
+    const pump = (): void => {
+      // Keep sending until the server answers (at most 2 MiB).
+      while (sent < 2 * 1024 * 1024) {
+        sent += chunk.length;
+        if (!req.write(chunk)) {
+          req.once("drain", pump);
+          return;
+        }
+      }
+      req.end();
+    };
+    pump();
+  });
+  assert.equal(r.status, 413);
+  assert.match(r.body, /524288 bytes/);
+  assert.equal(rpc.kv.has("chunked"), false);
+});
+
+test("serve_node: a huge declared body is refused at once without reading it", async () => {
+  const answer = await new Promise<string>((resolve, reject) => {
+    const sock = connect(port, "127.0.0.1", () => {
+      sock.write(`PUT /v1/kv/huge HTTP/1.1\r\nHost: x\r\nContent-Length: ${1024 * 1024 * 1024}\r\n\r\n`);
+    });
+    let text = "";
+    sock.on("data", (d: Buffer) => { text += d.toString(); });
+    sock.on("close", () => resolve(text));
+    sock.on("error", reject);
+  });
+  assert.match(answer, /^HTTP\/1\.1 413 /);
+  assert.match(answer, /524288 bytes/);
+});
+
+test("serve_node: a client that goes away cancels its blocking query", async () => {
+  await call("PUT", "/v1/kv/block", "1");
+  const index = rpc.index;
+  const ac = new AbortController();
+  const pending = call("GET", `/v1/kv/block?index=${index}&wait=60s`, undefined, { signal: ac.signal }).catch((e: Error) => e);
+  for (let i = 0; i < 100 && rpc.waiting() === 0; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(rpc.waiting(), 1, "the blocking query is waiting");
+  assert.equal(server.inFlight(), 1);
+  ac.abort();
+  const err = await pending;
+  assert.ok(err instanceof Error);
+  for (let i = 0; i < 100 && rpc.waiting() > 0; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(rpc.waiting(), 0, "the blocking query was cancelled");
+  assert.equal(server.inFlight(), 0);
+});
+
+test("serve_node: a blocking query is answered when the key changes", async () => {
+  await call("PUT", "/v1/kv/wake", "1");
+  const index = rpc.index;
+  const pending = call("GET", `/v1/kv/wake?index=${index}`);
+  for (let i = 0; i < 100 && rpc.waiting() === 0; i++) await new Promise((r) => setImmediate(r));
+  await call("PUT", "/v1/kv/wake", "2");
+  const r = await pending;
+  assert.equal(r.status, 200);
+  assert.ok(Number(r.headers["x-consul-index"]) > index);
+});
+
+test("serve_node: listening on a busy port says which port and what to do", async () => {
+  const blocker = createNetServer();
+  const busy = await new Promise<number>((resolve) => blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as { port: number }).port)));
+  const other = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }) });
+  try {
+    await assert.rejects(other.listen({ host: "127.0.0.1", port: busy }), (err: unknown) => {
+      assert.ok(err instanceof ListenError);
+      assert.match(err.message, new RegExp(`^Cannot listen on 127\\.0\\.0\\.1:${busy}: address already in use; .*ss -ltnp`));
+      assert.equal(err.port, busy);
+      return true;
+    });
+  } finally {
+    await other.close();
+    await new Promise((r) => blocker.close(r));
+  }
+});
+
+test("serve_node: close cancels blocking queries and stops listening", async () => {
+  const s = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }) });
+  const p = (await s.listen({ host: "127.0.0.1", port: 0 })).port;
+  const waitingBefore = rpc.waiting();
+  const pending = new Promise<number>((resolve) => {
+    const req = request({ host: "127.0.0.1", port: p, path: `/v1/kv/block?index=${rpc.index + 100}` }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", () => resolve(-1));
+    req.end();
+  });
+  for (let i = 0; i < 100 && rpc.waiting() === waitingBefore; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(rpc.waiting(), waitingBefore + 1);
+  await s.close({ graceMs: 1_000 });
+  const status = await pending;
+  assert.ok(status === 503 || status === -1, `status ${status}`);
+  assert.equal(rpc.waiting(), waitingBefore);
+  assert.equal(s.server.listening, false);
+});
