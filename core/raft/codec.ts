@@ -128,7 +128,10 @@ export function validateSnapshotMeta(x: unknown): SnapshotMeta | undefined {
 /** Check an already-decoded value from a peer; undefined when it is not a well-formed RaftMessage. */
 export function validateRaftMessage(x: unknown): RaftMessage | undefined {
   if (!isObj(x) || !isStr(x.from) || !isStr(x.to) || !isIdx(x.term)) return undefined;
-  const h = { from: x.from, to: x.to, term: x.term };
+  if (x.fromAddress !== undefined && !isStr(x.fromAddress)) return undefined;
+  const h = x.fromAddress === undefined
+    ? { from: x.from, to: x.to, term: x.term }
+    : { from: x.from, to: x.to, term: x.term, fromAddress: x.fromAddress };
   switch (x.type) {
     case "vote":
       if (typeof x.pre !== "boolean" || !isIdx(x.lastIndex) || !isIdx(x.lastTerm)) return undefined;

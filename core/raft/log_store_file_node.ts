@@ -219,8 +219,10 @@ export class FileLogStore implements LogStore {
   #cache = new Map<number, LogEntry>();
   /** Lowest index whose bytes are not yet written (Infinity: all written); the cache keeps these. */
   #unwrittenFrom = Infinity;
-  /** Bumped whenever bytes under existing offsets may change (truncate, delete). */
-  #generation = 0;
+  /** Reads in progress; truncation and deletion wait for them (and block new ones). */
+  #readers = 0;
+  #readersIdle: (() => void) | undefined;
+  #exclusive: Promise<void> | undefined;
   #queue: Op[] = [];
   #running = false;
   #closed = false;
@@ -255,15 +257,28 @@ export class FileLogStore implements LogStore {
   }
 
   async getEntries(lo: number, hi: number): Promise<LogEntry[]> {
-    // A truncate or delete that runs while we read may move bytes under us: read again.
-    for (let attempt = 0; ; attempt++) {
-      const generation = this.#generation;
-      try {
-        const out = await this.#read(lo, hi);
-        if (generation === this.#generation || attempt >= 3) return out;
-      } catch (err) {
-        if (generation === this.#generation || attempt >= 3) throw err;
-      }
+    // Truncation and deletion change bytes under existing offsets: never overlap them.
+    while (this.#exclusive) await this.#exclusive;
+    this.#readers++;
+    try {
+      return await this.#read(lo, hi);
+    } finally {
+      this.#readers--;
+      if (this.#readers === 0) this.#readersIdle?.();
+    }
+  }
+
+  /** Runs `fn` with no read in progress. Only the writer loop calls this, so never nested. */
+  async #exclusively<T>(fn: () => Promise<T>): Promise<T> {
+    let release!: () => void;
+    this.#exclusive = new Promise<void>((r) => (release = r));
+    try {
+      if (this.#readers > 0) await new Promise<void>((r) => (this.#readersIdle = r));
+      this.#readersIdle = undefined;
+      return await fn();
+    } finally {
+      this.#exclusive = undefined;
+      release();
     }
   }
 
@@ -417,7 +432,7 @@ export class FileLogStore implements LogStore {
         if (head.kind === "delete") {
           this.#queue.shift();
           try {
-            await this.#deleteRange(head.min, head.max);
+            await this.#exclusively(() => this.#deleteRange(head.min, head.max));
             head.resolve();
           } catch (err) {
             if (!(err instanceof RangeError)) this.#fail(err);
@@ -462,7 +477,7 @@ export class FileLogStore implements LogStore {
           // Empty log (any start is fine) or everything is overwritten: drop all files.
           if (this.#segments.length > 0) {
             await this.#flushPending(pending);
-            await this.#removeSegments(this.#segments.length);
+            await this.#exclusively(() => this.#removeSegments(this.#segments.length));
             dirty = true;
           }
           if (this.#start !== 0) {
@@ -471,7 +486,7 @@ export class FileLogStore implements LogStore {
           }
         } else if (start <= last) {
           await this.#flushPending(pending);
-          if (await this.#truncateFrom(start)) dirty = true;
+          if (await this.#exclusively(() => this.#truncateFrom(start))) dirty = true;
           const active = this.#segments.at(-1);
           if (active) toSync.add(active);
         }
@@ -485,7 +500,6 @@ export class FileLogStore implements LogStore {
               await this.#flushPending(pending);
               await this.#sync(active);
               toSync.delete(active);
-              await this.#closeHandle(active);
             }
             active = await this.#createSegment(e.index);
             dirty = true;
@@ -556,7 +570,6 @@ export class FileLogStore implements LogStore {
 
   /** Drops entries >= index (index within the log). Returns true when files were removed. */
   async #truncateFrom(index: number): Promise<boolean> {
-    this.#generation++;
     for (const k of [...this.#cache.keys()]) if (k >= index) this.#cache.delete(k);
     let removed = false;
     // Remove later segments newest first, so a crash leaves a contiguous log.
@@ -582,7 +595,6 @@ export class FileLogStore implements LogStore {
     if (first === 0 || max < min || max < first || min > last) return;
     if (min <= first && max >= last) {
       // Everything goes (e.g. before installing a snapshot).
-      this.#generation++;
       this.#cache.clear();
       await this.#removeSegments(this.#segments.length);
       await syncDir(this.dir);
@@ -590,7 +602,6 @@ export class FileLogStore implements LogStore {
     }
     if (min <= first) {
       // Compaction: hide entries <= max, then remove whole segments below the cut.
-      this.#generation++;
       await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode(String(max + 1)));
       this.#start = max + 1;
       for (const k of [...this.#cache.keys()]) if (k <= max) this.#cache.delete(k);
@@ -617,7 +628,6 @@ export class FileLogStore implements LogStore {
     for (let k = 0; k < n; k++) {
       const seg = fromEnd ? this.#segments.pop() : this.#segments.shift();
       if (!seg) return;
-      this.#generation++;
       await this.#closeHandle(seg);
       await unlink(seg.path).catch((err: unknown) => {
         if (!isErrno(err, "ENOENT")) throw err;

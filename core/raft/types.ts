@@ -71,6 +71,11 @@ interface MessageHeader {
   to: ServerId;
   /** Sender's current term (for a pre-vote request: the term it would campaign at). */
   term: number;
+  /**
+   * Sender's transport address, set by the driver on every message so a
+   * server that does not know the configuration yet (just added) can answer.
+   */
+  fromAddress?: string;
 }
 
 /** RequestVote or, with `pre`, the pre-vote round (Raft thesis §9.6). */

@@ -1,0 +1,1055 @@
+// The Raft protocol core, pure (etcd-io/raft `raft.go` + `rawnode.go` shape):
+// inputs go in through `step`, effects come out of `ready()`, the driver
+// reports back with `advance(rd)`. No I/O, no time (ticks are inputs), no
+// randomness but the injected Rng. Bad peer input is counted, logged and
+// dropped; nothing here throws on it.
+//
+// Implemented: pre-vote and check-quorum elections, pipelined replication
+// with flow control and fast back-off, leader lease and ReadIndex reads,
+// log compaction and chunked InstallSnapshot, single-server membership
+// changes (effective on append), leadership transfer (TimeoutNow).
+import type { Logger } from "../log/logger.ts";
+import { nullLogger } from "../log/logger.ts";
+import type { Rng } from "../sim/rng.ts";
+import { decodeConfiguration, encodeConfiguration } from "./codec.ts";
+import { RaftLog } from "./log.ts";
+import { Progress } from "./progress.ts";
+import { committedIndex, hasQuorum, voteResult } from "./quorum.ts";
+import type {
+  AppendRequest,
+  AppendResponse,
+  Configuration,
+  HardState,
+  HeartbeatRequest,
+  HeartbeatResponse,
+  LogEntry,
+  RaftMessage,
+  ServerEntry,
+  ServerId,
+  SnapshotMeta,
+  SnapshotRequest,
+  SnapshotResponse,
+  VoteRequest,
+  VoteResponse,
+} from "./types.ts";
+
+export type Role = "follower" | "preCandidate" | "candidate" | "leader";
+
+export interface RaftConfig {
+  id: ServerId;
+  /** Followers campaign after a random timeout in [electionTicks, 2*electionTicks). Default 10. */
+  electionTicks?: number;
+  /** Leader heartbeat interval. Default 1. */
+  heartbeatTicks?: number;
+  /** Run a pre-vote round before incrementing the term. Default true. */
+  preVote?: boolean;
+  /** Leaders step down without a quorum each election timeout; followers in contact with a leader refuse votes. Default true. */
+  checkQuorum?: boolean;
+  /** Most entries per AppendEntries. Default 512. */
+  maxEntriesPerMsg?: number;
+  /** Soft byte limit of entry data per AppendEntries (at least one entry is sent). Default 1 MiB. */
+  maxBytesPerMsg?: number;
+  /** Unacknowledged appends per follower in replicate state. Default 64. */
+  maxInflight?: number;
+  /** Bytes per InstallSnapshot chunk. Default 256 KiB. */
+  snapshotChunkBytes?: number;
+  /** Entries kept behind a snapshot for slow followers. Default 10,240 (Consul). */
+  trailingLogs?: number;
+  logger?: Logger;
+}
+
+/** What the driver loaded from storage at start. */
+export interface RaftRestore {
+  hardState?: HardState;
+  snapshot?: { meta: SnapshotMeta; data: Uint8Array };
+  /** Stored entries; those at or below the snapshot index are ignored. */
+  entries?: LogEntry[];
+  /** Membership when neither a snapshot nor a config entry says otherwise (every first server gets the same list). */
+  bootstrap?: Configuration;
+}
+
+export type ConfChange =
+  | { op: "addVoter"; id: ServerId; address: string }
+  | { op: "addNonvoter"; id: ServerId; address: string }
+  | { op: "removeServer"; id: ServerId };
+
+export type RaftInput =
+  | { kind: "tick" }
+  | { kind: "message"; msg: RaftMessage }
+  | { kind: "propose"; data: Uint8Array }
+  | { kind: "readIndex"; ctx: number }
+  | { kind: "transferLeader"; to?: ServerId }
+  | { kind: "confChange"; change: ConfChange }
+  | { kind: "snapshotDone"; meta: SnapshotMeta; data: Uint8Array }
+  | { kind: "campaign" };
+
+export type StepResult = { ok: true; index?: number; term?: number } | { ok: false; reason: string };
+
+/** Answer to a readIndex request: once `index` is applied, a read reflects every write acknowledged before the request. */
+export interface ReadState {
+  ctx: number;
+  index: number;
+  /** false: leadership was lost or never held; retry on the leader. */
+  ok: boolean;
+}
+
+export interface SoftState {
+  role: Role;
+  leader: ServerId;
+  term: number;
+}
+
+export interface RaftReady {
+  softState: SoftState;
+  /** Persist (with entries, before sending messages) when present. */
+  hardState?: HardState;
+  /** A snapshot from the leader: persist it, drop the whole log, restore the Fsm, before anything else. */
+  snapshot?: { meta: SnapshotMeta; data: Uint8Array };
+  /** Append, replacing any stored suffix from entries[0].index. */
+  entries: LogEntry[];
+  mustSync: boolean;
+  /** Send only after hardState, snapshot and entries are durable. */
+  messages: RaftMessage[];
+  /** Apply in order (`normal` entries go to the Fsm). */
+  committed: LogEntry[];
+  readStates: ReadState[];
+}
+
+export interface RaftStats {
+  droppedMessages: number;
+  elections: number;
+  snapshotsSent: number;
+  snapshotsInstalled: number;
+}
+
+interface PendingRead {
+  ctx: number;
+  index: number;
+  round: number;
+}
+
+interface Incoming {
+  from: ServerId;
+  meta: SnapshotMeta;
+  chunks: Uint8Array[];
+  received: number;
+}
+
+export class RaftCore {
+  readonly id: ServerId;
+  readonly stats: RaftStats = { droppedMessages: 0, elections: 0, snapshotsSent: 0, snapshotsInstalled: 0 };
+  #log: RaftLog;
+  #logger: Logger;
+  #rng: Rng;
+  #electionTicks: number;
+  #heartbeatTicks: number;
+  #preVote: boolean;
+  #checkQuorum: boolean;
+  #maxEntries: number;
+  #maxBytes: number;
+  #maxInflight: number;
+  #chunkBytes: number;
+  #trailingLogs: number;
+
+  #term = 0;
+  #vote: ServerId = "";
+  #lead: ServerId = "";
+  #role: Role = "follower";
+  #ticks = 0;
+  #electionElapsed = 0;
+  #heartbeatElapsed = 0;
+  #randomizedTimeout = 0;
+  /** Ticks since we last heard from a leader (0 at boot: a restarted voter honours any lease it may have granted). */
+  #leaderContactElapsed = 0;
+  #votes = new Map<ServerId, boolean>();
+  #progress = new Map<ServerId, Progress>();
+  #leadTransferee: ServerId = "";
+  #leaseDisabled = false;
+
+  /** Config entries present in the log, plus the base one at the compaction point. */
+  #configs: { index: number; config: Configuration }[] = [];
+  #snapshot: { meta: SnapshotMeta; data: Uint8Array } | undefined;
+  #incoming: Incoming | undefined;
+  #pendingInstall: { meta: SnapshotMeta; data: Uint8Array } | undefined;
+
+  #round = 0;
+  #roundTick = new Map<number, number>();
+  #reads: PendingRead[] = [];
+  #readsBeforeCommit: number[] = [];
+  #readStates: ReadState[] = [];
+  #msgs: RaftMessage[] = [];
+  #needBroadcast = false;
+  #prevHard: HardState;
+  #prevSoft: SoftState;
+
+  constructor(config: RaftConfig, restore: RaftRestore, rng: Rng) {
+    this.id = config.id;
+    this.#rng = rng;
+    this.#logger = config.logger ?? nullLogger();
+    this.#electionTicks = Math.max(3, config.electionTicks ?? 10);
+    this.#heartbeatTicks = Math.max(1, Math.min(config.heartbeatTicks ?? 1, this.#electionTicks - 1));
+    this.#preVote = config.preVote ?? true;
+    this.#checkQuorum = config.checkQuorum ?? true;
+    this.#maxEntries = Math.max(1, config.maxEntriesPerMsg ?? 512);
+    this.#maxBytes = Math.max(1, config.maxBytesPerMsg ?? 1 << 20);
+    this.#maxInflight = Math.max(1, config.maxInflight ?? 64);
+    this.#chunkBytes = Math.max(1, config.snapshotChunkBytes ?? 256 * 1024);
+    this.#trailingLogs = Math.max(0, config.trailingLogs ?? 10_240);
+
+    const snap = restore.snapshot;
+    this.#log = snap ? new RaftLog(snap.meta.index, snap.meta.term) : new RaftLog();
+    this.#snapshot = snap ? { meta: snap.meta, data: snap.data } : undefined;
+    this.#configs = [{ index: this.#log.offsetIndex, config: snap ? snap.meta.configuration : restore.bootstrap ?? { servers: [] } }];
+    for (const e of restore.entries ?? []) {
+      if (e.index <= this.#log.offsetIndex) continue;
+      if (e.index !== this.#log.lastIndex() + 1) {
+        this.#logger.error("stored log has a gap; ignoring the rest", { expected: this.#log.lastIndex() + 1, got: e.index });
+        break;
+      }
+      this.#log.append([e]);
+      if (e.type === "config") this.#addConfigEntry(e);
+    }
+    this.#log.stabled = this.#log.lastIndex();
+    const hs = restore.hardState;
+    if (hs) {
+      this.#term = hs.term;
+      this.#vote = hs.vote;
+      this.#log.commitTo(Math.max(hs.commit, this.#log.offsetIndex));
+    }
+    // A node that never had a term cannot have acknowledged a leader.
+    if (this.#term === 0) this.#leaderContactElapsed = this.#electionTicks;
+    this.#prevHard = this.#hardState();
+    this.#resetRandomizedTimeout();
+    this.#prevSoft = this.softState();
+  }
+
+  // -------------------------------------------------------------------------
+  // Public surface
+
+  get term(): number {
+    return this.#term;
+  }
+  get role(): Role {
+    return this.#role;
+  }
+  get leader(): ServerId {
+    return this.#lead;
+  }
+  get commitIndex(): number {
+    return this.#log.committed;
+  }
+  get appliedIndex(): number {
+    return this.#log.applied;
+  }
+  get lastIndex(): number {
+    return this.#log.lastIndex();
+  }
+  /** Entries at or below this index are compacted away (driver deletes them from the LogStore). */
+  get compactedIndex(): number {
+    return this.#log.offsetIndex;
+  }
+  get snapshotMeta(): SnapshotMeta | undefined {
+    return this.#snapshot?.meta;
+  }
+  isLeader(): boolean {
+    return this.#role === "leader";
+  }
+  softState(): SoftState {
+    return { role: this.#role, leader: this.#lead, term: this.#term };
+  }
+  /** The latest membership (including an uncommitted change). */
+  configuration(): Configuration {
+    return this.#configs[this.#configs.length - 1]!.config;
+  }
+  /** The membership in force at `index` (for snapshot metadata). */
+  configurationAt(index: number): Configuration {
+    let c = this.#configs[0]!.config;
+    for (const x of this.#configs) if (x.index <= index) c = x.config;
+    return c;
+  }
+  termAt(index: number): number | undefined {
+    return this.#log.term(index);
+  }
+  entriesFrom(lo: number, hi: number): LogEntry[] {
+    return this.#log.slice(lo, hi);
+  }
+  /** Leader's view of a follower, for tests and `operator raft` output. */
+  progressOf(id: ServerId): { match: number; next: number; state: string } | undefined {
+    const p = this.#progress.get(id);
+    return p ? { match: p.match, next: p.next, state: p.state } : undefined;
+  }
+
+  /**
+   * Leader lease: a quorum acknowledged a heartbeat sent less than an
+   * election timeout ago (minus two ticks of slack for clock phase), so no
+   * other leader can have been elected since (voters in contact with a leader
+   * refuse votes). Disabled in a term once leadership transfer started.
+   */
+  hasLease(): boolean {
+    if (this.#role !== "leader" || this.#leaseDisabled || this.#leadTransferee !== "" || !this.#checkQuorum) return false;
+    const voters = this.#voters();
+    if (voters.length === 1 && voters[0] === this.id) return true;
+    const round = committedIndex(voters, (id) => (id === this.id ? this.#round : this.#progress.get(id)?.ackedRound ?? 0));
+    if (round === 0) return false;
+    const sentAt = this.#roundTick.get(round);
+    return sentAt !== undefined && this.#ticks - sentAt < this.#electionTicks - 2;
+  }
+
+  step(input: RaftInput): StepResult {
+    switch (input.kind) {
+      case "tick":
+        this.#tick();
+        return { ok: true };
+      case "message":
+        this.#stepMessage(input.msg);
+        return { ok: true };
+      case "propose":
+        return this.#propose("normal", input.data);
+      case "readIndex":
+        return this.#readIndex(input.ctx);
+      case "transferLeader":
+        return this.#transferLeader(input.to);
+      case "confChange":
+        return this.#confChange(input.change);
+      case "snapshotDone":
+        return this.#snapshotDone(input.meta, input.data);
+      case "campaign":
+        if (this.#role === "leader") return { ok: false, reason: "already leader" };
+        if (!this.#promotable()) return { ok: false, reason: "not a voter" };
+        this.#campaign(this.#preVote ? "pre" : "election");
+        return { ok: true };
+    }
+  }
+
+  hasReady(): boolean {
+    if (this.#needBroadcast || this.#msgs.length > 0 || this.#readStates.length > 0 || this.#pendingInstall) return true;
+    if (this.#log.lastIndex() > this.#log.stabled || this.#log.committed > this.#log.applying) return true;
+    if (this.#reads.some((r) => r.round === 0)) return true;
+    const h = this.#hardState();
+    if (h.term !== this.#prevHard.term || h.vote !== this.#prevHard.vote) return true;
+    const s = this.softState();
+    return s.role !== this.#prevSoft.role || s.leader !== this.#prevSoft.leader || s.term !== this.#prevSoft.term;
+  }
+
+  /** Collect pending effects. Call once, process, then `advance` with the same object. */
+  ready(): RaftReady {
+    if (this.#role === "leader") {
+      if (this.#reads.some((r) => r.round === 0)) this.#readRound();
+      if (this.#needBroadcast) {
+        this.#needBroadcast = false;
+        this.#bcastAppend();
+      }
+    } else {
+      this.#needBroadcast = false;
+    }
+    const h = this.#hardState();
+    const hardChanged = h.term !== this.#prevHard.term || h.vote !== this.#prevHard.vote;
+    const entries = this.#log.unstableEntries();
+    const committed = this.#log.nextCommitted();
+    if (committed.length > 0) this.#log.applying = committed[committed.length - 1]!.index;
+    const rd: RaftReady = {
+      softState: this.softState(),
+      entries,
+      mustSync: hardChanged || entries.length > 0 || this.#pendingInstall !== undefined,
+      messages: this.#msgs,
+      committed,
+      readStates: this.#readStates,
+    };
+    if (hardChanged) rd.hardState = h;
+    if (this.#pendingInstall) rd.snapshot = this.#pendingInstall;
+    this.#pendingInstall = undefined;
+    this.#msgs = [];
+    this.#readStates = [];
+    this.#prevHard = h;
+    this.#prevSoft = rd.softState;
+    return rd;
+  }
+
+  /** The driver has persisted, sent and applied everything in `rd`. */
+  advance(rd: RaftReady): void {
+    const n = rd.entries.length;
+    if (n > 0) {
+      const last = rd.entries[n - 1]!;
+      if (this.#log.term(last.index) === last.term && this.#log.stabled >= rd.entries[0]!.index - 1) {
+        this.#log.stabled = Math.max(this.#log.stabled, last.index);
+      }
+    }
+    if (rd.committed.length > 0) {
+      this.#log.applied = Math.max(this.#log.applied, rd.committed[rd.committed.length - 1]!.index);
+    }
+    if (this.#role === "leader") {
+      if (this.#maybeCommit()) this.#needBroadcast = true;
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Proposals and requests
+
+  #propose(type: "normal" | "config", data: Uint8Array): StepResult {
+    if (this.#role !== "leader") return { ok: false, reason: "not leader" };
+    if (this.#leadTransferee !== "") return { ok: false, reason: "leadership transfer in progress" };
+    const e: LogEntry = { index: this.#log.lastIndex() + 1, term: this.#term, type, data };
+    this.#log.append([e]);
+    if (type === "config") this.#addConfigEntry(e);
+    this.#needBroadcast = true;
+    // A single voter commits as soon as its own write is durable (see advance).
+    return { ok: true, index: e.index, term: e.term };
+  }
+
+  #confChange(change: ConfChange): StepResult {
+    if (this.#role !== "leader") return { ok: false, reason: "not leader" };
+    if (!this.#committedInTerm()) return { ok: false, reason: "leader has not committed an entry in its term yet" };
+    if (this.#configs[this.#configs.length - 1]!.index > this.#log.committed) {
+      return { ok: false, reason: "a configuration change is still pending" };
+    }
+    const servers = this.configuration().servers.filter((s) => s.id !== change.id);
+    if (change.op === "addVoter" || change.op === "addNonvoter") {
+      if (change.id === "") return { ok: false, reason: "empty server id" };
+      servers.push({ id: change.id, address: change.address, suffrage: change.op === "addVoter" ? "voter" : "nonvoter" });
+    } else if (servers.length === this.configuration().servers.length) {
+      return { ok: false, reason: `server "${change.id}" is not in the configuration` };
+    }
+    if (!servers.some((s) => s.suffrage === "voter")) return { ok: false, reason: "cannot remove the last voter" };
+    return this.#propose("config", encodeConfiguration({ servers }));
+  }
+
+  #readIndex(ctx: number): StepResult {
+    if (this.#role !== "leader") {
+      this.#readStates.push({ ctx, index: 0, ok: false });
+      return { ok: false, reason: "not leader" };
+    }
+    if (!this.#committedInTerm()) {
+      this.#readsBeforeCommit.push(ctx);
+      return { ok: true };
+    }
+    this.#addRead(ctx);
+    return { ok: true };
+  }
+
+  #addRead(ctx: number): void {
+    const voters = this.#voters();
+    if (voters.length === 1 && voters[0] === this.id) {
+      this.#readStates.push({ ctx, index: this.#log.committed, ok: true });
+      return;
+    }
+    this.#reads.push({ ctx, index: this.#log.committed, round: 0 });
+  }
+
+  /** One heartbeat round confirms every read queued since the last round. */
+  #readRound(): void {
+    this.#bcastHeartbeat();
+    for (const r of this.#reads) if (r.round === 0) r.round = this.#round;
+  }
+
+  #transferLeader(to: ServerId | undefined): StepResult {
+    if (this.#role !== "leader") return { ok: false, reason: "not leader" };
+    let target = to;
+    if (target === undefined || target === "") {
+      let best = -1;
+      for (const s of this.configuration().servers) {
+        const p = this.#progress.get(s.id);
+        if (s.id !== this.id && s.suffrage === "voter" && p && p.match > best) {
+          best = p.match;
+          target = s.id;
+        }
+      }
+    }
+    if (!target || target === this.id) return { ok: false, reason: "no other voter to transfer to" };
+    const server = this.configuration().servers.find((s) => s.id === target);
+    const pr = this.#progress.get(target);
+    if (!server || server.suffrage !== "voter" || !pr) return { ok: false, reason: `"${target}" is not a voter` };
+    this.#logger.info("transferring leadership", { to: target, term: this.#term });
+    this.#leadTransferee = target;
+    this.#electionElapsed = 0;
+    if (pr.match === this.#log.lastIndex()) this.#sendTimeoutNow(target);
+    else this.#sendAppend(target, true);
+    return { ok: true };
+  }
+
+  #snapshotDone(meta: SnapshotMeta, data: Uint8Array): StepResult {
+    if (meta.index <= (this.#snapshot?.meta.index ?? 0)) return { ok: false, reason: "snapshot is not newer" };
+    if (meta.index > this.#log.applied) return { ok: false, reason: "snapshot is ahead of the applied index" };
+    if (this.#log.term(meta.index) !== meta.term) return { ok: false, reason: "snapshot term does not match the log" };
+    this.#snapshot = { meta, data };
+    const compactTo = meta.index - this.#trailingLogs;
+    if (compactTo > this.#log.offsetIndex) {
+      this.#log.compact(compactTo);
+      this.#compactConfigs();
+    }
+    return { ok: true, index: meta.index, term: meta.term };
+  }
+
+  // -------------------------------------------------------------------------
+  // Time
+
+  #tick(): void {
+    this.#ticks++;
+    this.#leaderContactElapsed++;
+    if (this.#role === "leader") {
+      this.#leaderContactElapsed = 0;
+      this.#heartbeatElapsed++;
+      this.#electionElapsed++;
+      if (this.#electionElapsed >= this.#electionTicks) {
+        this.#electionElapsed = 0;
+        if (this.#checkQuorum) {
+          const ok = hasQuorum(this.#voters(), (id) => id === this.id || this.#progress.get(id)?.recentActive === true);
+          for (const p of this.#progress.values()) p.recentActive = false;
+          if (!ok) {
+            this.#logger.warn("stepping down: no quorum heard within the election timeout", { term: this.#term });
+            this.#becomeFollower(this.#term, "");
+            return;
+          }
+        }
+        if (this.#leadTransferee !== "") {
+          this.#logger.info("leadership transfer timed out", { to: this.#leadTransferee });
+          this.#leadTransferee = "";
+        }
+      }
+      if (this.#heartbeatElapsed >= this.#heartbeatTicks) {
+        this.#heartbeatElapsed = 0;
+        this.#bcastHeartbeat();
+      }
+      for (const [t, at] of this.#roundTick) {
+        if (this.#ticks - at > 2 * this.#electionTicks) this.#roundTick.delete(t);
+      }
+      return;
+    }
+    this.#electionElapsed++;
+    if (this.#promotable() && this.#electionElapsed >= this.#randomizedTimeout) {
+      this.#electionElapsed = 0;
+      this.#campaign(this.#preVote ? "pre" : "election");
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Messages
+
+  #drop(m: RaftMessage, why: string): void {
+    this.stats.droppedMessages++;
+    this.#logger.debug("dropped message", { type: m.type, from: m.from, term: m.term, why });
+  }
+
+  #stepMessage(m: RaftMessage): void {
+    if (m.to !== this.id) return this.#drop(m, "addressed to another server");
+    if (m.from === this.id || m.from === "") return this.#drop(m, "bad sender");
+    if (m.term > this.#term) {
+      if (m.type === "vote" && !m.transfer && this.#checkQuorum && this.#leaderContactElapsed < this.#electionTicks) {
+        // In a leader's lease: refuse to disturb it (thesis §4.2.3).
+        this.#logger.debug("ignoring vote request within leader lease", { from: m.from, term: m.term, pre: m.pre });
+        return;
+      }
+      const keepTerm = (m.type === "vote" && m.pre) || (m.type === "voteResp" && m.pre && m.granted);
+      if (!keepTerm) {
+        const fromLeader = m.type === "append" || m.type === "heartbeat" || m.type === "snapshot";
+        if (this.#role === "leader" || m.type !== "voteResp") {
+          this.#logger.info("newer term seen", { term: m.term, from: m.from, type: m.type });
+        }
+        this.#becomeFollower(m.term, fromLeader ? m.from : "");
+      }
+    } else if (m.term < this.#term) {
+      if ((this.#checkQuorum || this.#preVote) && (m.type === "append" || m.type === "heartbeat")) {
+        // Tell a stale leader about the newer term so it steps down.
+        this.#send({ type: "appendResp", from: this.id, to: m.from, term: this.#term, index: 0, reject: true, rejectHint: 0, hintTerm: 0 });
+      } else if (m.type === "vote" && m.pre) {
+        this.#send({ type: "voteResp", from: this.id, to: m.from, term: this.#term, pre: true, granted: false });
+      }
+      return;
+    }
+
+    if (m.type === "vote") return this.#handleVote(m);
+    switch (this.#role) {
+      case "follower":
+        return this.#stepFollower(m);
+      case "preCandidate":
+      case "candidate":
+        return this.#stepCandidate(m);
+      case "leader":
+        return this.#stepLeader(m);
+    }
+  }
+
+  #handleVote(m: VoteRequest): void {
+    const canVote = this.#vote === m.from || (this.#vote === "" && this.#lead === "") || (m.pre && m.term > this.#term);
+    if (canVote && this.#log.isUpToDate(m.lastIndex, m.lastTerm)) {
+      this.#send({ type: "voteResp", from: this.id, to: m.from, term: m.term, pre: m.pre, granted: true });
+      if (!m.pre) {
+        this.#electionElapsed = 0;
+        this.#vote = m.from;
+      }
+    } else {
+      this.#send({ type: "voteResp", from: this.id, to: m.from, term: this.#term, pre: m.pre, granted: false });
+    }
+  }
+
+  #stepFollower(m: RaftMessage): void {
+    switch (m.type) {
+      case "append":
+      case "heartbeat":
+      case "snapshot":
+        this.#electionElapsed = 0;
+        this.#leaderContactElapsed = 0;
+        this.#lead = m.from;
+        if (m.type === "append") this.#handleAppend(m);
+        else if (m.type === "heartbeat") this.#handleHeartbeat(m);
+        else this.#handleSnapshot(m);
+        return;
+      case "timeoutNow":
+        if (!this.#promotable()) return this.#drop(m, "timeoutNow to a non-voter");
+        this.#logger.info("campaigning on leadership transfer", { from: m.from, term: this.#term });
+        this.#campaign("transfer");
+        return;
+      default:
+        return; // stale responses
+    }
+  }
+
+  #stepCandidate(m: RaftMessage): void {
+    switch (m.type) {
+      case "append":
+      case "heartbeat":
+      case "snapshot":
+        this.#becomeFollower(this.#term, m.from);
+        this.#stepFollower(m);
+        return;
+      case "voteResp": {
+        if (m.pre !== (this.#role === "preCandidate")) return;
+        this.#votes.set(m.from, m.granted);
+        const result = voteResult(this.#voters(), this.#votes);
+        if (result === "won") {
+          if (this.#role === "preCandidate") this.#campaign("election");
+          else this.#becomeLeader();
+        } else if (result === "lost") {
+          this.#becomeFollower(this.#term, "");
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #stepLeader(m: RaftMessage): void {
+    const pr = this.#progress.get(m.from);
+    if (!pr) return this.#drop(m, "from a server not in the configuration");
+    switch (m.type) {
+      case "appendResp":
+        pr.recentActive = true;
+        return this.#handleAppendResp(m, pr);
+      case "heartbeatResp":
+        pr.recentActive = true;
+        return this.#handleHeartbeatResp(m, pr);
+      case "snapshotResp":
+        pr.recentActive = true;
+        return this.#handleSnapshotResp(m, pr);
+      default:
+        return;
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Follower side of replication
+
+  #handleAppend(m: AppendRequest): void {
+    const log = this.#log;
+    const reply = (r: Partial<AppendResponse>): void =>
+      this.#send({ type: "appendResp", from: this.id, to: m.from, term: this.#term, index: 0, reject: false, rejectHint: 0, hintTerm: 0, ...r });
+    if (m.prevIndex < log.committed) {
+      reply({ index: log.committed });
+      return;
+    }
+    if (!log.matchTerm(m.prevIndex, m.prevTerm)) {
+      const hint = Math.min(m.prevIndex, log.lastIndex());
+      const c = log.findConflictByTerm(hint, m.prevTerm);
+      reply({ index: m.prevIndex, reject: true, rejectHint: c.index, hintTerm: c.term });
+      return;
+    }
+    const lastBefore = log.lastIndex();
+    const truncated = log.appendAfter(m.prevIndex, m.entries);
+    if (truncated === -1) {
+      this.#logger.error("leader tried to overwrite committed entries; dropping", { from: m.from, committed: log.committed });
+      this.stats.droppedMessages++;
+      return;
+    }
+    if (truncated > 0) {
+      this.#configs = this.#configs.filter((c, i) => i === 0 || c.index < truncated);
+    }
+    const from = truncated > 0 ? truncated : lastBefore + 1;
+    for (const e of m.entries) {
+      if (e.index >= from && e.type === "config") this.#addConfigEntry(e);
+    }
+    const lastNew = m.prevIndex + m.entries.length;
+    log.commitTo(Math.min(m.commit, lastNew));
+    reply({ index: lastNew });
+  }
+
+  #handleHeartbeat(m: HeartbeatRequest): void {
+    this.#log.commitTo(m.commit);
+    this.#send({ type: "heartbeatResp", from: this.id, to: m.from, term: this.#term, ctx: m.ctx });
+  }
+
+  #handleSnapshot(m: SnapshotRequest): void {
+    const reply = (offset: number, reject = false): void =>
+      this.#send({ type: "snapshotResp", from: this.id, to: m.from, term: this.#term, index: m.meta.index, offset, reject });
+    if (m.meta.index <= this.#log.committed) {
+      this.#incoming = undefined;
+      this.#send({ type: "appendResp", from: this.id, to: m.from, term: this.#term, index: this.#log.committed, reject: false, rejectHint: 0, hintTerm: 0 });
+      return;
+    }
+    if (m.offset === 0) this.#incoming = { from: m.from, meta: m.meta, chunks: [], received: 0 };
+    const inc = this.#incoming;
+    if (!inc || inc.meta.index !== m.meta.index || inc.meta.term !== m.meta.term || inc.received !== m.offset) {
+      reply(inc && inc.meta.index === m.meta.index ? inc.received : 0);
+      return;
+    }
+    inc.chunks.push(m.chunk);
+    inc.received += m.chunk.length;
+    if (inc.received > m.meta.sizeBytes) {
+      this.#incoming = undefined;
+      this.stats.droppedMessages++;
+      reply(0, true);
+      return;
+    }
+    if (!m.done) {
+      reply(inc.received);
+      return;
+    }
+    this.#incoming = undefined;
+    if (inc.received !== m.meta.sizeBytes) {
+      this.stats.droppedMessages++;
+      reply(0, true);
+      return;
+    }
+    const data = new Uint8Array(inc.received);
+    let off = 0;
+    for (const c of inc.chunks) {
+      data.set(c, off);
+      off += c.length;
+    }
+    this.#installSnapshot(m.meta, data);
+    reply(m.meta.sizeBytes);
+  }
+
+  #installSnapshot(meta: SnapshotMeta, data: Uint8Array): void {
+    this.#logger.info("installing snapshot from leader", { index: meta.index, term: meta.term, sizeBytes: meta.sizeBytes });
+    this.stats.snapshotsInstalled++;
+    this.#log.restore(meta.index, meta.term);
+    this.#configs = [{ index: meta.index, config: meta.configuration }];
+    this.#snapshot = { meta, data };
+    this.#pendingInstall = { meta, data };
+  }
+
+  // -------------------------------------------------------------------------
+  // Leader side of replication
+
+  #handleAppendResp(m: AppendResponse, pr: Progress): void {
+    if (m.reject) {
+      const hint = m.hintTerm > 0 ? this.#log.findConflictByTerm(m.rejectHint, m.hintTerm).index : m.rejectHint;
+      if (pr.maybeDecrTo(m.index, hint)) {
+        if (pr.state === "replicate") pr.becomeProbe();
+        this.#sendAppend(m.from, false);
+      }
+      return;
+    }
+    if (!pr.maybeUpdate(m.index)) return;
+    if (pr.state === "probe") pr.becomeReplicate();
+    else if (pr.state === "snapshot" && pr.match >= pr.pendingSnapshot) pr.becomeProbe();
+    if (this.#maybeCommit()) this.#needBroadcast = true;
+    else this.#sendAppendLoop(m.from);
+    if (m.from === this.#leadTransferee && pr.match === this.#log.lastIndex()) this.#sendTimeoutNow(m.from);
+  }
+
+  #handleHeartbeatResp(m: HeartbeatResponse, pr: Progress): void {
+    if (m.ctx > pr.ackedRound) pr.ackedRound = m.ctx;
+    if (pr.state === "probe") pr.paused = false;
+    if (pr.match < this.#log.lastIndex()) this.#sendAppendLoop(m.from);
+    if (this.#reads.length > 0) {
+      const voters = this.#voters();
+      const q = committedIndex(voters, (id) => (id === this.id ? this.#round : this.#progress.get(id)?.ackedRound ?? 0));
+      while (this.#reads.length > 0 && this.#reads[0]!.round !== 0 && this.#reads[0]!.round <= q) {
+        const r = this.#reads.shift()!;
+        this.#readStates.push({ ctx: r.ctx, index: r.index, ok: true });
+      }
+    }
+  }
+
+  #handleSnapshotResp(m: SnapshotResponse, pr: Progress): void {
+    if (pr.state !== "snapshot" || m.index !== pr.pendingSnapshot) return;
+    if (m.reject) {
+      pr.snapshotOffset = 0;
+      pr.paused = false;
+      return;
+    }
+    if (m.offset >= (this.#snapshot?.meta.sizeBytes ?? 0) && this.#snapshot?.meta.index === m.index) {
+      pr.match = Math.max(pr.match, m.index);
+      pr.becomeProbe();
+      this.#sendAppend(m.from, true);
+      return;
+    }
+    if (m.offset > pr.snapshotOffset || !pr.paused) {
+      pr.snapshotOffset = m.offset;
+      this.#sendSnapshotChunk(m.from, pr);
+    }
+  }
+
+  #maybeCommit(): boolean {
+    const self = this.#progress.get(this.id);
+    void self;
+    const voters = this.#voters();
+    const idx = committedIndex(voters, (id) => (id === this.id ? this.#log.stabled : this.#progress.get(id)?.match ?? 0));
+    if (idx <= this.#log.committed || this.#log.term(idx) !== this.#term) return false;
+    this.#log.commitTo(idx);
+    if (this.#readsBeforeCommit.length > 0) {
+      const ctxs = this.#readsBeforeCommit;
+      this.#readsBeforeCommit = [];
+      for (const c of ctxs) this.#addRead(c);
+    }
+    const cfg = this.#configs[this.#configs.length - 1]!;
+    if (cfg.index <= this.#log.committed && !this.#isVoter(this.id)) {
+      this.#logger.info("stepping down: removed from the configuration", { index: cfg.index });
+      this.#becomeFollower(this.#term, "");
+    }
+    return true;
+  }
+
+  #bcastAppend(): void {
+    for (const id of this.#progress.keys()) {
+      if (this.#sendAppend(id, true)) this.#sendAppendLoop(id);
+    }
+  }
+
+  #sendAppendLoop(to: ServerId): void {
+    for (let i = 0; i < this.#maxInflight + 1; i++) {
+      if (!this.#sendAppend(to, false)) return;
+    }
+  }
+
+  /** Send the next batch to `to`; returns whether anything was sent. */
+  #sendAppend(to: ServerId, sendIfEmpty: boolean): boolean {
+    const pr = this.#progress.get(to);
+    if (!pr) return false;
+    if (pr.state === "snapshot") return false;
+    if (pr.isPaused(this.#maxInflight)) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.#log.term(prevIndex);
+    if (prevTerm === undefined) {
+      if (prevIndex > this.#log.lastIndex()) {
+        pr.next = this.#log.lastIndex() + 1;
+        return false;
+      }
+      return this.#startSnapshot(to, pr);
+    }
+    const entries: LogEntry[] = [];
+    let bytes = 0;
+    for (let i = pr.next; i <= this.#log.lastIndex() && entries.length < this.#maxEntries; i++) {
+      const e = this.#log.entry(i)!;
+      if (entries.length > 0 && bytes + e.data.length > this.#maxBytes) break;
+      entries.push(e);
+      bytes += e.data.length;
+    }
+    if (entries.length === 0 && !sendIfEmpty) return false;
+    this.#send({ type: "append", from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.#log.committed });
+    pr.sentEntries(prevIndex + entries.length, entries.length);
+    return entries.length > 0;
+  }
+
+  #startSnapshot(to: ServerId, pr: Progress): boolean {
+    const snap = this.#snapshot;
+    if (!snap) {
+      this.#logger.error("follower needs compacted entries but there is no snapshot", { to });
+      return false;
+    }
+    this.#logger.info("sending snapshot", { to, index: snap.meta.index, sizeBytes: snap.meta.sizeBytes });
+    this.stats.snapshotsSent++;
+    pr.becomeSnapshot(snap.meta.index);
+    this.#sendSnapshotChunk(to, pr);
+    return true;
+  }
+
+  #sendSnapshotChunk(to: ServerId, pr: Progress): void {
+    const snap = this.#snapshot;
+    if (!snap) return;
+    if (pr.pendingSnapshot !== snap.meta.index) {
+      pr.becomeSnapshot(snap.meta.index);
+    }
+    const off = Math.min(pr.snapshotOffset, snap.data.length);
+    const chunk = snap.data.subarray(off, off + this.#chunkBytes);
+    this.#send({
+      type: "snapshot",
+      from: this.id,
+      to,
+      term: this.#term,
+      meta: snap.meta,
+      offset: off,
+      chunk,
+      done: off + chunk.length >= snap.data.length,
+    });
+    pr.paused = true;
+  }
+
+  #bcastHeartbeat(): void {
+    this.#round++;
+    this.#roundTick.set(this.#round, this.#ticks);
+    for (const [id, pr] of this.#progress) {
+      this.#send({
+        type: "heartbeat",
+        from: this.id,
+        to: id,
+        term: this.#term,
+        commit: Math.min(pr.match, this.#log.committed),
+        ctx: this.#round,
+      });
+      if (pr.state === "snapshot") this.#sendSnapshotChunk(id, pr); // resend a lost chunk
+    }
+  }
+
+  #sendTimeoutNow(to: ServerId): void {
+    this.#leaseDisabled = true;
+    this.#send({ type: "timeoutNow", from: this.id, to, term: this.#term });
+  }
+
+  // -------------------------------------------------------------------------
+  // Roles
+
+  #campaign(kind: "pre" | "election" | "transfer"): void {
+    this.stats.elections++;
+    if (kind === "pre") {
+      this.#reset(this.#term);
+      this.#role = "preCandidate";
+      this.#lead = "";
+    } else {
+      this.#reset(this.#term + 1);
+      this.#role = "candidate";
+      this.#vote = this.id;
+    }
+    this.#logger.debug("campaigning", { kind, term: this.#term });
+    this.#votes = new Map([[this.id, true]]);
+    const result = voteResult(this.#voters(), this.#votes);
+    if (result === "won") {
+      if (kind === "pre") this.#campaign("election");
+      else this.#becomeLeader();
+      return;
+    }
+    const term = kind === "pre" ? this.#term + 1 : this.#term;
+    for (const v of this.#voters()) {
+      if (v === this.id) continue;
+      this.#send({
+        type: "vote",
+        from: this.id,
+        to: v,
+        term,
+        pre: kind === "pre",
+        lastIndex: this.#log.lastIndex(),
+        lastTerm: this.#log.lastTerm(),
+        transfer: kind === "transfer",
+      });
+    }
+  }
+
+  #becomeLeader(): void {
+    this.#reset(this.#term);
+    this.#role = "leader";
+    this.#lead = this.id;
+    this.#leaderContactElapsed = 0;
+    this.#logger.info("became leader", { term: this.#term, lastIndex: this.#log.lastIndex() });
+    this.#progress = new Map();
+    for (const s of this.configuration().servers) {
+      if (s.id === this.id) continue;
+      const p = new Progress(this.#log.lastIndex() + 1);
+      p.recentActive = true;
+      this.#progress.set(s.id, p);
+    }
+    this.#log.append([{ index: this.#log.lastIndex() + 1, term: this.#term, type: "noop", data: new Uint8Array(0) }]);
+    this.#needBroadcast = true;
+  }
+
+  #becomeFollower(term: number, lead: ServerId): void {
+    const wasLeader = this.#role === "leader";
+    this.#reset(term);
+    this.#role = "follower";
+    this.#lead = lead;
+    if (lead !== "") this.#leaderContactElapsed = 0;
+    if (wasLeader) this.#logger.info("stepped down", { term, leader: lead });
+  }
+
+  #reset(term: number): void {
+    if (this.#term !== term) {
+      this.#term = term;
+      this.#vote = "";
+    }
+    this.#lead = "";
+    this.#electionElapsed = 0;
+    this.#heartbeatElapsed = 0;
+    this.#resetRandomizedTimeout();
+    this.#votes = new Map();
+    this.#leadTransferee = "";
+    this.#leaseDisabled = false;
+    this.#needBroadcast = false;
+    this.#incoming = undefined;
+    for (const r of this.#reads) this.#readStates.push({ ctx: r.ctx, index: 0, ok: false });
+    for (const c of this.#readsBeforeCommit) this.#readStates.push({ ctx: c, index: 0, ok: false });
+    this.#reads = [];
+    this.#readsBeforeCommit = [];
+    if (this.#role === "leader") this.#progress = new Map();
+  }
+
+  #resetRandomizedTimeout(): void {
+    this.#randomizedTimeout = this.#electionTicks + this.#rng.int(this.#electionTicks);
+  }
+
+  // -------------------------------------------------------------------------
+  // Helpers
+
+  #send(m: RaftMessage): void {
+    this.#msgs.push(m);
+  }
+
+  #hardState(): HardState {
+    return { term: this.#term, vote: this.#vote, commit: this.#log.committed };
+  }
+
+  #committedInTerm(): boolean {
+    return this.#log.term(this.#log.committed) === this.#term;
+  }
+
+  #voters(): ServerId[] {
+    return this.configuration().servers.filter((s) => s.suffrage === "voter").map((s) => s.id);
+  }
+
+  #isVoter(id: ServerId): boolean {
+    return this.configuration().servers.some((s) => s.id === id && s.suffrage === "voter");
+  }
+
+  #promotable(): boolean {
+    return this.#isVoter(this.id);
+  }
+
+  #addConfigEntry(e: LogEntry): void {
+    const config = decodeConfiguration(e.data);
+    if (!config) {
+      this.#logger.error("undecodable configuration entry; ignoring", { index: e.index });
+      return;
+    }
+    this.#configs.push({ index: e.index, config });
+    this.#applyConfig(config);
+  }
+
+  /** A new configuration takes effect at once: leaders track new servers and forget removed ones. */
+  #applyConfig(config: Configuration): void {
+    if (this.#role !== "leader") return;
+    const ids = new Set(config.servers.map((s: ServerEntry) => s.id));
+    for (const id of [...this.#progress.keys()]) if (!ids.has(id)) this.#progress.delete(id);
+    for (const s of config.servers) {
+      if (s.id === this.id || this.#progress.has(s.id)) continue;
+      const p = new Progress(this.#log.lastIndex() + 1);
+      p.recentActive = true;
+      this.#progress.set(s.id, p);
+    }
+    if (this.#leadTransferee !== "" && !ids.has(this.#leadTransferee)) this.#leadTransferee = "";
+  }
+
+  #compactConfigs(): void {
+    const off = this.#log.offsetIndex;
+    const base = this.configurationAt(off);
+    this.#configs = [{ index: off, config: base }, ...this.#configs.filter((c) => c.index > off)];
+  }
+}
