@@ -1,0 +1,164 @@
+// The agent: configuration → components → start → wait for a signal → stop.
+// Dev mode today: one in-memory server (Fsm + DevConsensus) behind the HTTP
+// API. Cluster modes (gossip, Raft) plug in here as those layers land.
+import { randomUUID } from "node:crypto";
+import { systemClock, type Clock } from "../clock/mod.ts";
+import type { AgentConfig } from "../config/mod.ts";
+import { errorMessage } from "../errors.ts";
+import { createRoutes, createHttpServer, memberStatus, type AgentInfo, type HttpServer } from "../http/mod.ts";
+import { createLogger, FanoutSink, type Logger } from "../log/mod.ts";
+import { StreamSink } from "../log/stream_sink_node.ts";
+import { createLocalRpc } from "../rpc/local.ts";
+import { createDevServer } from "../server/mod.ts";
+import { Rng } from "../sim/rng.ts";
+import { revision, version } from "../version.ts";
+
+export interface AgentIo {
+  stdout(s: string): void;
+  stderr(s: string): void;
+}
+
+export interface RunningAgent {
+  readonly config: AgentConfig;
+  readonly logger: Logger;
+  /** Bound HTTP address (port 0 resolves to the real one). */
+  readonly httpAddr: { host: string; port: number } | undefined;
+  stop(): Promise<void>;
+}
+
+/** Start every component of an agent; throws (with a clear message) if one cannot start. */
+export async function startAgent(config: AgentConfig, options: { io: AgentIo; clock?: Clock; logSink?: FanoutSink }): Promise<RunningAgent> {
+  const clock = options.clock ?? systemClock;
+  const sink = options.logSink ?? new FanoutSink();
+  if (!options.logSink) sink.sinks.add(new StreamSink({ json: config.logJson, write: options.io.stdout }));
+  const logger = createLogger({ sink, level: config.logLevel, now: () => clock.wallNow() });
+
+  if (!config.dev) {
+    throw new Error(
+      "Only -dev mode is available in this build: server and client agents need the gossip and Raft layers, which are not wired in yet; run `cairn agent -dev`",
+    );
+  }
+
+  const nodeId = config.nodeId || randomUUID();
+  const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
+  const rpcAddr = `${config.bindAddr}:${config.ports.server}`;
+  const { server } = createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr });
+  const rpc = createLocalRpc(server);
+
+  const agentInfo: AgentInfo = {
+    datacenter: config.datacenter,
+    primaryDatacenter: config.datacenter,
+    nodeName: config.nodeName,
+    nodeId,
+    server: config.server,
+    version,
+    revision,
+    advertiseAddr: config.advertiseAddr || config.bindAddr,
+    serfLanPort: config.ports.serfLan,
+    meta: config.nodeMeta,
+    member: () => ({
+      name: config.nodeName,
+      addr: config.advertiseAddr || config.bindAddr,
+      port: config.ports.serfLan,
+      tags: {
+        role: config.server ? "consul" : "node",
+        dc: config.datacenter,
+        id: nodeId,
+        port: String(config.ports.server),
+        vsn: "2",
+        build: version,
+      },
+      status: memberStatus.alive,
+    }),
+    stats: () => ({
+      agent: { check_monitors: "0", check_ttls: "0", checks: "0", services: "0" },
+      raft: { state: "Leader", num_peers: "0" },
+      build: { version, revision, prerelease: "" },
+    }),
+    debugConfig: () => ({
+      DevMode: config.dev,
+      DataDir: config.dataDir,
+      ClientAddrs: [config.clientAddr],
+      HTTPPort: config.ports.http,
+      DNSPort: config.ports.dns,
+      SerfPortLAN: config.ports.serfLan,
+      SerfPortWAN: config.ports.serfWan,
+      ServerPort: config.ports.server,
+    }),
+  };
+
+  let http: HttpServer | undefined;
+  let httpAddr: { host: string; port: number } | undefined;
+  if (config.ports.http >= 0) {
+    const router = createRoutes({
+      rpc,
+      agent: agentInfo,
+      logger: logger.named("agent.http"),
+      kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
+    });
+    http = createHttpServer({ router, logger: logger.named("agent.http") });
+    httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
+  }
+
+  printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
+  logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
+
+  return {
+    config,
+    logger,
+    httpAddr,
+    async stop() {
+      logger.named("agent").info("shutting down");
+      await http?.close({ graceMs: 1_000 });
+    },
+  };
+}
+
+function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; httpPort: number }): void {
+  const rows: Array<[string, string]> = [
+    ["Version", `'${version}'`],
+    ["Node ID", `'${facts.nodeId}'`],
+    ["Node name", `'${config.nodeName}'`],
+    ["Datacenter", `'${config.datacenter}'`],
+    ["Server", `${config.server} (Bootstrap: ${config.bootstrap})`],
+    ["Client Addr", `[${config.clientAddr}] (HTTP: ${facts.httpPort}, DNS: ${config.ports.dns})`],
+    ["Cluster Addr", `${config.advertiseAddr || config.bindAddr} (LAN: ${config.ports.serfLan}, WAN: ${config.ports.serfWan})`],
+    ["Gossip Encryption", String(config.encrypt !== "")],
+  ];
+  const lines = [
+    "==> Starting cairn agent...",
+    ...rows.map(([k, v]) => `${k.padStart(18)}: ${v}`),
+    "",
+    "==> Log data will now stream in as it occurs:",
+    "",
+  ];
+  io.stdout(lines.join("\n") + "\n");
+}
+
+/**
+ * Run an agent until SIGINT or SIGTERM: the `cairn agent` command. Returns
+ * the process exit code (1 when it cannot start, with the reason on stderr).
+ */
+export async function runAgent(config: AgentConfig, io: AgentIo): Promise<number> {
+  let agent: RunningAgent;
+  try {
+    agent = await startAgent(config, { io });
+  } catch (err) {
+    io.stderr(`==> ${errorMessage(err)}\n`);
+    return 1;
+  }
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    const onSignal = (s: NodeJS.Signals) => resolve(s);
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  });
+  io.stdout(`==> Caught signal: ${signal === "SIGINT" ? "interrupt" : "terminated"}\n`);
+  io.stdout("==> Gracefully shutting down agent...\n");
+  try {
+    await agent.stop();
+  } catch (err) {
+    io.stderr(`==> Error during shutdown: ${errorMessage(err)}\n`);
+    return 1;
+  }
+  return 0;
+}

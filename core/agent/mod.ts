@@ -1,0 +1,2 @@
+export { runAgent, startAgent } from "./agent.ts";
+export type { AgentIo, RunningAgent } from "./agent.ts";
