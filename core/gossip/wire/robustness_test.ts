@@ -1,0 +1,183 @@
+// Garbage, truncated and oversized input returns errors and never throws,
+// including a seeded fuzz loop over mutated vectors (SIM_SEED=n replays one).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Rng, seeds } from "../../sim/rng.ts";
+import { fromHex, loadVectors } from "./_vectors.ts";
+import {
+  decodeCompress,
+  decodeMessage,
+  decodePacket,
+  encodeCompound,
+  encodeCompress,
+  encodePing,
+  encodePushPull,
+  parseStream,
+  splitCompound,
+} from "./memberlist.ts";
+import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeTags } from "./serf.ts";
+import { lzwCompress, lzwDecompress } from "./lzw.ts";
+import { decodeValue, MpWriter } from "./msgpack_go.ts";
+import { decryptPayload, Keyring, peekEncryptedStream } from "./crypto.ts";
+
+function corpus(): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const files = [
+    "udp-ping-ack.json",
+    "udp-gossip-alive-compound.json",
+    "udp-user-events.json",
+    "udp-queries.json",
+    "udp-failure-detection.json",
+    "udp-leave.json",
+    "tcp-pushpull-compressed.json",
+    "tcp-pushpull-uncompressed.json",
+    "tcp-ping-fallback.json",
+  ];
+  for (const f of files) {
+    for (const v of loadVectors(f).vectors) {
+      if (v.hex) out.push(fromHex(v.hex));
+      if (v.clientToServer) out.push(fromHex(v.clientToServer.hex), fromHex(v.serverToClient.hex));
+      if (v.decoded?.serfHex) out.push(fromHex(v.decoded.serfHex));
+    }
+  }
+  return out;
+}
+
+function mutate(rng: Rng, input: Uint8Array): Uint8Array {
+  const b = input.slice();
+  switch (rng.int(5)) {
+    case 0: // flip some bytes
+      for (let i = 0, n = rng.range(1, 4); i < n && b.length > 0; i++) b[rng.int(b.length)] = rng.int(256);
+      return b;
+    case 1: // truncate
+      return b.subarray(0, rng.int(b.length + 1));
+    case 2: // insert random bytes
+    {
+      const at = rng.int(b.length + 1);
+      return new Uint8Array([...b.subarray(0, at), ...rng.bytes(rng.range(1, 8)), ...b.subarray(at)]);
+    }
+    case 3: // set a byte to an interesting msgpack/length value
+      if (b.length > 0) b[rng.int(b.length)] = rng.pick([0x00, 0x7f, 0xc0, 0xc4, 0xd9, 0xdb, 0xdd, 0xdf, 0xff]);
+      return b;
+    default: // pure garbage
+      return rng.bytes(rng.int(64));
+  }
+}
+
+function everyDecoder(bytes: Uint8Array): void {
+  decodePacket(bytes);
+  decodeMessage(bytes);
+  parseStream(bytes);
+  decodeSerfMessage(bytes);
+  decodeTags(bytes);
+  decodeQueryFilter(bytes);
+  decodeCoordinatePayload(bytes);
+  lzwDecompress(bytes, { maxBytes: 1 << 20 });
+  splitCompound(bytes);
+  decodeCompress(bytes, { maxBytes: 1 << 20 });
+  peekEncryptedStream(bytes);
+  decodeValue(bytes);
+}
+
+test("wire fuzz: mutated vectors never make a decoder throw", () => {
+  const base = corpus();
+  assert.ok(base.length > 30);
+  for (const seed of seeds(20)) {
+    const rng = new Rng(seed);
+    for (let i = 0; i < 300; i++) {
+      const input = mutate(rng, rng.pick(base));
+      try {
+        everyDecoder(input);
+      } catch (err) {
+        assert.fail(`seed ${seed} iteration ${i}: decoder threw on ${Buffer.from(input).toString("hex")}: ${err}`);
+      }
+    }
+  }
+});
+
+test("wire: truncated inputs are errors, never partial successes", () => {
+  const ping = encodePing({ seqNo: 9, node: "n", sourceAddr: new Uint8Array([10, 0, 0, 1]), sourcePort: 1, sourceNode: "m" });
+  for (let n = 0; n < ping.length; n++) {
+    const r = decodeMessage(ping.subarray(0, n));
+    assert.equal(r.ok, false, `ping cut at ${n} bytes decoded`);
+    assert.equal(parseStream(ping.subarray(0, n)).status, "more", `ping cut at ${n} should wait for more`);
+  }
+  assert.ok(decodeMessage(ping).ok);
+});
+
+test("wire: empty, unknown-type and CRC-mismatch packets are reported", () => {
+  assert.equal(decodePacket(new Uint8Array(0)).errors[0]?.code, "truncated");
+  assert.equal(decodePacket(new Uint8Array([99, 1, 2])).errors[0]?.code, "unknown_type");
+  assert.equal(decodePacket(new Uint8Array([244, 1, 0x41, 0])).errors[0]?.code, "unknown_type");
+  const crc = new Uint8Array([12, 0, 0, 0, 0, ...encodePing({ seqNo: 1, node: "" })]);
+  const r = decodePacket(crc);
+  assert.equal(r.messages.length, 0);
+  assert.equal(r.errors[0]?.code, "crc");
+});
+
+test("wire: a truncated compound keeps its complete parts", () => {
+  const a = encodePing({ seqNo: 1, node: "a" });
+  const b = encodePing({ seqNo: 2, node: "b" });
+  const full = encodeCompound([a, b]);
+  const r = decodePacket(full.subarray(0, full.length - 3));
+  assert.equal(r.messages.length, 1);
+  assert.equal(r.errors[0]?.code, "truncated");
+  // A bad part is dropped, the good one kept.
+  const bad = decodePacket(encodeCompound([new Uint8Array([0, 0xc1]), b]));
+  assert.equal(bad.messages.length, 1);
+  assert.equal(bad.errors.length, 1);
+});
+
+test("wire: oversized claims fail fast without allocating", () => {
+  // Array/map/raw headers claiming 4 GiB in a tiny buffer.
+  for (const hex of ["dd ffffffff", "df ffffffff", "db ffffffff 00", "c6 ffffffff"]) {
+    const r = decodeValue(fromHex(hex.replace(/ /g, "")));
+    assert.ok(!r.ok && r.error.code === "truncated", hex);
+  }
+  // Deep nesting is an error, not a stack overflow.
+  const deep = new Uint8Array(100_000).fill(0x91);
+  const d = decodeValue(deep);
+  assert.ok(!d.ok && d.error.code === "bad_msgpack");
+  // Push/pull claiming a million nodes in a short stream.
+  const w = new MpWriter();
+  w.byte(6).struct({ Join: (w) => w.bool(true), Nodes: (w) => w.int(1_000_000), UserStateLen: (w) => w.int(0) });
+  const pp = parseStream(w.bytes(), { maxNodes: 1000 });
+  assert.ok(pp.status === "error" && pp.error.code === "bad_field");
+  // Encrypted frame longer than the cap.
+  const f = peekEncryptedStream(fromHex("0a7fffffff01"), 1 << 20);
+  assert.ok(f.status === "error" && f.error.code === "too_large");
+});
+
+test("wire: decompression output is capped (LZW bombs)", () => {
+  const big = new Uint8Array(200_000);
+  const bomb = encodeCompress(big);
+  assert.ok(bomb.length < 20_000);
+  const r = decodeCompress(bomb, { maxBytes: 100_000 });
+  assert.ok(!r.ok && r.error.code === "too_large");
+  const ok = decodeCompress(bomb, { maxBytes: 300_000 });
+  assert.ok(ok.ok && ok.value.length === 200_000);
+  // Missing EOF code.
+  const lz = lzwCompress(new Uint8Array([1, 2, 3]));
+  assert.equal(lzwDecompress(lz.subarray(0, lz.length - 1)).ok, false);
+});
+
+test("wire: a compressed stream push/pull round trips and a cut one waits for more", () => {
+  const pp = encodePushPull({
+    join: true,
+    nodes: [{ name: "x", addr: new Uint8Array([127, 0, 0, 1]), port: 7946, meta: new Uint8Array([0xff, 0x80]), incarnation: 3, state: 0, vsn: new Uint8Array([1, 5, 2, 2, 5, 5]) }],
+    userState: new Uint8Array([2, 0x80]),
+  });
+  const c = encodeCompress(pp);
+  for (let n = 0; n < c.length; n++) assert.equal(parseStream(c.subarray(0, n)).status, "more", `cut at ${n}`);
+  const r = parseStream(c);
+  assert.ok(r.status === "ok" && r.message.type === "pushPull" && r.message.body.nodes[0]!.incarnation === 3);
+});
+
+test("wire: garbage does not decrypt and reports an error", async () => {
+  const ring = new Keyring([new Uint8Array(16)]);
+  for (const hex of ["", "01", "02" + "00".repeat(40), "01" + "00".repeat(40), "00" + "00".repeat(30)]) {
+    const r = await decryptPayload(ring, fromHex(hex));
+    assert.ok(!r.ok && r.error.code === "decrypt", hex);
+  }
+});
