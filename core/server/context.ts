@@ -1,0 +1,57 @@
+// What every endpoint family gets: the FSM (for reads of the current store),
+// the consensus seam (for writes), time, randomness and a logger.
+
+import type { Clock } from "../clock/clock.ts";
+import { CairnError, NoLeaderError } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import type { QueryMeta, QueryOptions } from "../rpc/methods.ts";
+import type { Rng } from "../sim/rng.ts";
+import { blockingQuery } from "./blocking.ts";
+import type { BlockingContext, QueryFn } from "./blocking.ts";
+import { notLeader } from "./consensus.ts";
+import type { Consensus } from "./consensus.ts";
+import type { Fsm } from "./fsm.ts";
+
+export interface ServerContext {
+  fsm: Fsm;
+  consensus: Consensus;
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+}
+
+/** Writes go to the leader; a follower says where the leader is (the RPC layer forwards). */
+export function requireLeader(ctx: ServerContext): void {
+  if (ctx.consensus.isLeader()) return;
+  if (ctx.consensus.leaderAddr() === "") throw new NoLeaderError();
+  throw notLeader(ctx.consensus);
+}
+
+/** Replicate a command; an Error result from the FSM becomes a rejection. */
+export async function raftApply(
+  ctx: ServerContext,
+  command: Uint8Array,
+  options?: { signal?: AbortSignal },
+): Promise<{ index: number; result: unknown }> {
+  const out = await ctx.consensus.apply(command, options);
+  if (out.result instanceof CairnError) throw out.result;
+  if (out.result instanceof Error) throw new CairnError("state", out.result.message, { cause: out.result });
+  return out;
+}
+
+/** A read: forwarded unless stale reads are allowed or this is the leader, then blocking rules. */
+export function read<T>(
+  ctx: ServerContext,
+  q: QueryOptions,
+  query: QueryFn<T>,
+  options?: { signal?: AbortSignal },
+): Promise<{ value: T; meta: QueryMeta }> {
+  if (!q.allowStale) requireLeader(ctx);
+  const bctx: BlockingContext = {
+    clock: ctx.clock,
+    rng: ctx.rng,
+    consensus: ctx.consensus,
+    state: () => ctx.fsm.state,
+  };
+  return blockingQuery(bctx, q, query, options);
+}

@@ -1,0 +1,227 @@
+// The replicated state machine (consul agent/consul/fsm/fsm.go): a committed
+// log entry is a msgpack command `{ type, ... }`; apply() looks the type up in
+// a table and changes the state store at the entry's Raft index. An unknown
+// type halts the node (FsmError) unless it carries the ignore-unknown flag,
+// so an old server never silently skips a newer server's writes. No wall
+// clock and no randomness in here: every server must reach the same state.
+
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import { FsmError } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import { nullLogger } from "../log/logger.ts";
+import type { KvsOp, TxnOp } from "../rpc/methods.ts";
+import { concatChunks } from "../state/snapshot.ts";
+import type { ByteStream } from "../state/snapshot.ts";
+import { StateStore } from "../state/store.ts";
+import type { KvsWriteEntry } from "../state/kvs.ts";
+import { isIndex } from "../state/kvs_schema.ts";
+
+/** Command types; numbers follow Consul's structs.MessageType. */
+export const MessageType = {
+  Register: 0,
+  Deregister: 1,
+  KVS: 2,
+  Session: 3,
+  Tombstone: 5,
+  CoordinateBatchUpdate: 6,
+  Txn: 8,
+} as const;
+export type MessageType = number;
+
+/** A type with this bit set may be skipped by servers that do not know it (Consul IgnoreUnknownTypeFlag). */
+export const ignoreUnknownTypeFlag = 128;
+
+/** A decoded command: its type plus its own fields. */
+export type Command = { type: MessageType } & Record<string, unknown>;
+
+export interface ApplyContext {
+  index: number;
+  state: StateStore;
+  logger: Logger;
+}
+
+/** Applies one command; returns the result handed back to the proposer (an Error for a refused op). */
+export type Apply = (ctx: ApplyContext, command: Command) => unknown;
+
+const encoder = new Encoder({ ignoreUndefined: true });
+const decoder = new Decoder();
+
+/** Encode a command for the Raft log. */
+export function encodeCommand(type: MessageType, body: Record<string, unknown>): Uint8Array {
+  return encoder.encode({ ...body, type });
+}
+
+/** The KVS command body (KvsApplyArgs minus routing fields). */
+export interface KvsCommand {
+  op: KvsOp;
+  entry: KvsWriteEntry;
+}
+
+export interface TxnCommand {
+  ops: TxnOp[];
+}
+
+export interface TombstoneCommand {
+  reapIndex: number;
+}
+
+export class Fsm {
+  readonly #applies = new Map<MessageType, Apply>();
+  readonly #logger: Logger;
+  #state: StateStore;
+  #lastIndex = 0;
+
+  constructor(options: { logger?: Logger; state?: StateStore } = {}) {
+    this.#logger = options.logger ?? nullLogger();
+    this.#state = options.state ?? new StateStore();
+    this.register(MessageType.KVS, applyKvs);
+    this.register(MessageType.Txn, applyTxn);
+    this.register(MessageType.Tombstone, applyTombstone);
+  }
+
+  /** The current store (replaced by restore: read it again after a watch fires). */
+  get state(): StateStore {
+    return this.#state;
+  }
+
+  /** Index of the last applied entry (or of the restored snapshot). */
+  get lastIndex(): number {
+    return this.#lastIndex;
+  }
+
+  /** Add a command type (Consul registerCommand). Registering a type twice is a programming error. */
+  register(type: MessageType, apply: Apply): void {
+    if (this.#applies.has(type)) throw new TypeError(`Message type ${type} is already registered`);
+    this.#applies.set(type, apply);
+  }
+
+  /** Apply a committed entry. Throws FsmError when the node must halt. */
+  apply(index: number, data: Uint8Array): unknown {
+    let cmd: unknown;
+    try {
+      cmd = decoder.decode(data);
+    } catch (err) {
+      throw new FsmError(`Failed to decode command at index ${index}`, { cause: err });
+    }
+    if (typeof cmd !== "object" || cmd === null || !isIndex((cmd as { type?: unknown }).type)) {
+      throw new FsmError(`Command at index ${index} has no message type`);
+    }
+    const command = cmd as Command;
+    const fn = this.#applies.get(command.type);
+    this.#lastIndex = index;
+    if (!fn) {
+      if ((command.type & ignoreUnknownTypeFlag) !== 0) {
+        this.#logger.warn("ignoring unknown message type, upgrade to a newer version", {
+          type: command.type & ~ignoreUnknownTypeFlag,
+          index,
+        });
+        return undefined;
+      }
+      throw new FsmError(`Failed to apply request: unknown message type ${command.type} at index ${index}`);
+    }
+    return fn({ index, state: this.#state, logger: this.#logger }, command);
+  }
+
+  /** The whole state as one buffer (the Raft seam's shape). */
+  snapshot(): Uint8Array {
+    return concatChunks(this.#state.snapshot());
+  }
+
+  /** The whole state as a lazy stream of chunks (point in time). */
+  snapshotStream(): Iterable<Uint8Array> {
+    return this.#state.snapshot();
+  }
+
+  /**
+   * Replace the state with a snapshot's. The old store is abandoned, which
+   * wakes every blocking query so it re-reads from the new one. On bad data
+   * this throws and the old store stays.
+   */
+  async restore(data: ByteStream): Promise<void> {
+    const fresh = await StateStore.restore(data, { logger: this.#logger });
+    const old = this.#state;
+    this.#state = fresh;
+    this.#lastIndex = fresh.lastIndex();
+    old.abandon();
+  }
+}
+
+// ---- command handlers ----
+
+const kvsOps: ReadonlySet<string> = new Set<KvsOp>(["set", "cas", "delete", "delete-cas", "delete-tree", "lock", "unlock"]);
+
+function readEntry(raw: unknown): KvsWriteEntry | Error {
+  if (typeof raw !== "object" || raw === null) return new Error("Invalid KVS entry");
+  const r = raw as Record<string, unknown>;
+  if (typeof r.key !== "string") return new Error("Invalid KVS entry: missing key");
+  if (r.flags !== undefined && !isIndex(r.flags)) return new Error("Invalid KVS entry: bad flags");
+  if (r.modifyIndex !== undefined && !isIndex(r.modifyIndex)) return new Error("Invalid KVS entry: bad modify index");
+  if (r.value !== undefined && r.value !== null && !(r.value instanceof Uint8Array)) {
+    return new Error("Invalid KVS entry: value is not bytes");
+  }
+  if (r.session !== undefined && typeof r.session !== "string") return new Error("Invalid KVS entry: bad session");
+  return {
+    key: r.key,
+    flags: r.flags as number | undefined,
+    // Copy: the decoded bytes alias the log entry's buffer.
+    value: r.value instanceof Uint8Array ? r.value.slice() : undefined,
+    session: r.session as string | undefined,
+    modifyIndex: r.modifyIndex as number | undefined,
+  };
+}
+
+/** KVS: returns true/false (cas, delete-cas, lock, unlock answer whether they acted) or an Error. */
+function applyKvs(ctx: ApplyContext, cmd: Command): unknown {
+  const op = cmd.op;
+  if (typeof op !== "string" || !kvsOps.has(op)) {
+    ctx.logger.warn("invalid KVS operation", { operation: String(op), index: ctx.index });
+    return new Error(`Invalid KVS operation '${String(op)}'`);
+  }
+  const entry = readEntry(cmd.entry);
+  if (entry instanceof Error) return entry;
+  const { index, state } = ctx;
+  try {
+    switch (op as KvsOp) {
+      case "set":
+        state.kvsSet(index, entry);
+        return true;
+      case "delete":
+        state.kvsDelete(index, entry.key);
+        return true;
+      case "delete-tree":
+        state.kvsDeleteTree(index, entry.key);
+        return true;
+      case "delete-cas":
+        return state.kvsDeleteCas(index, entry.modifyIndex ?? 0, entry.key);
+      case "cas":
+        return state.kvsSetCas(index, entry);
+      case "lock":
+        return state.kvsLock(index, entry);
+      case "unlock":
+        return state.kvsUnlock(index, entry);
+    }
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+  return new Error(`Invalid KVS operation '${op}'`);
+}
+
+/** Txn: returns `{ results, errors }`. */
+function applyTxn(ctx: ApplyContext, cmd: Command): unknown {
+  if (!Array.isArray(cmd.ops)) return new Error("Invalid transaction: ops is not a list");
+  // Copy values: decoded bytes alias the log entry's buffer. Field types are
+  // checked per op by txnDispatch, which reports bad ones with their opIndex.
+  const ops = (cmd.ops as unknown[]).map((raw) => {
+    const kv = (raw as { kv?: unknown } | null)?.kv as Record<string, unknown> | undefined;
+    if (typeof kv !== "object" || kv === null || !(kv.value instanceof Uint8Array)) return raw as TxnOp;
+    return { kv: { ...kv, value: kv.value.slice() } } as unknown as TxnOp;
+  });
+  return ctx.state.txnRW(ctx.index, ops);
+}
+
+/** Tombstone reap: removes tombstones at or below reapIndex. */
+function applyTombstone(ctx: ApplyContext, cmd: Command): unknown {
+  if (!isIndex(cmd.reapIndex)) return new Error("Invalid tombstone request: bad reap index");
+  ctx.state.reapTombstones(ctx.index, cmd.reapIndex);
+  return true;
+}

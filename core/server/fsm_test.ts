@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Encoder } from "@msgpack/msgpack";
+import { FsmError, StateError } from "../errors.ts";
+import { CaptureSink, createLogger } from "../log/logger.ts";
+import { WatchSet } from "../state/watch.ts";
+import { DevConsensus } from "./consensus.ts";
+import { encodeCommand, Fsm, ignoreUnknownTypeFlag, MessageType } from "./fsm.ts";
+
+const bytes = (s: string) => new TextEncoder().encode(s);
+
+test("fsm: KVS commands change the store at the entry's index", () => {
+  const fsm = new Fsm();
+  assert.equal(fsm.apply(2, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a", value: bytes("1"), flags: 3 } })), true);
+  const e = fsm.state.kvsGet("a").value!;
+  assert.deepEqual([e.createIndex, e.modifyIndex, e.flags], [2, 2, 3]);
+  assert.equal(fsm.apply(3, encodeCommand(MessageType.KVS, { op: "cas", entry: { key: "a", modifyIndex: 1 } })), false);
+  assert.equal(fsm.apply(4, encodeCommand(MessageType.KVS, { op: "delete-cas", entry: { key: "a", modifyIndex: 2 } })), true);
+  assert.equal(fsm.state.kvsGet("a").value, undefined);
+  assert.equal(fsm.lastIndex, 4);
+});
+
+test("fsm: values are copied out of the log buffer", () => {
+  const fsm = new Fsm();
+  const cmd = encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a", value: bytes("xyz") } });
+  fsm.apply(2, cmd);
+  cmd.fill(0);
+  assert.equal(new TextDecoder().decode(fsm.state.kvsGet("a").value!.value), "xyz");
+});
+
+test("fsm: refused ops come back as errors, the node keeps going", () => {
+  const fsm = new Fsm();
+  const r = fsm.apply(2, encodeCommand(MessageType.KVS, { op: "lock", entry: { key: "a", session: "nope" } }));
+  assert.ok(r instanceof StateError);
+  assert.equal((r as Error).message, 'invalid session "nope"');
+  const bad = fsm.apply(3, encodeCommand(MessageType.KVS, { op: "frobnicate", entry: { key: "a" } }));
+  assert.ok(bad instanceof Error && /Invalid KVS operation/.test(bad.message));
+  const badEntry = fsm.apply(4, encodeCommand(MessageType.KVS, { op: "set", entry: { key: 7 } }));
+  assert.ok(badEntry instanceof Error);
+  assert.equal(fsm.state.tables.kvs.size, 0);
+});
+
+test("fsm: an unknown type halts (FsmError) unless flagged ignorable", () => {
+  const sink = new CaptureSink();
+  const fsm = new Fsm({ logger: createLogger({ sink, level: "debug" }) });
+  assert.throws(() => fsm.apply(2, encodeCommand(77, {})), FsmError);
+  assert.equal(fsm.apply(3, encodeCommand(77 | ignoreUnknownTypeFlag, {})), undefined);
+  assert.ok(sink.text().includes("ignoring unknown message type"), sink.text());
+  assert.throws(() => fsm.apply(4, new Uint8Array([0xc1])), FsmError);
+  assert.throws(() => fsm.apply(5, new Encoder().encode({ op: "set" })), FsmError);
+  assert.throws(() => fsm.register(MessageType.KVS, () => undefined), TypeError);
+});
+
+test("fsm: DevConsensus halts after an FsmError and refuses further writes", async () => {
+  const fsm = new Fsm();
+  const c = new DevConsensus({ fsm });
+  const first = await c.apply(encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a" } }));
+  assert.equal(first.index, 2, "index 1 is the initial no-op");
+  await assert.rejects(c.apply(encodeCommand(99, {})), FsmError);
+  await assert.rejects(c.apply(encodeCommand(MessageType.KVS, { op: "set", entry: { key: "b" } })), FsmError);
+  assert.equal(fsm.state.kvsGet("b").value, undefined);
+});
+
+test("fsm: txn and tombstone commands", () => {
+  const fsm = new Fsm();
+  const out = fsm.apply(2, encodeCommand(MessageType.Txn, {
+    ops: [{ kv: { verb: "set", key: "x", value: bytes("1") } }, { kv: { verb: "set", key: "y" } }],
+  })) as { results: unknown[]; errors: unknown[] };
+  assert.deepEqual(out.errors, []);
+  assert.equal(out.results.length, 2);
+  const bad = fsm.apply(3, encodeCommand(MessageType.Txn, { ops: [{ kv: { verb: "set", key: 5 } }, { nope: 1 }] })) as {
+    errors: { opIndex: number }[];
+  };
+  assert.deepEqual(bad.errors.map((e) => e.opIndex), [0, 1]);
+  fsm.apply(4, encodeCommand(MessageType.KVS, { op: "delete", entry: { key: "x" } }));
+  assert.equal(fsm.state.tables.tombstones.size, 1);
+  assert.equal(fsm.apply(5, encodeCommand(MessageType.Tombstone, { reapIndex: 4 })), true);
+  assert.equal(fsm.state.tables.tombstones.size, 0);
+});
+
+test("fsm: snapshot → restore round trip is equal and wakes watchers of the old store", async () => {
+  const fsm = new Fsm();
+  fsm.apply(2, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a/1", value: bytes("1") } }));
+  fsm.apply(3, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a/2", value: bytes("2") } }));
+  fsm.apply(4, encodeCommand(MessageType.KVS, { op: "delete", entry: { key: "a/2" } }));
+  const snap = fsm.snapshot();
+  const before = fsm.state;
+  const ws = new WatchSet();
+  let woke = 0;
+  ws.onFire(() => woke++);
+  before.kvsGet("zzz", ws);
+
+  const other = new Fsm();
+  await other.restore(snap);
+  assert.deepEqual(other.state.kvsList("").value, before.kvsList("").value);
+  assert.deepEqual(other.state.tables.tombstones.all(), before.tables.tombstones.all());
+  assert.equal(other.lastIndex, 4);
+
+  await fsm.restore(fsm.snapshotStream());
+  assert.notEqual(fsm.state, before);
+  assert.equal(woke, 1);
+  assert.ok(before.abandoned);
+  await assert.rejects(fsm.restore(snap.subarray(0, 10)));
+  assert.ok(!fsm.state.abandoned, "a failed restore keeps the current store");
+});

@@ -1,0 +1,14 @@
+export { blockingQuery, clampWaitMs, defaultQueryTimeMs, jitterFraction, maxQueryTimeMs, waitWithJitterMs } from "./blocking.ts";
+export type { BlockingContext, QueryFn } from "./blocking.ts";
+export { DevConsensus, notLeader } from "./consensus.ts";
+export type { Consensus } from "./consensus.ts";
+export { raftApply, read, requireLeader } from "./context.ts";
+export type { ServerContext } from "./context.ts";
+export { encodeCommand, Fsm, ignoreUnknownTypeFlag, MessageType } from "./fsm.ts";
+export type { Apply, ApplyContext, Command, KvsCommand, TombstoneCommand, TxnCommand } from "./fsm.ts";
+export { kvsEndpoints } from "./kvs.ts";
+export { Server } from "./server.ts";
+export type { ServerOptions } from "./server.ts";
+export { statusEndpoints } from "./status.ts";
+export { maxTxnOps, txnEndpoints } from "./txn.ts";
+export { createDevServer } from "./dev.ts";

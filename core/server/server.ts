@@ -1,0 +1,66 @@
+// The server's RPC surface: one handler per RpcMethods entry, gathered from
+// the endpoint family files. Transports (in-process, TCP) dispatch here.
+
+import type { Clock } from "../clock/clock.ts";
+import type { Logger } from "../log/logger.ts";
+import { nullLogger } from "../log/logger.ts";
+import type { RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
+import type { Rng } from "../sim/rng.ts";
+import type { Consensus } from "./consensus.ts";
+import type { ServerContext } from "./context.ts";
+import type { Fsm } from "./fsm.ts";
+import { kvsEndpoints } from "./kvs.ts";
+import { statusEndpoints } from "./status.ts";
+import { txnEndpoints } from "./txn.ts";
+
+export interface ServerOptions {
+  fsm: Fsm;
+  consensus: Consensus;
+  clock: Clock;
+  /** Jitter for blocking queries. */
+  rng: Rng;
+  logger?: Logger;
+}
+
+export class Server {
+  readonly handlers: RpcHandlers;
+  readonly #ctx: ServerContext;
+
+  constructor(options: ServerOptions) {
+    this.#ctx = {
+      fsm: options.fsm,
+      consensus: options.consensus,
+      clock: options.clock,
+      rng: options.rng,
+      logger: (options.logger ?? nullLogger()).named("server"),
+    };
+    this.handlers = {
+      ...kvsEndpoints(this.#ctx),
+      ...txnEndpoints(this.#ctx),
+      ...statusEndpoints(this.#ctx),
+    };
+  }
+
+  get fsm(): Fsm {
+    return this.#ctx.fsm;
+  }
+
+  get consensus(): Consensus {
+    return this.#ctx.consensus;
+  }
+
+  /** Answer one RPC. Unknown methods reject with a TypeError (callers are typed). */
+  handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>> {
+    const h = this.handlers[method] as
+      | ((a: RpcArgs<M>, o?: { signal?: AbortSignal }) => Promise<RpcReply<M>>)
+      | undefined;
+    if (typeof h !== "function" || !Object.hasOwn(this.handlers, method)) {
+      return Promise.reject(new TypeError(`Unknown RPC method ${JSON.stringify(String(method))}`));
+    }
+    try {
+      return h(args, options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+}
