@@ -110,6 +110,8 @@ export class FrameDecoder {
     const frames: Frame[] = [];
     if (this.#failed) return { frames, error: this.#failed };
     if (chunk.length > 0) {
+      // Node hands us Buffers; decode from plain views so values are plain Uint8Arrays.
+      if (chunk.constructor !== Uint8Array) chunk = new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       this.#chunks.push(chunk);
       this.#buffered += chunk.length;
     }

@@ -49,8 +49,8 @@ export interface RpcServer {
   /** "host:port" to dial. */
   readonly address: string;
   readonly stats: Readonly<RpcServerStats>;
-  /** Adds or replaces the handler for a method. */
-  handle(method: string, handler: RpcHandler): void;
+  /** Adds or replaces the handler for a method; `undefined` removes it. */
+  handle(method: string, handler: RpcHandler | undefined): void;
   close(): Promise<void>;
 }
 
@@ -287,7 +287,8 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     address: formatAddress(host, port),
     stats,
     handle(method, handler) {
-      handlers.set(method, handler);
+      if (handler) handlers.set(method, handler);
+      else handlers.delete(method);
     },
     close() {
       return new Promise<void>((resolve) => {
