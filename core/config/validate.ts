@@ -19,6 +19,7 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
   if (c.datacenter === "" || !DC_NAME.test(c.datacenter)) {
     bad("datacenter", `Invalid datacenter "${c.datacenter}": use letters, digits, "-" and "_"`);
   }
+  if (c.dev && !c.server) bad("server", "-dev runs a one-node server: it cannot be combined with server = false");
   if (c.bootstrapExpect > 0 && !c.server) bad("bootstrap_expect", "bootstrap_expect requires server mode: set -server");
   if (c.bootstrap && !c.server) bad("bootstrap", "bootstrap requires server mode: set -server");
   if (c.bootstrap && c.bootstrapExpect > 0) bad("bootstrap_expect", "bootstrap and bootstrap_expect are mutually exclusive");

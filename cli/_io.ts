@@ -1,0 +1,25 @@
+// What a command gets instead of a process: output sinks, stdin, files and
+// environment, so every command runs in a test without spawning anything.
+
+export interface CliIo {
+  stdout(s: string): void;
+  stderr(s: string): void;
+  stdin(): Promise<Uint8Array>;
+  env: Record<string, string | undefined>;
+  /** Reads a file for `@file` arguments. */
+  readFile(path: string): Promise<Uint8Array>;
+  /** Injected in tests (a fake agent); defaults to the global fetch. */
+  fetch?: typeof fetch;
+}
+
+export interface Command {
+  /** Words as typed: "kv get", "operator raft list-peers". */
+  name: string;
+  synopsis: string;
+  /** Full help, printed for `-h`. */
+  help(): string;
+  /** Exit code: 0 ok, 1 error or bad usage, 2 "ran, nothing matched". */
+  run(args: string[], io: CliIo): Promise<number>;
+  /** Not listed in the top-level usage. */
+  hidden?: boolean;
+}

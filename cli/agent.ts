@@ -1,0 +1,185 @@
+// `cairn agent`: flags → AgentConfig (files from -config-file/-config-dir in
+// the order given, flags on top), validation, then the agent runtime.
+import { runAgent } from "../core/agent/mod.ts";
+import { validateConfig } from "../core/config/mod.ts";
+import type { AgentConfig, ConfigLayer } from "../core/config/mod.ts";
+import { loadConfig } from "../core/config/load_node.ts";
+import type { ConfigPath } from "../core/config/load_node.ts";
+import { errorMessage } from "../core/errors.ts";
+import { parseLogLevel } from "../core/log/mod.ts";
+import { parseCommandFlags } from "./_command.ts";
+import { bool, formatHelp, list, num, str } from "./_flags.ts";
+import type { FlagSpec, ParsedFlags } from "./_flags.ts";
+import type { CliIo, Command } from "./_io.ts";
+
+const flags: readonly FlagSpec[] = [
+  { name: "advertise", kind: "string", valueName: "addr", usage: "Sets the advertise address to use." },
+  { name: "advertise-wan", kind: "string", valueName: "addr", usage: "Sets address to advertise on WAN instead of -advertise address." },
+  { name: "alt-domain", kind: "string", valueName: "domain", usage: "Alternate domain to use for DNS interface." },
+  { name: "bind", kind: "string", valueName: "addr", usage: "Sets the bind address for cluster communication." },
+  { name: "bootstrap", kind: "bool", usage: "Sets server to bootstrap mode." },
+  { name: "bootstrap-expect", kind: "uint", valueName: "int", usage: "Sets server to expect bootstrap mode." },
+  { name: "client", kind: "string", valueName: "addr", usage: "Sets the address to bind for client access. This includes RPC, DNS and HTTP." },
+  {
+    name: "config-dir",
+    kind: "list",
+    valueName: "dir",
+    usage: "Path to a directory to read configuration files from. Files ending in .json, .yaml or .yml are read in lexical order. Can be specified multiple times.",
+  },
+  {
+    name: "config-file",
+    kind: "list",
+    valueName: "file",
+    usage: "Path to a JSON or YAML file to read configuration from. Can be specified multiple times; later files override earlier ones.",
+  },
+  { name: "data-dir", kind: "string", valueName: "path", usage: "Path to a data directory to store agent state." },
+  { name: "datacenter", kind: "string", valueName: "name", usage: "Datacenter of the agent." },
+  { name: "dev", kind: "bool", usage: "Starts the agent in development mode: one in-memory server on loopback." },
+  { name: "disable-host-node-id", kind: "bool", usage: "Accepted for compatibility; ignored." },
+  { name: "dns-port", kind: "int", valueName: "int", usage: "DNS port to use." },
+  { name: "domain", kind: "string", valueName: "domain", usage: "Domain to use for DNS interface." },
+  { name: "enable-local-script-checks", kind: "bool", usage: "Enables health check scripts from configuration file." },
+  { name: "enable-script-checks", kind: "bool", usage: "Enables health check scripts." },
+  { name: "encrypt", kind: "string", valueName: "key", usage: "Provides the gossip encryption key." },
+  { name: "http-port", kind: "int", valueName: "int", usage: "Sets the HTTP API port to listen on." },
+  { name: "join", kind: "list", valueName: "address", usage: "Address of an agent to join at start time. Can be specified multiple times." },
+  { name: "join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time. Can be specified multiple times." },
+  { name: "log-json", kind: "bool", usage: "Output logs in JSON format." },
+  { name: "log-level", kind: "string", valueName: "level", usage: "Log level of the agent (trace, debug, info, warn, err)." },
+  { name: "node", kind: "string", valueName: "name", usage: "Name of this node. Must be unique in the cluster." },
+  { name: "node-id", kind: "string", valueName: "id", usage: "A unique ID for this node across space and time. Defaults to a randomly-generated ID that persists in the data-dir." },
+  { name: "node-meta", kind: "list", valueName: "key:value", usage: "An arbitrary metadata key/value pair for this node, of the format `key:value`. Can be specified multiple times." },
+  { name: "pid-file", kind: "string", valueName: "path", usage: "Path to file to store agent PID." },
+  { name: "recursor", kind: "list", valueName: "address", usage: "Address of an upstream DNS server. Can be specified multiple times." },
+  { name: "rejoin", kind: "bool", usage: "Ignores a previous leave and attempts to rejoin the cluster." },
+  { name: "retry-interval", kind: "duration", valueName: "duration", usage: "Time to wait between join attempts." },
+  { name: "retry-interval-wan", kind: "duration", valueName: "duration", usage: "Time to wait between join -wan attempts." },
+  { name: "retry-join", kind: "list", valueName: "address", usage: "Address of an agent to join at start time with retries enabled. Can be specified multiple times." },
+  { name: "retry-join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time with retries enabled. Can be specified multiple times." },
+  { name: "retry-max", kind: "uint", valueName: "int", usage: "Maximum number of join attempts. Defaults to 0, which will retry indefinitely." },
+  { name: "retry-max-wan", kind: "uint", valueName: "int", usage: "Maximum number of join -wan attempts. Defaults to 0, which will retry indefinitely." },
+  { name: "serf-lan-port", kind: "int", valueName: "int", usage: "Sets the Serf LAN port to listen on." },
+  { name: "serf-wan-port", kind: "int", valueName: "int", usage: "Sets the Serf WAN port to listen on." },
+  { name: "server", kind: "bool", usage: "Switches agent to server mode." },
+  { name: "server-port", kind: "int", valueName: "int", usage: "Sets the server port to listen on." },
+  { name: "ui", kind: "bool", usage: "Accepted for compatibility; cairn has no web UI." },
+];
+
+const HELP = `
+Usage: cairn agent [options]
+
+  Starts the cairn agent and runs until an interrupt is received. The
+  agent represents a single node in a cluster.
+
+  Configuration comes from defaults, then -dev, then every -config-file and
+  -config-dir in the order given (JSON or YAML, Consul's key names), then the
+  flags below, each overriding what came before.
+`;
+
+/** Flags that map to config fields, as a layer over the files (only what was given). */
+function flagLayer(p: ParsedFlags): ConfigLayer | string {
+  const layer: ConfigLayer = {};
+  const has = (n: string) => p.values.has(n);
+  const setStr = (n: string, apply: (v: string) => void) => has(n) && apply(str(p, n));
+  const setBool = (n: string, apply: (v: boolean) => void) => has(n) && apply(bool(p, n));
+  const setNum = (n: string, apply: (v: number) => void) => {
+    const v = num(p, n);
+    if (v !== undefined) apply(v);
+  };
+  setBool("dev", (v) => (layer.dev = v));
+  setBool("server", (v) => (layer.server = v));
+  setBool("bootstrap", (v) => (layer.bootstrap = v));
+  setNum("bootstrap-expect", (v) => (layer.bootstrapExpect = v));
+  setStr("data-dir", (v) => (layer.dataDir = v));
+  setStr("node", (v) => (layer.nodeName = v));
+  setStr("node-id", (v) => (layer.nodeId = v));
+  setStr("datacenter", (v) => (layer.datacenter = v));
+  setStr("bind", (v) => (layer.bindAddr = v));
+  setStr("advertise", (v) => (layer.advertiseAddr = v));
+  setStr("advertise-wan", (v) => (layer.advertiseAddrWan = v));
+  setStr("client", (v) => (layer.clientAddr = v));
+  const ports: NonNullable<ConfigLayer["ports"]> = {};
+  setNum("http-port", (v) => (ports.http = v));
+  setNum("dns-port", (v) => (ports.dns = v));
+  setNum("serf-lan-port", (v) => (ports.serfLan = v));
+  setNum("serf-wan-port", (v) => (ports.serfWan = v));
+  setNum("server-port", (v) => (ports.server = v));
+  if (Object.keys(ports).length) layer.ports = ports;
+  if (has("join")) layer.startJoin = list(p, "join");
+  if (has("join-wan")) layer.startJoinWan = list(p, "join-wan");
+  if (has("retry-join")) layer.retryJoin = list(p, "retry-join");
+  if (has("retry-join-wan")) layer.retryJoinWan = list(p, "retry-join-wan");
+  setNum("retry-interval", (v) => (layer.retryIntervalMs = v));
+  setNum("retry-interval-wan", (v) => (layer.retryIntervalWanMs = v));
+  setNum("retry-max", (v) => (layer.retryMax = v));
+  setNum("retry-max-wan", (v) => (layer.retryMaxWan = v));
+  setStr("encrypt", (v) => (layer.encrypt = v));
+  setBool("rejoin", (v) => (layer.rejoinAfterLeave = v));
+  if (has("log-level")) {
+    const level = parseLogLevel(str(p, "log-level"));
+    if (!level) return `Invalid log level "${str(p, "log-level")}": use trace, debug, info, warn or err`;
+    layer.logLevel = level;
+  }
+  setBool("log-json", (v) => (layer.logJson = v));
+  setStr("domain", (v) => (layer.domain = v));
+  setStr("alt-domain", (v) => (layer.altDomain = v));
+  if (has("recursor")) layer.recursors = list(p, "recursor");
+  setBool("enable-script-checks", (v) => (layer.enableScriptChecks = v));
+  setBool("enable-local-script-checks", (v) => (layer.enableLocalScriptChecks = v));
+  setStr("pid-file", (v) => (layer.pidFile = v));
+  if (has("node-meta")) {
+    const meta: Record<string, string> = {};
+    for (const kv of list(p, "node-meta")) {
+      const i = kv.indexOf(":");
+      if (i <= 0) return `Invalid -node-meta "${kv}": expected key:value`;
+      meta[kv.slice(0, i)] = kv.slice(i + 1);
+    }
+    layer.nodeMeta = meta;
+  }
+  return layer;
+}
+
+/**
+ * Build and validate the agent's config from its arguments. Returns the
+ * config, or an exit code after printing the reason (`==> …`) or the help.
+ */
+export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | number {
+  const p = parseCommandFlags(agentCommand, args, flags, io);
+  if (typeof p === "number") return p;
+  if (p.positionals.length > 0) {
+    io.stderr(`==> Unexpected extra arguments: ${p.positionals.join(" ")}\n`);
+    return 1;
+  }
+  const layer = flagLayer(p);
+  if (typeof layer === "string") {
+    io.stderr(`==> ${layer}\n`);
+    return 1;
+  }
+  const paths: ConfigPath[] = p.occurrences
+    .filter((o) => o.name === "config-file" || o.name === "config-dir")
+    .map((o) => ({ kind: o.name === "config-dir" ? "dir" : "file", path: o.value }));
+  let config: AgentConfig;
+  try {
+    config = loadConfig({ paths, flags: layer, dev: bool(p, "dev") });
+  } catch (err) {
+    io.stderr(`==> ${errorMessage(err)}\n`);
+    return 1;
+  }
+  const problems = validateConfig(config);
+  if (problems.length) {
+    for (const e of problems) io.stderr(`==> ${e.message}\n`);
+    return 1;
+  }
+  return config;
+}
+
+export const agentCommand: Command = {
+  name: "agent",
+  synopsis: "Runs a cairn agent",
+  help: () => formatHelp(HELP, flags),
+  async run(args: string[], io: CliIo): Promise<number> {
+    const config = agentConfigFromArgs(args, io);
+    if (typeof config === "number") return config;
+    return runAgent(config, { stdout: io.stdout, stderr: io.stderr });
+  },
+};
