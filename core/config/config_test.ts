@@ -168,7 +168,7 @@ test("validateConfig: cross-field checks", () => {
   assert.deepEqual(fields({ dataDir: "/d", encrypt: "short" }), ["encrypt"]);
   assert.deepEqual(fields({ dataDir: "/d", encrypt: "pUqJrVyVRj5jsiYEkM/tFQYfWyJIv4s3XkvDwy7Cu5s=" }), []);
   assert.deepEqual(fields({ dataDir: "/d", datacenter: "a b" }), ["datacenter"]);
-  assert.deepEqual(fields({ dev: true, server: false }), ["server"]);
+  assert.deepEqual(fields({ dev: true, server: false }), ["server", "bootstrap"]);
 });
 
 test("loadConfig: -config-dir in lexical order, -config-file order kept, HCL rejected", () => {
