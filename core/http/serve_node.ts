@@ -139,7 +139,22 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         body,
         signal: ac.signal,
       };
-      void router.dispatch(found.route, request).then((r) => send(res, r));
+      if (!logger.isEnabled("debug")) {
+        void router.dispatch(found.route, request).then((r) => send(res, r));
+        return;
+      }
+      const startedMs = performance.now();
+      void router.dispatch(found.route, request).then((r) => {
+        send(res, r);
+        // Consul logs "Request finished" the same way, at debug.
+        logger.debug("request finished", {
+          method,
+          url: url,
+          from: `${req.socket.remoteAddress ?? ""}:${req.socket.remotePort ?? ""}`,
+          status: r.status,
+          latencyMs: Math.round((performance.now() - startedMs) * 1000) / 1000,
+        });
+      });
     };
 
     if (lengthHeader === undefined && req.headers["transfer-encoding"] === undefined) {
@@ -201,10 +216,15 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     onRequest(req, res);
   });
   server.on("clientError", (err: Error & { code?: string }, socket) => {
-    logger.debug("bad HTTP request", { error: err.message });
-    if (socket.writable && !socket.destroyed) {
-      socket.end("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nBad request");
-    } else socket.destroy();
+    // Resets of idle keep-alive connections land here too: nothing to answer.
+    if (err.code === "ECONNRESET" || !socket.writable || socket.destroyed) {
+      socket.destroy();
+      return;
+    }
+    logger.debug("bad HTTP request", { error: err.message, code: err.code });
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    const text = err.code === "HPE_HEADER_OVERFLOW" ? "Request header fields too large" : `Bad request: ${err.message}`;
+    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${new TextEncoder().encode(text).length}\r\nConnection: close\r\n\r\n${text}`);
   });
 
   return {

@@ -185,3 +185,32 @@ test("serve_node: close cancels blocking queries and stops listening", async () 
   assert.equal(rpc.waiting(), waitingBefore);
   assert.equal(s.server.listening, false);
 });
+
+test("serve_node: a malformed request line gets a 400 and the connection closes", async () => {
+  const answer = await new Promise<string>((resolve, reject) => {
+    const sock = connect(port, "127.0.0.1", () => sock.write("THIS IS NOT HTTP\r\n\r\n"));
+    let text = "";
+    sock.on("data", (d: Buffer) => { text += d.toString(); });
+    sock.on("close", () => resolve(text));
+    sock.on("error", reject);
+  });
+  assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
+});
+
+test("serve_node: requests are logged at debug with status and latency", async () => {
+  const { CaptureSink, createLogger } = await import("../log/mod.ts");
+  const sink = new CaptureSink();
+  const s = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }), logger: createLogger({ sink, level: "debug" }) });
+  const p = (await s.listen({ host: "127.0.0.1", port: 0 })).port;
+  try {
+    const r = await fetch(`http://127.0.0.1:${p}/v1/status/leader`);
+    assert.equal(r.status, 200);
+    await r.text();
+    const rec = sink.records.find((x) => x.message === "request finished");
+    assert.ok(rec, sink.text());
+    assert.equal(rec.fields.status, 200);
+    assert.equal(rec.fields.url, "/v1/status/leader");
+  } finally {
+    await s.close();
+  }
+});
