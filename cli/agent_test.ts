@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import type { AgentConfig } from "../core/config/mod.ts";
+import { agentConfigFromArgs } from "./agent.ts";
+import { testIo } from "./_testing.ts";
+
+function config(args: string[]): AgentConfig {
+  const io = testIo();
+  const c = agentConfigFromArgs(args, io);
+  assert.notEqual(typeof c, "number", `args ${args.join(" ")}: ${io.stderrText}`);
+  return c as AgentConfig;
+}
+
+function failure(args: string[]): string {
+  const io = testIo();
+  const c = agentConfigFromArgs(args, io);
+  assert.equal(c, 1, `expected failure for ${args.join(" ")}`);
+  return io.stderrText;
+}
+
+test("agent flags map onto AgentConfig", () => {
+  const c = config([
+    "-server",
+    "-bootstrap-expect=3",
+    "-data-dir=/var/cairn",
+    "-node=n1",
+    "-datacenter=east",
+    "-bind=10.0.0.5",
+    "-advertise=10.0.0.6",
+    "-client=0.0.0.0",
+    "-http-port=18500",
+    "-dns-port=18600",
+    "-serf-lan-port=18301",
+    "-serf-wan-port=18302",
+    "-server-port=18300",
+    "-join=10.0.0.1",
+    "-retry-join=10.0.0.2",
+    "-retry-join",
+    "10.0.0.3",
+    "-retry-interval=5s",
+    "-retry-max=4",
+    "-encrypt=pUqJrVyVRj5jsiYEkM/tFQYfWyJIv4s3XkvDwy7Cu5s=",
+    "-rejoin",
+    "-log-level=warn",
+    "-log-json",
+    "-domain=cairn",
+    "-alt-domain=alt.example",
+    "-recursor=1.1.1.1",
+    "-recursor=8.8.8.8",
+    "-enable-script-checks",
+    "-enable-local-script-checks",
+    "-node-meta=rack:r1",
+    "-node-meta=zone:a:b",
+  ]);
+  assert.equal(c.server, true);
+  assert.equal(c.bootstrapExpect, 3);
+  assert.equal(c.dataDir, "/var/cairn");
+  assert.equal(c.nodeName, "n1");
+  assert.equal(c.datacenter, "east");
+  assert.equal(c.bindAddr, "10.0.0.5");
+  assert.equal(c.advertiseAddr, "10.0.0.6");
+  assert.equal(c.clientAddr, "0.0.0.0");
+  assert.deepEqual(c.ports, { http: 18500, dns: 18600, serfLan: 18301, serfWan: 18302, server: 18300 });
+  assert.deepEqual(c.startJoin, ["10.0.0.1"]);
+  assert.deepEqual(c.retryJoin, ["10.0.0.2", "10.0.0.3"]);
+  assert.equal(c.retryIntervalMs, 5000);
+  assert.equal(c.retryMax, 4);
+  assert.equal(c.rejoinAfterLeave, true);
+  assert.equal(c.logLevel, "warn");
+  assert.equal(c.logJson, true);
+  assert.equal(c.domain, "cairn.");
+  assert.equal(c.altDomain, "alt.example.");
+  assert.deepEqual(c.recursors, ["1.1.1.1", "8.8.8.8"]);
+  assert.equal(c.enableScriptChecks, true);
+  assert.equal(c.enableLocalScriptChecks, true);
+  assert.deepEqual(c.nodeMeta, { rack: "r1", zone: "a:b" });
+  assert.equal(c.leaveOnTerminate, false, "servers do not leave on terminate by default");
+});
+
+test("agent -dev: in-memory server, no data dir needed", () => {
+  const c = config(["-dev", "-http-port=0"]);
+  assert.equal(c.dev, true);
+  assert.equal(c.server, true);
+  assert.equal(c.dataDir, "");
+  assert.equal(c.ports.http, 0);
+  assert.ok(c.nodeName.length > 0, "node name falls back to the host name");
+});
+
+test("agent: files in command-line order, flags override them", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-agent-"));
+  try {
+    const a = join(dir, "a.json");
+    const b = join(dir, "b.yaml");
+    writeFileSync(a, JSON.stringify({ node_name: "from-a", data_dir: "/a", retry_join: ["x"] }));
+    writeFileSync(b, "node_name: from-b\nretry_join: [y]\n");
+    let c = config([`-config-file=${a}`, `-config-file=${b}`]);
+    assert.equal(c.nodeName, "from-b");
+    assert.deepEqual(c.retryJoin, ["x", "y"]);
+    c = config([`-config-file=${b}`, `-config-file=${a}`, "-node=flag"]);
+    assert.equal(c.nodeName, "flag");
+    c = config([`-config-dir=${dir}`]);
+    assert.equal(c.nodeName, "from-b");
+
+    writeFileSync(join(dir, "bad.json"), '{"ports": {"http": "x"}}');
+    const err = failure([`-config-dir=${dir}`]);
+    assert.match(err, /^==> Invalid value for "ports\.http" in ".*bad\.json": expected a port number/);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test("agent: bad flags and invalid configs print ==> and exit 1", () => {
+  assert.match(failure(["-dev", "-log-level=loud"]), /^==> Invalid log level "loud"/);
+  assert.match(failure(["-dev", "-node-meta=novalue"]), /^==> Invalid -node-meta "novalue"/);
+  assert.match(failure([]), /^==> data_dir is required/);
+  assert.match(failure(["-data-dir=/d", "-bootstrap-expect=3"]), /^==> bootstrap_expect requires server mode/);
+  assert.match(failure(["-dev", "-http-port=70000"]), /^==> Invalid ports\.http 70000/);
+  assert.match(failure(["-dev", "-retry-interval=soon"]), /^invalid value "soon" for flag -retry-interval/);
+  assert.match(failure(["-dev", "-config-file=/nonexistent/x.json"]), /^==> Cannot read "\/nonexistent\/x\.json"/);
+  assert.match(failure(["-dev", "extra"]), /^==> Unexpected extra arguments: extra/);
+  const io = testIo();
+  assert.equal(agentConfigFromArgs(["-h"], io), 0);
+  assert.match(io.stdoutText, /^Usage: cairn agent \[options\]/);
+});
