@@ -109,8 +109,10 @@ export async function blockingQuery<T>(
     if (q.requireConsistent) await ctx.consensus.readBarrier({ signal });
     const state = ctx.state();
     const ws = new WatchSet();
-    state.watchAbandon(ws);
     const r = query(state, ws);
+    // abandon() wakes every table watcher; only a read that watched nothing
+    // needs the store-wide abandon list.
+    if (ws.size === 0) state.watchAbandon(ws);
     const index = r.index > 0 ? r.index : 1;
     const remaining = deadline - ctx.clock.now();
     // After a restore, answer with what the new store holds (its index may

@@ -39,6 +39,18 @@ export async function raftApply(
   return out;
 }
 
+const blockingContexts = new WeakMap<ServerContext, BlockingContext>();
+
+function blockingContext(ctx: ServerContext): BlockingContext {
+  let b = blockingContexts.get(ctx);
+  if (!b) {
+    const fsm = ctx.fsm;
+    b = { clock: ctx.clock, rng: ctx.rng, consensus: ctx.consensus, state: () => fsm.state };
+    blockingContexts.set(ctx, b);
+  }
+  return b;
+}
+
 /** A read: forwarded unless stale reads are allowed or this is the leader, then blocking rules. */
 export function read<T>(
   ctx: ServerContext,
@@ -47,11 +59,5 @@ export function read<T>(
   options?: { signal?: AbortSignal },
 ): Promise<{ value: T; meta: QueryMeta }> {
   if (!q.allowStale) requireLeader(ctx);
-  const bctx: BlockingContext = {
-    clock: ctx.clock,
-    rng: ctx.rng,
-    consensus: ctx.consensus,
-    state: () => ctx.fsm.state,
-  };
-  return blockingQuery(bctx, q, query, options);
+  return blockingQuery(blockingContext(ctx), q, query, options);
 }

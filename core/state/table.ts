@@ -3,6 +3,7 @@
 // Rows are frozen when written; every mutation goes through a WriteTxn
 // (store.ts) so it can be undone and so watchers fire after commit.
 
+import { SortedKeys } from "./sorted_keys.ts";
 import { WatchRegistry } from "./watch.ts";
 import type { WatchSet } from "./watch.ts";
 
@@ -20,7 +21,7 @@ export class Table<T extends object> {
   readonly watches = new WatchRegistry();
   readonly #rows = new Map<string, T>();
   /** Keys in ascending order (UTF-16 code unit order). */
-  readonly #sorted: string[] = [];
+  readonly #sorted = new SortedKeys();
 
   constructor(schema: TableSchema<T>) {
     this.schema = schema;
@@ -48,23 +49,17 @@ export class Table<T extends object> {
   prefix(prefix: string, ws?: WatchSet): T[] {
     if (ws) this.watches.watchPrefix(ws, prefix);
     const out: T[] = [];
-    const keys = this.#sorted;
-    for (let i = prefix === "" ? 0 : lowerBound(keys, prefix); i < keys.length; i++) {
-      const k = keys[i]!;
-      if (!k.startsWith(prefix)) break;
-      out.push(this.#rows.get(k)!);
-    }
+    const rows = this.#rows;
+    this.#sorted.scan(prefix, (k) => {
+      out.push(rows.get(k)!);
+    });
     return out;
   }
 
   /** Calls fn for each row under prefix in key order; fn returning false stops. */
   scan(prefix: string, fn: (row: T, key: string) => boolean | void): void {
-    const keys = this.#sorted;
-    for (let i = prefix === "" ? 0 : lowerBound(keys, prefix); i < keys.length; i++) {
-      const k = keys[i]!;
-      if (!k.startsWith(prefix)) break;
-      if (fn(this.#rows.get(k)!, k) === false) return;
-    }
+    const rows = this.#rows;
+    this.#sorted.scan(prefix, (k) => fn(rows.get(k)!, k));
   }
 
   /** Every row in key order (a fresh array: safe to hold while writes go on). */
@@ -76,12 +71,7 @@ export class Table<T extends object> {
   _put(key: string, row: T): T | undefined {
     const prev = this.#rows.get(key);
     this.#rows.set(key, row);
-    if (prev === undefined) {
-      const keys = this.#sorted;
-      const n = keys.length;
-      if (n === 0 || keys[n - 1]! < key) keys.push(key);
-      else keys.splice(lowerBound(keys, key), 0, key);
-    }
+    if (prev === undefined) this.#sorted.insert(key);
     return prev;
   }
 
@@ -90,31 +80,15 @@ export class Table<T extends object> {
     const prev = this.#rows.get(key);
     if (prev === undefined) return undefined;
     this.#rows.delete(key);
-    const keys = this.#sorted;
-    const i = lowerBound(keys, key);
-    if (keys[i] === key) keys.splice(i, 1);
+    this.#sorted.delete(key);
     return prev;
   }
 
   /** @internal Bulk load for restore: rows in any order, no watches. */
   _load(rows: Iterable<T>): void {
-    for (const row of rows) {
-      const key = this.schema.keyOf(row);
-      if (!this.#rows.has(key)) this.#sorted.push(key);
-      this.#rows.set(key, row);
-    }
-    this.#sorted.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const row of rows) this.#rows.set(this.schema.keyOf(row), row);
+    this.#sorted.load([...this.#rows.keys()]);
   }
 }
 
-/** First index i with keys[i] >= key. */
-export function lowerBound(keys: readonly string[], key: string): number {
-  let lo = 0;
-  let hi = keys.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (keys[mid]! < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+export { lowerBound } from "./sorted_keys.ts";

@@ -18,6 +18,7 @@ import {
   kvsUnlockTxn,
   goQuote,
 } from "./kvs.ts";
+import { isIndex } from "./kvs_schema.ts";
 import type { ReadTxn, WriteTxn } from "./txn.ts";
 
 export interface TxnOutcome {
@@ -41,6 +42,7 @@ function txnKvs(tx: WriteTxn | ReadTxn, idx: number, op: TxnKvOp, writable: bool
     if (!writable) throw new Error(`${op.verb} is not allowed in a read-only transaction`);
     return tx as WriteTxn;
   };
+  checkOp(op);
   const entry = { key: op.key, flags: op.flags, value: op.value, session: op.session, modifyIndex: op.index };
   let e: DirEntry | undefined;
   switch (op.verb) {
@@ -90,6 +92,15 @@ function txnKvs(tx: WriteTxn | ReadTxn, idx: number, op: TxnKvOp, writable: bool
   }
   // Non-get verbs answer with the entry minus its value.
   return e ? [{ kv: withoutValue(e) }] : [];
+}
+
+/** Ops may come off the wire or the log: check field types before use. */
+function checkOp(op: TxnKvOp): void {
+  if (typeof op.key !== "string") throw new Error("Invalid KV operation: key must be a string");
+  if (op.flags !== undefined && !isIndex(op.flags)) throw new Error("Invalid KV operation: bad flags");
+  if (op.index !== undefined && !isIndex(op.index)) throw new Error("Invalid KV operation: bad index");
+  if (op.session !== undefined && typeof op.session !== "string") throw new Error("Invalid KV operation: bad session");
+  if (op.value !== undefined && !(op.value instanceof Uint8Array)) throw new Error("Invalid KV operation: value is not bytes");
 }
 
 /** Run every op; collect all errors. The caller commits only when errors is empty. */
