@@ -3,7 +3,7 @@
 // A segment is named by the index of its first entry, 20 digits:
 // `00000000000000000001.log`. It is a sequence of records
 //
-//   length u32 BE | crc32c(payload) u32 BE | payload (msgpack {index, term, type, data})
+//   length u32 BE | crc32(payload) u32 BE | payload (msgpack {index, term, type, data})
 //
 // and is rolled once it reaches `segmentSizeBytes` (64 MiB). Only the last
 // segment is written to. Every append is fsynced before it resolves; appends
@@ -20,40 +20,45 @@
 import { mkdir, open, readdir, readFile, rename, rm, unlink } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
+import * as zlib from "node:zlib";
 import { CorruptionError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
-import { decodeLogEntry, encodeLogEntry } from "./codec.ts";
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import { validateLogEntry } from "./codec.ts";
 import type { LogEntry, LogStore } from "./types.ts";
 
-// ---------------------------------------------------------------- crc32c
+// ---------------------------------------------------------------- crc32
 
-const crcTables: Uint32Array[] = (() => {
-  const tables: Uint32Array[] = [];
-  const t0 = new Uint32Array(256);
+// Slicing-by-8 tables for CRC-32 (IEEE, reflected 0xEDB88320). Int32Array and
+// `| 0` keep every value a small integer in V8 (uint32 values above 2^31 would
+// become heap doubles and run several times slower).
+const crcTables: Int32Array[] = (() => {
+  const tables: Int32Array[] = [];
+  const t0 = new Int32Array(256);
   for (let i = 0; i < 256; i++) {
     let c = i;
-    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-    t0[i] = c >>> 0;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
+    t0[i] = c | 0;
   }
   tables.push(t0);
   for (let t = 1; t < 8; t++) {
     const prev = tables[t - 1]!;
-    const cur = new Uint32Array(256);
+    const cur = new Int32Array(256);
     for (let i = 0; i < 256; i++) cur[i] = (prev[i]! >>> 8) ^ t0[prev[i]! & 0xff]!;
     tables.push(cur);
   }
   return tables;
 })();
 
-/** CRC-32C (Castagnoli), as used by iSCSI, ext4 and etcd's WAL. */
-export function crc32c(bytes: Uint8Array, seed = 0): number {
-  const [t0, t1, t2, t3, t4, t5, t6, t7] = crcTables as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array];
-  let crc = ~seed >>> 0;
+/** CRC-32 (IEEE) in JavaScript; the fallback when `node:zlib` has no `crc32` (Node < 20.15). */
+export function crc32Js(bytes: Uint8Array, seed = 0): number {
+  const [t0, t1, t2, t3, t4, t5, t6, t7] = crcTables as [Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array, Int32Array];
+  let crc = ~seed | 0;
   let i = 0;
   const n = bytes.length;
   const end8 = n - (n % 8);
   while (i < end8) {
-    const a = (crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24))) >>> 0;
+    const a = crc ^ (bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
     crc =
       t7[a & 0xff]! ^
       t6[(a >>> 8) & 0xff]! ^
@@ -69,16 +74,21 @@ export function crc32c(bytes: Uint8Array, seed = 0): number {
   return ~crc >>> 0;
 }
 
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+
+/** CRC-32 (IEEE, as zlib and gzip): native `zlib.crc32` (Node >= 20.15, Deno 2) when present. */
+export const crc32: (bytes: Uint8Array) => number = typeof nativeCrc32 === "function" ? (b) => nativeCrc32(b) >>> 0 : (b) => crc32Js(b);
+
 // ---------------------------------------------------------------- records
 
 export const recordHeaderBytes = 8;
 
-/** Frames a payload as `length | crc32c | payload`. */
+/** Frames a payload as `length | crc32 | payload`. */
 export function encodeRecord(payload: Uint8Array): Uint8Array {
   const out = new Uint8Array(recordHeaderBytes + payload.length);
   const view = new DataView(out.buffer);
   view.setUint32(0, payload.length, false);
-  view.setUint32(4, crc32c(payload), false);
+  view.setUint32(4, crc32(payload), false);
   out.set(payload, recordHeaderBytes);
   return out;
 }
@@ -98,8 +108,34 @@ export function readRecord(bytes: Uint8Array, offset: number, maxRecordBytes: nu
   const end = offset + recordHeaderBytes + length;
   if (end > bytes.length) return { ok: false, kind: "short", why: `record of ${length} bytes is cut short` };
   const payload = bytes.subarray(offset + recordHeaderBytes, end);
-  if (crc32c(payload) !== crc) return { ok: false, kind: "bad", why: "record CRC mismatch" };
+  if (crc32(payload) !== crc) return { ok: false, kind: "bad", why: "record CRC mismatch" };
   return { ok: true, payload, end };
+}
+
+// One shared encoder/decoder: `encode()`/`decode()` build a new one per call,
+// which costs more than the rest of an append. Same bytes as codec.ts
+// `encodeLogEntry`: msgpack {index, term, type, data}.
+const entryEncoder = new Encoder();
+const entryDecoder = new Decoder();
+
+/** The record for one log entry: header plus msgpack payload, in one buffer. */
+export function encodeEntryRecord(e: LogEntry): Uint8Array {
+  const payload = entryEncoder.encodeSharedRef({ index: e.index, term: e.term, type: e.type, data: e.data });
+  const out = new Uint8Array(recordHeaderBytes + payload.length);
+  const view = new DataView(out.buffer);
+  view.setUint32(0, payload.length, false);
+  view.setUint32(4, crc32(payload), false);
+  out.set(payload, recordHeaderBytes);
+  return out;
+}
+
+/** Decodes a record payload; undefined when it is not a valid log entry. */
+export function decodeEntryPayload(payload: Uint8Array): LogEntry | undefined {
+  try {
+    return validateLogEntry(entryDecoder.decode(payload));
+  } catch {
+    return undefined;
+  }
 }
 
 function isAllZero(bytes: Uint8Array, from: number): boolean {
@@ -328,7 +364,7 @@ export class FileLogStore implements LogStore {
     let off = 0;
     for (let index = lo; index < hi; index++) {
       const r = readRecord(buf.subarray(0, got), off, this.#maxRecordBytes);
-      const entry = r.ok ? decodeLogEntry(r.payload) : undefined;
+      const entry = r.ok ? decodeEntryPayload(r.payload) : undefined;
       if (!r.ok || !entry || entry.index !== index) {
         const why = !r.ok ? r.why : !entry ? "record is not a log entry" : `record holds index ${entry.index}, expected ${index}`;
         throw new CorruptionError(`Corrupt Raft log record in "${seg.path}" at offset ${startOff + off}: ${why}`, {
@@ -491,7 +527,7 @@ export class FileLogStore implements LogStore {
           if (active) toSync.add(active);
         }
         for (const e of op.entries) {
-          const record = encodeRecord(encodeLogEntry(e));
+          const record = encodeEntryRecord(e);
           let active = this.#segments.at(-1);
           if (!active || (active.sizeBytes > 0 && active.sizeBytes + record.length > this.#segmentSizeBytes)) {
             if (active) {
@@ -735,14 +771,13 @@ export class FileLogStore implements LogStore {
       let why: string | undefined;
       if (!r.ok) why = r.why;
       else {
-        const entry = decodeLogEntry(r.payload);
+        const entry = decodeEntryPayload(r.payload);
         const want = firstIndex + seg.offsets.length;
         if (!entry) why = "record is not a log entry";
         else if (entry.index !== want) why = `record holds index ${entry.index}, expected ${want}`;
         else {
           seg.offsets.push(off);
           off = r.end;
-          if (isLast) this.#cache.set(entry.index, entry);
           continue;
         }
       }
@@ -763,7 +798,14 @@ export class FileLogStore implements LogStore {
       break;
     }
     seg.sizeBytes = off;
-    this.#trimCache();
+    if (isLast) {
+      // Warm the cache with the tail (copies: decoded data are views into the whole file).
+      for (let k = Math.max(0, seg.offsets.length - this.#cacheEntries); k < seg.offsets.length; k++) {
+        const r = readRecord(bytes, seg.offsets[k]!, this.#maxRecordBytes);
+        const e = r.ok ? decodeEntryPayload(r.payload) : undefined;
+        if (e) this.#cache.set(e.index, { ...e, data: e.data.slice() });
+      }
+    }
     return seg;
   }
 }

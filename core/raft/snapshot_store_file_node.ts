@@ -1,7 +1,7 @@
 // Durable Raft snapshots in `raft/snapshots/`.
 //
 // A snapshot is two files named `<index>-<term>-<seq>` (20, 20 and 10 digits):
-// `.snap` holds the Fsm state, `.meta` one record `length | crc32c | msgpack
+// `.snap` holds the Fsm state, `.meta` one record `length | crc32 | msgpack
 // { meta, dataBytes, dataCrc }`. Each is written to a `.tmp` name, fsynced
 // and renamed, data first, and the directory is fsynced: a snapshot exists
 // once its `.meta` does. Leftover `.tmp` files and a `.snap` without `.meta`
@@ -14,7 +14,7 @@ import { decode, encode } from "@msgpack/msgpack";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { validateSnapshotMeta } from "./codec.ts";
-import { crc32c, encodeRecord, readRecord, syncDir, writeFileAtomic } from "./log_store_file_node.ts";
+import { crc32, encodeRecord, readRecord, syncDir, writeFileAtomic } from "./log_store_file_node.ts";
 import type { SnapshotMeta, SnapshotStore } from "./types.ts";
 
 const namePattern = /^(\d{20})-(\d{20})-(\d{10})\.(meta|snap)$/;
@@ -75,7 +75,7 @@ export class FileSnapshotStore implements SnapshotStore {
       try {
         const data = new Uint8Array(await readFile(path));
         if (data.length !== e.dataBytes) throw new Error(`holds ${data.length} bytes, expected ${e.dataBytes}`);
-        if (crc32c(data) !== e.dataCrc) throw new Error("CRC mismatch");
+        if (crc32(data) !== e.dataCrc) throw new Error("CRC mismatch");
         return { meta: structuredClone(e.meta), data };
       } catch (err) {
         this.#log.warn("skipping damaged Raft snapshot", { file: path, error: errorMessage(err) });
@@ -96,7 +96,7 @@ export class FileSnapshotStore implements SnapshotStore {
   async #create(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
     this.#seq++;
     const name = `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
-    const dataCrc = crc32c(data);
+    const dataCrc = crc32(data);
     await writeFileAtomic(this.dir, `${name}.snap`, data);
     const record = encodeRecord(encode({ meta, dataBytes: data.length, dataCrc }));
     await writeFileAtomic(this.dir, `${name}.meta`, record);

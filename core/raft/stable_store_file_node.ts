@@ -1,5 +1,5 @@
 // Durable Raft HardState (term, vote, commit) in one small file, `raft/stable`.
-// The file is one record `length | crc32c | msgpack HardState` (the log's
+// The file is one record `length | crc32 | msgpack HardState` (the log's
 // record format), replaced atomically: temp name, fsync, rename, fsync dir.
 // A rename is atomic, so the file is always the old or the new state; a bad
 // CRC is real damage and stops the open with a CorruptionError.
