@@ -762,6 +762,17 @@ export class FileLogStore implements LogStore {
     this.#log.debug("Raft log opened", { dir: this.dir, segments: this.#segments.length, first: this.#first(), last: this.#last() });
   }
 
+  /** True when a valid record for an index >= `index` starts anywhere at or after `from`. */
+  #hasRecordAfter(bytes: Uint8Array, from: number, index: number): boolean {
+    for (let off = from; off + recordHeaderBytes < bytes.length; off++) {
+      const r = readRecord(bytes, off, this.#maxRecordBytes);
+      if (!r.ok) continue;
+      const e = decodeEntryPayload(r.payload);
+      if (e && e.index >= index) return true;
+    }
+    return false;
+  }
+
   async #scanSegment(path: string, name: string, firstIndex: number, isLast: boolean): Promise<Segment> {
     const bytes = new Uint8Array(await readFile(path));
     const seg: Segment = { firstIndex, name, path, offsets: [], sizeBytes: 0 };
@@ -782,8 +793,14 @@ export class FileLogStore implements LogStore {
         }
       }
       // A write cut short by a crash leaves a short record, a bad last
-      // record, or zeros (space the file system allocated but never filled).
-      const torn = isLast && r.ok === false && (r.kind === "short" || isAllZero(bytes, off) || tailIsOneRecord(bytes, off));
+      // record, or zeros (space the file system allocated but never filled),
+      // and nothing valid after it. A damaged length field also looks short,
+      // but intact records follow it: that is corruption, not a torn tail.
+      const torn =
+        isLast &&
+        r.ok === false &&
+        (r.kind === "short" || isAllZero(bytes, off) || tailIsOneRecord(bytes, off)) &&
+        !this.#hasRecordAfter(bytes, off + 1, firstIndex + seg.offsets.length);
       if (!torn) {
         throw new CorruptionError(`Corrupt Raft log record in "${path}" at offset ${off}: ${why}`, { file: path, offset: off });
       }

@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CorruptionError } from "../errors.ts";
+import { Rng, seeds } from "../sim/rng.ts";
 import { CaptureSink, createLogger } from "../log/logger.ts";
 import { encodeLogEntry } from "./codec.ts";
 import { crc32, crc32Js, decodeEntryPayload, encodeEntryRecord, encodeRecord, FileLogStore, readRecord, segmentName } from "./log_store_file_node.ts";
@@ -246,4 +247,56 @@ test("file log: reads racing truncation and compaction see the log before or aft
     assert.ok(show(e!) === after[0] || show(e!) === expect(21, 40, 39, 30), show(e!));
     assert.equal(show(await s.getEntries(1, 40)), expect(21, 40, 39, 30));
     await s.close();
+  }));
+
+test("file log: a crash at any byte of the last writes reopens to a prefix of the log", () =>
+  withDir(async (dir, sink) => {
+    const src = join(dir, "src");
+    let s = await open(src, sink);
+    for (let i = 1; i <= 12; i += 3) await s.append(range(i, i + 3, 1, 5 + i));
+    await s.close();
+    const file = join(src, segmentName(1));
+    const full = new Uint8Array(await readFile(file));
+    // Record boundaries, from the records themselves.
+    const ends: number[] = [];
+    for (let off = 0; off < full.length; ) {
+      const r = readRecord(full, off, 1 << 20);
+      assert.ok(r.ok);
+      off = r.ok ? r.end : full.length;
+      ends.push(off);
+    }
+    assert.equal(ends.length, 12);
+    const work = join(dir, "work");
+    for (let cut = ends[9]! - 3; cut <= full.length; cut++) {
+      await rm(work, { recursive: true, force: true });
+      await mkdir(work);
+      await writeFile(join(work, segmentName(1)), full.subarray(0, cut));
+      s = await open(work, sink);
+      const complete = ends.filter((e) => e <= cut).length;
+      assert.equal(await s.lastIndex(), complete, `cut at byte ${cut}`);
+      assert.equal((await s.getEntries(1, 100)).length, complete);
+      if (cut % 8 === 0) await s.append([entry(complete + 1, 9)]);
+      await s.close();
+    }
+  }));
+
+test("file log: a flipped byte before the last record is always CorruptionError, never a silent cut", () =>
+  withDir(async (dir, sink) => {
+    const src = join(dir, "src");
+    const s = await open(src, sink);
+    await s.append(range(1, 21, 1, 16));
+    await s.close();
+    const full = new Uint8Array(await readFile(join(src, segmentName(1))));
+    const lastStart = full.length - full.length / 20;
+    const work = join(dir, "work");
+    for (const seed of seeds(40)) {
+      const rng = new Rng(seed);
+      const at = rng.int(lastStart);
+      const bytes = full.slice();
+      bytes[at]! ^= 1 << rng.int(8);
+      await rm(work, { recursive: true, force: true });
+      await mkdir(work);
+      await writeFile(join(work, segmentName(1)), bytes);
+      await assert.rejects(open(work, sink), CorruptionError, `seed ${seed}: byte ${at} flipped`);
+    }
   }));

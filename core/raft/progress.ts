@@ -15,8 +15,8 @@ export class Progress {
   recentActive = false;
   /** Highest heartbeat round this follower acknowledged (lease and ReadIndex). */
   ackedRound = 0;
-  /** Last index of each unacknowledged append, oldest first. */
-  inflight: number[] = [];
+  /** Last index and send tick of each unacknowledged append, oldest first. */
+  inflight: { last: number; tick: number }[] = [];
   /** Snapshot state: the snapshot index being sent and the next byte offset. */
   pendingSnapshot = 0;
   snapshotOffset = 0;
@@ -61,7 +61,7 @@ export class Progress {
       this.paused = false;
     }
     this.next = Math.max(this.next, index + 1);
-    while (this.inflight.length > 0 && this.inflight[0]! <= index) this.inflight.shift();
+    while (this.inflight.length > 0 && this.inflight[0]!.last <= index) this.inflight.shift();
     return updated;
   }
 
@@ -82,11 +82,11 @@ export class Progress {
   }
 
   /** Record an append sent whose last entry is `last`. */
-  sentEntries(last: number, count: number): void {
+  sentEntries(last: number, count: number, tick: number): void {
     if (this.state === "replicate") {
       if (count > 0) {
         this.next = last + 1;
-        this.inflight.push(last);
+        this.inflight.push({ last, tick });
       }
     } else if (this.state === "probe") {
       this.paused = true;

@@ -287,6 +287,7 @@ export class RaftCore {
    */
   hasLease(): boolean {
     if (this.#role !== "leader" || this.#leaseDisabled || this.#leadTransferee !== "" || !this.#checkQuorum) return false;
+    if (!this.#committedInTerm()) return false;
     const voters = this.#voters();
     if (voters.length === 1 && voters[0] === this.id) return true;
     const round = committedIndex(voters, (id) => (id === this.id ? this.#round : this.#progress.get(id)?.ackedRound ?? 0));
@@ -761,6 +762,13 @@ export class RaftCore {
   #handleHeartbeatResp(m: HeartbeatResponse, pr: Progress): void {
     if (m.ctx > pr.ackedRound) pr.ackedRound = m.ctx;
     if (pr.state === "probe") pr.paused = false;
+    // The link works but an append sent well before this heartbeat is still
+    // unanswered: it was lost (or the follower restarted). Probe again.
+    const sentAt = this.#roundTick.get(m.ctx);
+    const oldest = pr.inflight[0];
+    if (pr.state === "replicate" && oldest && sentAt !== undefined && sentAt - oldest.tick >= Math.max(2, this.#electionTicks >> 1)) {
+      pr.becomeProbe();
+    }
     if (pr.match < this.#log.lastIndex()) this.#sendAppendLoop(m.from);
     if (this.#reads.length > 0) {
       const voters = this.#voters();
@@ -785,10 +793,13 @@ export class RaftCore {
       this.#sendAppend(m.from, true);
       return;
     }
-    if (m.offset > pr.snapshotOffset || !pr.paused) {
-      pr.snapshotOffset = m.offset;
-      this.#sendSnapshotChunk(m.from, pr);
-    }
+    // The follower says which byte it wants next. Progress: send it now.
+    // Otherwise (a duplicate, or the follower lost its partial copy) just
+    // remember it; the next heartbeat resends from there, so duplicates
+    // cannot multiply into a storm of chunks.
+    const progressed = m.offset > pr.snapshotOffset;
+    pr.snapshotOffset = m.offset;
+    if (progressed) this.#sendSnapshotChunk(m.from, pr);
   }
 
   #maybeCommit(): boolean {
@@ -848,7 +859,7 @@ export class RaftCore {
     }
     if (entries.length === 0 && !sendIfEmpty) return false;
     this.#send({ type: "append", from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.#log.committed });
-    pr.sentEntries(prevIndex + entries.length, entries.length);
+    pr.sentEntries(prevIndex + entries.length, entries.length, this.#ticks);
     return entries.length > 0;
   }
 

@@ -1,0 +1,556 @@
+// The runtime around RaftCore, and the only async file in core/raft. A timer
+// from the injected Clock feeds ticks, the transport feeds messages, and one
+// pump at a time drains Ready: persist (log append + HardState, awaited:
+// fsync), then send, then apply committed entries to the Fsm, then advance.
+// Proposals that arrive while a sync is running land in the next Ready, so
+// one fsync covers many writes (group commit).
+import type { Clock, Timer } from "../clock/clock.ts";
+import { NotLeaderError, errorMessage } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import { nullLogger } from "../log/logger.ts";
+import type { Rng } from "../sim/rng.ts";
+import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft.ts";
+import { RaftCore } from "./raft.ts";
+import type {
+  Configuration,
+  Fsm,
+  LogStore,
+  RaftMessage,
+  RaftTransport,
+  ServerId,
+  SnapshotMeta,
+  SnapshotStore,
+  StableStore,
+} from "./types.ts";
+
+export interface RaftNodeOptions {
+  id: ServerId;
+  address: string;
+  /**
+   * Bootstrap membership, used only when storage is empty (no snapshot, no
+   * configuration entry). Give every first server the same list; a server
+   * that will be added later by `addVoter` starts with none.
+   */
+  peers?: { id: ServerId; address: string }[];
+  fsm: Fsm;
+  logStore: LogStore;
+  stableStore: StableStore;
+  snapshotStore: SnapshotStore;
+  transport: RaftTransport;
+  clock: Clock;
+  rng: Rng;
+  logger?: Logger;
+  /** Base tick length; the real tick is tickMs * raftMultiplier. Default 100. */
+  tickMs?: number;
+  /** Default 10 (1 s election timeout at the defaults). */
+  electionTicks?: number;
+  /** Default 1. */
+  heartbeatTicks?: number;
+  /** Consul's `raft_multiplier`: scales every timing. Default 1. */
+  raftMultiplier?: number;
+  /** Take a snapshot after this many applied entries. Default 16,384 (Consul). */
+  snapshotThreshold?: number;
+  /** Other RaftCore settings (trailingLogs, maxInflight, maxEntriesPerMsg, …). */
+  raft?: Omit<RaftConfig, "id" | "electionTicks" | "heartbeatTicks" | "logger">;
+}
+
+/** What the server layer needs from consensus (core/server/consensus.ts describes the same shape). */
+export interface Consensus {
+  apply(command: Uint8Array, options?: { signal?: AbortSignal }): Promise<{ index: number; result: unknown }>;
+  isLeader(): boolean;
+  leaderAddr(): string;
+  lastContactMs(): number;
+  peers(): string[];
+  readBarrier(options?: { signal?: AbortSignal }): Promise<void>;
+}
+
+export interface RaftNodeStats {
+  readies: number;
+  logSyncs: number;
+  applied: number;
+  snapshotsTaken: number;
+  proposalsRejected: number;
+}
+
+interface PendingApply {
+  term: number;
+  resolve: (v: { index: number; result: unknown }) => void;
+  reject: (e: Error) => void;
+  cleanup: () => void;
+}
+
+interface PendingRead {
+  resolve: () => void;
+  reject: (e: Error) => void;
+  cleanup: () => void;
+  index: number;
+}
+
+const MAX_INDEX = Number.MAX_SAFE_INTEGER;
+
+export class RaftNode implements Consensus {
+  readonly id: ServerId;
+  readonly address: string;
+  readonly core: RaftCore;
+  readonly stats: RaftNodeStats = { readies: 0, logSyncs: 0, applied: 0, snapshotsTaken: 0, proposalsRejected: 0 };
+  #o: RaftNodeOptions;
+  #log: Logger;
+  #tickMs: number;
+  #timer: Timer | undefined;
+  #stopped = false;
+  #pumping = false;
+  #pumpDone: Promise<void> = Promise.resolve();
+  #applied: number;
+  #lastSnapshotIndex: number;
+  #storeCompacted: number;
+  #lastContact: number;
+  #role: Role;
+  #addresses = new Map<ServerId, string>();
+  #pending = new Map<number, PendingApply>();
+  #reads = new Map<number, PendingRead>();
+  #waitingApply: PendingRead[] = [];
+  #readSeq = 0;
+  #leaderListeners = new Set<(isLeader: boolean) => void>();
+  #failure: Error | undefined;
+
+  /** Use createRaftNode. */
+  constructor(o: RaftNodeOptions, core: RaftCore, applied: number) {
+    this.#o = o;
+    this.id = o.id;
+    this.address = o.address;
+    this.core = core;
+    this.#log = o.logger ?? nullLogger();
+    this.#tickMs = Math.max(1, (o.tickMs ?? 100) * Math.max(1, o.raftMultiplier ?? 1));
+    this.#applied = applied;
+    this.#lastSnapshotIndex = applied;
+    this.#storeCompacted = 0;
+    this.#lastContact = o.clock.now();
+    this.#role = core.role;
+    for (const p of o.peers ?? []) this.#addresses.set(p.id, p.address);
+    this.#addresses.set(o.id, o.address);
+  }
+
+  /** Begin ticking and receiving. */
+  start(): void {
+    this.#o.transport.onMessage((msg) => this.#receive(msg));
+    this.#armTimer();
+    this.#schedule();
+  }
+
+  /** Stop ticking, receiving and applying; pending calls fail. Stores and transport stay open (their owner closes them). */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#timer?.cancel();
+    this.#o.transport.onMessage(() => {});
+    this.#failAll(new NotLeaderError());
+    await this.#pumpDone.catch(() => {});
+  }
+
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  // -------------------------------------------------------------------------
+  // Consensus
+
+  apply(command: Uint8Array, options: { signal?: AbortSignal } = {}): Promise<{ index: number; result: unknown }> {
+    if (this.#stopped) return Promise.reject(new NotLeaderError());
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason ?? new Error("Aborted"));
+    const r = this.core.step({ kind: "propose", data: command });
+    if (!r.ok || r.index === undefined) {
+      this.stats.proposalsRejected++;
+      return Promise.reject(new NotLeaderError(this.leaderAddr() || undefined));
+    }
+    const index = r.index;
+    const term = r.term!;
+    this.#schedule();
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#pending.delete(index);
+        reject(options.signal?.reason ?? new Error("Aborted"));
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      this.#pending.set(index, {
+        term,
+        resolve,
+        reject,
+        cleanup: () => options.signal?.removeEventListener("abort", onAbort),
+      });
+    });
+  }
+
+  isLeader(): boolean {
+    return !this.#stopped && this.core.isLeader();
+  }
+
+  leaderAddr(): string {
+    const l = this.core.leader;
+    return l === "" ? "" : this.#addressOf(l) ?? "";
+  }
+
+  leaderId(): ServerId {
+    return this.core.leader;
+  }
+
+  lastContactMs(): number {
+    if (this.core.isLeader()) return 0;
+    return Math.max(0, this.#o.clock.now() - this.#lastContact);
+  }
+
+  /** Addresses of the voters in the latest configuration. */
+  peers(): string[] {
+    return this.core.configuration().servers.filter((s) => s.suffrage === "voter").map((s) => s.address);
+  }
+
+  configuration(): Configuration {
+    return this.core.configuration();
+  }
+
+  appliedIndex(): number {
+    return this.#applied;
+  }
+
+  /** The leader still holds its lease (see RaftCore.hasLease): a `default`-consistency read may be served locally. */
+  hasLease(): boolean {
+    return this.isLeader() && this.core.hasLease();
+  }
+
+  /**
+   * Linearizable read barrier (ReadIndex): resolves once this leader has
+   * confirmed with a quorum that it still leads and has applied everything
+   * committed before the call. With `allowLease`, a valid lease skips the round.
+   */
+  readBarrier(options: { signal?: AbortSignal; allowLease?: boolean } = {}): Promise<void> {
+    if (this.#stopped || !this.core.isLeader()) return Promise.reject(new NotLeaderError(this.leaderAddr() || undefined));
+    if (options.signal?.aborted) return Promise.reject(options.signal.reason ?? new Error("Aborted"));
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        this.#reads.delete(ctx);
+        const i = this.#waitingApply.indexOf(read);
+        if (i >= 0) this.#waitingApply.splice(i, 1);
+        reject(options.signal?.reason ?? new Error("Aborted"));
+      };
+      const ctx = ++this.#readSeq;
+      const read: PendingRead = {
+        resolve,
+        reject,
+        index: 0,
+        cleanup: () => options.signal?.removeEventListener("abort", onAbort),
+      };
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      if (options.allowLease && this.core.hasLease()) {
+        read.index = this.core.commitIndex;
+        this.#waitForApply(read);
+        return;
+      }
+      this.#reads.set(ctx, read);
+      this.core.step({ kind: "readIndex", ctx });
+      this.#schedule();
+    });
+  }
+
+  addVoter(id: ServerId, address: string): Promise<number> {
+    this.#addresses.set(id, address);
+    return this.#confChange({ op: "addVoter", id, address });
+  }
+
+  addNonvoter(id: ServerId, address: string): Promise<number> {
+    this.#addresses.set(id, address);
+    return this.#confChange({ op: "addNonvoter", id, address });
+  }
+
+  removeServer(id: ServerId): Promise<number> {
+    return this.#confChange({ op: "removeServer", id });
+  }
+
+  /** Hand leadership to `to` (or the most up-to-date voter). Resolves when asked; watch isLeader for the outcome. */
+  transferLeadership(to?: ServerId): StepResult {
+    const r = this.core.step({ kind: "transferLeader", to });
+    this.#schedule();
+    return r;
+  }
+
+  /** Called with true when this server becomes leader and false when it stops being leader. */
+  onLeadershipChange(fn: (isLeader: boolean) => void): () => void {
+    this.#leaderListeners.add(fn);
+    return () => this.#leaderListeners.delete(fn);
+  }
+
+  /** Resolves when every Ready queued so far has been processed (tests). */
+  async idle(): Promise<void> {
+    await this.#pumpDone;
+  }
+
+  // -------------------------------------------------------------------------
+
+  #confChange(change: ConfChange): Promise<number> {
+    if (this.#stopped) return Promise.reject(new NotLeaderError());
+    const r = this.core.step({ kind: "confChange", change });
+    if (!r.ok) {
+      if (r.reason === "not leader") return Promise.reject(new NotLeaderError(this.leaderAddr() || undefined));
+      return Promise.reject(new Error(`Cannot change the configuration: ${r.reason}`));
+    }
+    this.#schedule();
+    const index = r.index!;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(index, {
+        term: r.term!,
+        resolve: () => resolve(index),
+        reject,
+        cleanup: () => {},
+      });
+    });
+  }
+
+  #receive(msg: RaftMessage): void {
+    if (this.#stopped) return;
+    if (msg.fromAddress && msg.fromAddress !== "" && !this.#addresses.has(msg.from)) {
+      this.#addresses.set(msg.from, msg.fromAddress);
+    }
+    if (msg.type === "append" || msg.type === "heartbeat" || msg.type === "snapshot") {
+      if (msg.term >= this.core.term) this.#lastContact = this.#o.clock.now();
+    }
+    this.core.step({ kind: "message", msg });
+    this.#schedule();
+  }
+
+  #armTimer(): void {
+    if (this.#stopped) return;
+    this.#timer = this.#o.clock.setTimer(this.#tickMs, () => {
+      if (this.#stopped) return;
+      this.core.step({ kind: "tick" });
+      this.#armTimer();
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#pumping || this.#stopped || !this.core.hasReady()) return;
+    this.#pumping = true;
+    this.#pumpDone = this.#pump().finally(() => {
+      this.#pumping = false;
+    });
+  }
+
+  async #pump(): Promise<void> {
+    try {
+      while (!this.#stopped && this.core.hasReady()) {
+        const rd = this.core.ready();
+        await this.#handle(rd);
+      }
+    } catch (err) {
+      this.#fail(err);
+    }
+  }
+
+  async #handle(rd: RaftReady): Promise<void> {
+    const o = this.#o;
+    this.stats.readies++;
+    // 1. Persist.
+    if (rd.snapshot) {
+      const { meta, data } = rd.snapshot;
+      await o.snapshotStore.create(meta, data);
+      await o.logStore.deleteRange(0, MAX_INDEX);
+      await o.fsm.restore(data);
+      if (this.#stopped) return;
+      this.#applied = meta.index;
+      this.#lastSnapshotIndex = meta.index;
+      this.#storeCompacted = meta.index;
+      for (const s of meta.configuration.servers) this.#addresses.set(s.id, s.address);
+    }
+    if (rd.entries.length > 0) {
+      await o.logStore.append(rd.entries);
+      this.stats.logSyncs++;
+      for (const e of rd.entries) if (e.type === "config") this.#learnAddresses(e.data);
+    }
+    if (rd.hardState) await o.stableStore.save(rd.hardState);
+    if (this.#stopped) return;
+    // 2. Send.
+    for (const m of rd.messages) {
+      const address = this.#addressOf(m.to);
+      if (address === undefined) {
+        this.#log.debug("no address for raft peer; dropping message", { to: m.to, type: m.type });
+        continue;
+      }
+      o.transport.send({ id: m.to, address }, { ...m, fromAddress: this.address });
+    }
+    // 3. Apply.
+    for (const e of rd.committed) {
+      if (e.index <= this.#applied) continue;
+      let result: unknown = undefined;
+      if (e.type === "normal") {
+        result = o.fsm.apply(e.index, e.data);
+        this.stats.applied++;
+      }
+      this.#applied = e.index;
+      const p = this.#pending.get(e.index);
+      if (p) {
+        this.#pending.delete(e.index);
+        p.cleanup();
+        if (p.term === e.term) p.resolve({ index: e.index, result });
+        else p.reject(new NotLeaderError(this.leaderAddr() || undefined));
+      }
+    }
+    for (const rs of rd.readStates) {
+      const read = this.#reads.get(rs.ctx);
+      if (!read) continue;
+      this.#reads.delete(rs.ctx);
+      if (!rs.ok) {
+        read.cleanup();
+        read.reject(new NotLeaderError(this.leaderAddr() || undefined));
+        continue;
+      }
+      read.index = rs.index;
+      this.#waitForApply(read);
+    }
+    this.#releaseReads();
+    this.#noteRole(rd.softState.role);
+    this.core.advance(rd);
+    // 4. Housekeeping: snapshot and compaction.
+    const threshold = o.snapshotThreshold ?? 16_384;
+    if (this.#applied - this.#lastSnapshotIndex >= threshold) await this.#takeSnapshot();
+    const compacted = this.core.compactedIndex;
+    if (compacted > this.#storeCompacted) {
+      await o.logStore.deleteRange(0, compacted);
+      this.#storeCompacted = compacted;
+    }
+  }
+
+  async #takeSnapshot(): Promise<void> {
+    const index = this.#applied;
+    const term = this.core.termAt(index);
+    if (term === undefined) return;
+    const data = await this.#o.fsm.snapshot();
+    if (this.#stopped) return;
+    const meta: SnapshotMeta = { index, term, configuration: this.core.configurationAt(index), sizeBytes: data.length };
+    await this.#o.snapshotStore.create(meta, data);
+    if (this.#stopped) return;
+    const r = this.core.step({ kind: "snapshotDone", meta, data });
+    this.#lastSnapshotIndex = index;
+    if (r.ok) {
+      this.stats.snapshotsTaken++;
+      this.#log.info("snapshot taken", { index, term, sizeBytes: data.length });
+    } else {
+      this.#log.warn("snapshot not used", { index, reason: r.reason });
+    }
+  }
+
+  #waitForApply(read: PendingRead): void {
+    this.#waitingApply.push(read);
+    this.#releaseReads();
+  }
+
+  #releaseReads(): void {
+    if (this.#waitingApply.length === 0) return;
+    const still: PendingRead[] = [];
+    for (const r of this.#waitingApply) {
+      if (r.index <= this.#applied) {
+        r.cleanup();
+        r.resolve();
+      } else {
+        still.push(r);
+      }
+    }
+    this.#waitingApply = still;
+  }
+
+  #noteRole(role: Role): void {
+    const was = this.#role === "leader";
+    this.#role = role;
+    const is = role === "leader";
+    if (was === is) return;
+    if (!is) {
+      // Leadership lost: proposals may or may not commit; tell callers we cannot know.
+      const err = new NotLeaderError(this.leaderAddr() || undefined);
+      for (const [i, p] of this.#pending) {
+        this.#pending.delete(i);
+        p.cleanup();
+        p.reject(err);
+      }
+    }
+    this.#log.info(is ? "raft: leadership gained" : "raft: leadership lost", { term: this.core.term });
+    for (const fn of this.#leaderListeners) {
+      try {
+        fn(is);
+      } catch (err) {
+        this.#log.error("leadership listener failed", { error: errorMessage(err) });
+      }
+    }
+  }
+
+  #learnAddresses(data: Uint8Array): void {
+    void data;
+    for (const s of this.core.configuration().servers) this.#addresses.set(s.id, s.address);
+  }
+
+  #addressOf(id: ServerId): string | undefined {
+    const s = this.core.configuration().servers.find((x) => x.id === id);
+    return s?.address ?? this.#addresses.get(id);
+  }
+
+  #fail(err: unknown): void {
+    if (this.#stopped) return;
+    this.#failure = err instanceof Error ? err : new Error(String(err));
+    this.#log.error("raft node halted: storage or state machine failed", { error: errorMessage(err) });
+    this.#stopped = true;
+    this.#timer?.cancel();
+    this.#failAll(this.#failure);
+  }
+
+  #failAll(err: Error): void {
+    for (const p of this.#pending.values()) {
+      p.cleanup();
+      p.reject(err);
+    }
+    this.#pending.clear();
+    for (const r of this.#reads.values()) {
+      r.cleanup();
+      r.reject(err);
+    }
+    this.#reads.clear();
+    for (const r of this.#waitingApply) {
+      r.cleanup();
+      r.reject(err);
+    }
+    this.#waitingApply = [];
+  }
+
+  /** Why the node halted, if it did. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+}
+
+/** Load state from the stores, restore the Fsm from the latest snapshot, and start the node. */
+export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
+  const snap = await o.snapshotStore.latest();
+  if (snap) await o.fsm.restore(snap.data);
+  const hardState = await o.stableStore.load();
+  const first = await o.logStore.firstIndex();
+  const last = await o.logStore.lastIndex();
+  const from = Math.max(first, (snap?.meta.index ?? 0) + 1);
+  const entries = last >= from && first > 0 ? await o.logStore.getEntries(from, last + 1) : [];
+  const logger = o.logger ?? nullLogger();
+  const core = new RaftCore(
+    {
+      ...o.raft,
+      id: o.id,
+      electionTicks: o.electionTicks ?? 10,
+      heartbeatTicks: o.heartbeatTicks ?? 1,
+      logger: logger.named("core"),
+    },
+    {
+      hardState,
+      snapshot: snap,
+      entries,
+      bootstrap: o.peers && o.peers.length > 0
+        ? { servers: o.peers.map((p) => ({ id: p.id, address: p.address, suffrage: "voter" as const })) }
+        : { servers: [] },
+    },
+    o.rng,
+  );
+  const node = new RaftNode(o, core, snap?.meta.index ?? 0);
+  node.start();
+  return node;
+}
