@@ -124,12 +124,12 @@ export class Fsm {
 
   /** The whole state as one buffer (the Raft seam's shape). */
   snapshot(): Uint8Array {
-    return concatChunks(this.#state.snapshot());
+    return concatChunks(this.#state.snapshot({ index: this.#lastIndex }));
   }
 
   /** The whole state as a lazy stream of chunks (point in time). */
   snapshotStream(): Iterable<Uint8Array> {
-    return this.#state.snapshot();
+    return this.#state.snapshot({ index: this.#lastIndex });
   }
 
   /**
@@ -141,7 +141,7 @@ export class Fsm {
     const fresh = await StateStore.restore(data, { logger: this.#logger });
     const old = this.#state;
     this.#state = fresh;
-    this.#lastIndex = fresh.lastIndex();
+    this.#lastIndex = Math.max(fresh.snapshotIndex, fresh.lastIndex());
     old.abandon();
   }
 }

@@ -37,6 +37,7 @@ export class StateStore implements ReadTxn {
   readonly #indexes = new Map<string, number>();
   readonly #abandonWaiters = new Map<string, Set<WatchSet>>();
   #abandoned = false;
+  #snapshotIndex = 0;
 
   constructor() {
     this.tables = createTables();
@@ -71,6 +72,11 @@ export class StateStore implements ReadTxn {
       tx.abort();
       throw err;
     }
+  }
+
+  /** The index in the header of the snapshot this store was restored from (0 if none). */
+  get snapshotIndex(): number {
+    return this.#snapshotIndex;
   }
 
   // ---- abandon (restore) ----
@@ -176,10 +182,12 @@ export class StateStore implements ReadTxn {
   /**
    * A point-in-time snapshot as a lazy stream of framed msgpack chunks. The
    * rows are captured now; writes after this call do not show up in it.
+   * `index` (the last applied Raft index) goes in the header when it is
+   * higher than the store's own.
    */
-  snapshot(): Iterable<Uint8Array> {
+  snapshot(options: { index?: number } = {}): Iterable<Uint8Array> {
     const captured: CapturedState = {
-      index: this.lastIndex(),
+      index: Math.max(options.index ?? 0, this.lastIndex()),
       tables: tableList(this.tables).map((t) => [t.name, t.all()]),
       indexes: [...this.#indexes.entries()],
     };
@@ -201,6 +209,7 @@ export class StateStore implements ReadTxn {
           throw new CorruptionError(`Snapshot version ${rec.version} is not supported (want ${snapshotVersion})`);
         }
         sawHeader = true;
+        store.#snapshotIndex = rec.index;
         continue;
       }
       if (rec.t === "rows") {
