@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { runCli } from "./main.ts";
+import { runCli } from "./run.ts";
 import { FakeAgent, testIo } from "./_testing.ts";
 import type { TestIo } from "./_testing.ts";
 

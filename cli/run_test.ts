@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { commands, findCommand, runCli, usage } from "./main.ts";
+import { commands, findCommand, runCli, usage } from "./run.ts";
 import { testIo } from "./_testing.ts";
 
 test("findCommand: longest match of leading words", () => {

@@ -1,0 +1,158 @@
+// cairn's command line: a flat command table (consul command/registry.go),
+// nested verbs found by longest match, Consul's usage text and exit codes.
+// cli/main.ts is the process entry; everything here is callable from tests
+// through `runCli(argv, io)`.
+import { readFile } from "node:fs/promises";
+import { agentCommand } from "./agent.ts";
+import type { CliIo, Command } from "./_io.ts";
+import { kvDelete } from "./kv_delete.ts";
+import { kvExport } from "./kv_export.ts";
+import { kvGet } from "./kv_get.ts";
+import { kvImport } from "./kv_import.ts";
+import { kvPut } from "./kv_put.ts";
+import { versionCommand } from "./version.ts";
+
+/** A command that only groups subcommands (`cairn kv`). */
+function parentCommand(name: string, synopsis: string, text: string): Command {
+  const cmd: Command = {
+    name,
+    synopsis,
+    help: () => `${text.trim()}\n\nSubcommands:\n${subcommandList(name)}\n`,
+    // Like mitchellh/cli's RunResultHelp: usage on stderr, exit 1.
+    async run(args: string[], io: CliIo): Promise<number> {
+      if (args.some((a) => a === "-h" || a === "-help" || a === "--help")) {
+        io.stdout(cmd.help());
+        return 0;
+      }
+      io.stderr(cmd.help());
+      return 1;
+    },
+  };
+  return cmd;
+}
+
+export const commands: readonly Command[] = [
+  agentCommand,
+  parentCommand(
+    "kv",
+    "Interact with the key-value store",
+    `
+Usage: cairn kv <subcommand> [options] [args]
+
+  This command has subcommands for interacting with the key-value store.
+  Here are some simple examples, and more detailed examples are available
+  in the subcommands or the documentation.
+
+  Create or update the key named "redis/config/connections" with value "5":
+
+      $ cairn kv put redis/config/connections 5
+
+  Read this value back:
+
+      $ cairn kv get redis/config/connections
+
+  Or get detailed key information:
+
+      $ cairn kv get -detailed redis/config/connections
+
+  Finally, delete the key:
+
+      $ cairn kv delete redis/config/connections
+
+  For more examples, ask for subcommand help or view the documentation.
+`,
+  ),
+  kvDelete,
+  kvExport,
+  kvGet,
+  kvImport,
+  kvPut,
+  versionCommand,
+];
+
+const byName = new Map(commands.map((c) => [c.name, c]));
+
+function subcommandList(parent: string): string {
+  const subs = commands.filter((c) => c.name.startsWith(`${parent} `) && !c.name.slice(parent.length + 1).includes(" "));
+  const width = Math.max(0, ...subs.map((c) => c.name.length - parent.length - 1));
+  return subs.map((c) => `    ${c.name.slice(parent.length + 1).padEnd(width)}    ${c.synopsis}`).join("\n");
+}
+
+/** The longest run of leading words that names a command, and the arguments after it. */
+export function findCommand(argv: readonly string[]): { command: Command; args: string[] } | undefined {
+  const words: string[] = [];
+  for (const a of argv) {
+    if (a.startsWith("-")) break;
+    words.push(a);
+  }
+  for (let n = words.length; n > 0; n--) {
+    const command = byName.get(words.slice(0, n).join(" "));
+    if (command) return { command, args: argv.slice(n) };
+  }
+  return undefined;
+}
+
+/** mitchellh/cli BasicHelpFunc: top-level commands only. */
+export function usage(): string {
+  const top = commands.filter((c) => !c.name.includes(" ") && !c.hidden);
+  const width = Math.max(...top.map((c) => c.name.length));
+  const lines = top.map((c) => `    ${c.name.padEnd(width)}    ${c.synopsis}`);
+  return `Usage: cairn [--version] [--help] <command> [<args>]\n\nAvailable commands are:\n${lines.join("\n")}\n`;
+}
+
+const HELP_FLAGS = new Set(["-h", "-help", "--help"]);
+const VERSION_FLAGS = new Set(["-v", "-version", "--version"]);
+
+/** Run one command line; returns the exit code. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  if (argv.length === 0) {
+    io.stderr(usage());
+    return 1;
+  }
+  // Like mitchellh/cli: -h/-v anywhere before the command words mean help/version.
+  const first = argv[0]!;
+  if (HELP_FLAGS.has(first)) {
+    io.stdout(usage());
+    return 0;
+  }
+  if (VERSION_FLAGS.has(first)) return versionCommand.run([], io);
+  const found = findCommand(argv);
+  if (!found) {
+    io.stderr(`Unknown command: "${argv.filter((a) => !a.startsWith("-")).slice(0, 3).join(" ")}"\n\n${usage()}`);
+    return 1;
+  }
+  const dashDash = found.args.indexOf("--");
+  const beforeDashDash = dashDash >= 0 ? found.args.slice(0, dashDash) : found.args;
+  if (beforeDashDash.some((a) => HELP_FLAGS.has(a))) {
+    io.stdout(found.command.help());
+    return 0;
+  }
+  try {
+    return await found.command.run(found.args, io);
+  } catch (err) {
+    io.stderr(`Error: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+/** The real process: argv, stdio, environment. */
+export function processIo(): CliIo {
+  return {
+    stdout: (s) => void process.stdout.write(s),
+    stderr: (s) => void process.stderr.write(s),
+    stdin: async () => {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
+      const total = chunks.reduce((n, c) => n + c.length, 0);
+      const out = new Uint8Array(total);
+      let off = 0;
+      for (const c of chunks) {
+        out.set(c, off);
+        off += c.length;
+      }
+      return out;
+    },
+    env: process.env,
+    readFile: async (path) => new Uint8Array(await readFile(path)),
+  };
+}
