@@ -54,20 +54,29 @@ export type ByteStream = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8
 /** Records from a (possibly re-chunked) stream. Throws CorruptionError on a bad or truncated stream. */
 export async function* decodeSnapshot(stream: ByteStream): AsyncGenerator<SnapshotRecord> {
   const decoder = new Decoder();
-  let buf: Uint8Array = new Uint8Array(0);
+  // Chunks not yet parsed; joined only once a whole frame has arrived, so
+  // small chunks do not make reassembly quadratic.
+  let parts: Uint8Array[] = [];
+  let have = 0;
+  let need = 4;
   let sawEnd = false;
   const chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array> = stream instanceof Uint8Array ? [stream] : stream;
   for await (const chunk of chunks) {
-    if (sawEnd) {
-      if (chunk.length > 0) throw new CorruptionError("Snapshot has data after its end record");
-      continue;
-    }
-    buf = buf.length === 0 ? chunk : concat(buf, chunk);
+    if (chunk.length === 0) continue;
+    if (sawEnd) throw new CorruptionError("Snapshot has data after its end record");
+    parts.push(chunk);
+    have += chunk.length;
+    if (have < need) continue;
+    const buf = parts.length === 1 ? parts[0]! : concatChunks(parts);
     let off = 0;
+    need = 4;
     while (buf.length - off >= 4) {
       const len = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0);
       if (len > maxFrameBytes) throw new CorruptionError(`Snapshot frame too large: ${len} bytes`, { offset: off });
-      if (buf.length - off - 4 < len) break;
+      if (buf.length - off - 4 < len) {
+        need = 4 + len;
+        break;
+      }
       let rec: unknown;
       try {
         rec = decoder.decode(buf.subarray(off + 4, off + 4 + len));
@@ -81,7 +90,9 @@ export async function* decodeSnapshot(stream: ByteStream): AsyncGenerator<Snapsh
       if (sawEnd) break;
     }
     if (sawEnd && off < buf.length) throw new CorruptionError("Snapshot has data after its end record");
-    buf = buf.subarray(off);
+    const rest = buf.subarray(off);
+    parts = rest.length > 0 ? [rest] : [];
+    have = rest.length;
   }
   if (!sawEnd) throw new CorruptionError("Snapshot is truncated: no end record");
 }
@@ -108,13 +119,6 @@ function checkRecord(rec: unknown): SnapshotRecord {
       return { t: "end" };
   }
   throw new CorruptionError(`Snapshot record is malformed: type ${JSON.stringify(String(r.t))}`);
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
 }
 
 /** Join chunks into one buffer (for seams that want the whole snapshot at once). */

@@ -17,7 +17,7 @@ function dump(s: StateStore) {
 function populate(s: StateStore, rng: Rng): void {
   s.sessionCreate(1, "sess");
   let idx = 2;
-  for (let i = 0; i < 1_500; i++) {
+  for (let i = 0; i < 1_000; i++) {
     const key = `k/${rng.int(300)}/${rng.int(10)}`;
     const r = rng.int(10);
     if (r < 7) s.kvsSet(idx, { key, value: rng.bytes(rng.int(20)), flags: rng.int(3) });
@@ -28,7 +28,7 @@ function populate(s: StateStore, rng: Rng): void {
 }
 
 test("snapshot: restore round-trips every table and index, whatever the chunking", async () => {
-  for (const seed of seeds(3)) {
+  for (const seed of seeds(2)) {
     const rng = new Rng(seed);
     const s = new StateStore();
     populate(s, rng);
