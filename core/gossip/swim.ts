@@ -133,7 +133,8 @@ export type SwimInput<T extends GossipTypes> =
   | { kind: "stream"; now: number; from: string; msg: SwimMessage<T>; streamId?: number; requestId?: number }
   /** A stream this core opened failed (connect, timeout, decode). */
   | { kind: "streamError"; now: number; requestId: number; error: string }
-  | { kind: "join"; now: number; addrs: readonly string[] }
+  /** Join through these addresses; `tag` is echoed in the joinDone event. */
+  | { kind: "join"; now: number; addrs: readonly string[]; tag?: string }
   | { kind: "leave"; now: number; timeoutMs: number }
   | { kind: "setMeta"; now: number; meta: T["meta"] };
 
@@ -169,7 +170,7 @@ export type SwimEvent<T extends GossipTypes> =
   | { kind: "user"; from: string; msg: T["user"] }
   | { kind: "remoteState"; from: string; join: boolean; state: T["state"] }
   | { kind: "pingComplete"; node: string; rttMs: number; payload: T["ack"] | undefined }
-  | { kind: "joinDone"; contacted: number; errors: string[] }
+  | { kind: "joinDone"; contacted: number; errors: string[]; tag?: string }
   | { kind: "leaveDone" }
   /** Another address claims a known member's name. */
   | { kind: "conflict"; existing: SwimMember<T["meta"]>; other: AliveMsg<T["meta"]> };
@@ -237,6 +238,7 @@ interface RelayHandler {
 }
 
 interface PendingJoin {
+  tag: string | undefined;
   remaining: Set<number>;
   contacted: number;
   errors: string[];
@@ -376,7 +378,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         this.#streamFailed(input.requestId, input.error);
         break;
       case "join":
-        this.#join(input.addrs);
+        this.#join(input.addrs, input.tag);
         break;
       case "leave":
         this.#startLeave(input.timeoutMs);
@@ -686,7 +688,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       else j.contacted++;
       if (j.remaining.size === 0) {
         this.#joins = this.#joins.filter((x) => x !== j);
-        this.#events.push({ kind: "joinDone", contacted: j.contacted, errors: j.errors });
+        this.#events.push({ kind: "joinDone", contacted: j.contacted, errors: j.errors, tag: j.tag });
       }
     }
   }
@@ -730,8 +732,8 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     }
   }
 
-  #join(addrs: readonly string[]): void {
-    const pending: PendingJoin = { remaining: new Set(), contacted: 0, errors: [] };
+  #join(addrs: readonly string[], tag: string | undefined): void {
+    const pending: PendingJoin = { tag, remaining: new Set(), contacted: 0, errors: [] };
     for (const addr of addrs) {
       if (addr === this.addr) {
         pending.errors.push(`Cannot join "${addr}": that is our own address`);
@@ -743,7 +745,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       this.#sends.push({ to: addr, msg: this.#localPushPull(true), reliable: true, requestId });
     }
     if (pending.remaining.size === 0) {
-      this.#events.push({ kind: "joinDone", contacted: 0, errors: pending.errors });
+      this.#events.push({ kind: "joinDone", contacted: 0, errors: pending.errors, tag });
       return;
     }
     this.#joins.push(pending);
@@ -1063,6 +1065,19 @@ export function structuralEquals(a: unknown, b: unknown): boolean {
 
 /** A rough encoded-size estimate (msgpack-like) for packing without a codec. */
 export function estimateSize(v: unknown): number {
+  if (typeof v === "object" && v !== null && "type" in v) {
+    // Fast paths for the per-probe messages.
+    const m = v as SwimMessage<GossipTypes>;
+    switch (m.type) {
+      case "ping":
+      case "indirectPing":
+        return 60 + m.node.length + (m.sourceNode?.length ?? 0);
+      case "ack":
+        return m.payload === undefined ? 20 : 150;
+      case "nack":
+        return 15;
+    }
+  }
   if (v === null || v === undefined || typeof v === "boolean") return 1;
   if (typeof v === "number") return 5;
   if (typeof v === "string") return v.length + 2;
