@@ -139,15 +139,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         body,
         signal: ac.signal,
       };
-      if (!logger.isEnabled("debug")) {
+      if (!logger.isEnabled("trace")) {
         void router.dispatch(found.route, request).then((r) => send(res, r));
         return;
       }
       const startedMs = performance.now();
       void router.dispatch(found.route, request).then((r) => {
         send(res, r);
-        // Consul logs "Request finished" the same way, at debug.
-        logger.debug("request finished", {
+        // Consul logs "Request finished" at debug; here it is trace so dev
+        // mode (debug) does not pay a log line per request.
+        logger.trace("request finished", {
           method,
           url: url,
           from: `${req.socket.remoteAddress ?? ""}:${req.socket.remotePort ?? ""}`,

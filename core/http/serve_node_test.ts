@@ -197,10 +197,10 @@ test("serve_node: a malformed request line gets a 400 and the connection closes"
   assert.match(answer, /^HTTP\/1\.1 400 Bad Request\r\n/);
 });
 
-test("serve_node: requests are logged at debug with status and latency", async () => {
+test("serve_node: requests are logged at trace with status and latency", async () => {
   const { CaptureSink, createLogger } = await import("../log/mod.ts");
   const sink = new CaptureSink();
-  const s = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }), logger: createLogger({ sink, level: "debug" }) });
+  const s = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }), logger: createLogger({ sink, level: "trace" }) });
   const p = (await s.listen({ host: "127.0.0.1", port: 0 })).port;
   try {
     const r = await fetch(`http://127.0.0.1:${p}/v1/status/leader`);
