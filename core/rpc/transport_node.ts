@@ -41,6 +41,8 @@ export interface RpcServerStats {
   /** Connections closed for a garbage, oversized or misplaced frame. */
   badFrames: number;
   oversizedFrames: number;
+  /** Connections closed because replies piled up unread. */
+  slowConsumers: number;
 }
 
 export interface RpcServer {
@@ -62,6 +64,8 @@ export interface RpcServerOptions {
   handlers?: Record<string, RpcHandler> | Map<string, RpcHandler>;
   logger: Logger;
   maxFrameBytes?: number;
+  /** A connection whose unsent replies exceed this is closed (a client that does not read). Default 64 MiB. */
+  maxQueuedBytes?: number;
 }
 
 /** Splits "host:port" or "[v6]:port". */
@@ -147,7 +151,9 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     badProtocol: 0,
     badFrames: 0,
     oversizedFrames: 0,
+    slowConsumers: 0,
   };
+  const maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
   const sockets = new Set<Socket>();
 
   const server: Server = createServer((socket) => {
@@ -188,6 +194,10 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
             });
           }
           writer.enqueue(bytes);
+          if (writer.queuedBytes > maxQueuedBytes) {
+            stats.slowConsumers++;
+            drop("closing RPC connection: client is not reading its replies", { queuedBytes: writer.queuedBytes });
+          }
         },
         (err: unknown) => {
           stats.handlerErrors++;

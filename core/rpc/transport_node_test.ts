@@ -203,6 +203,26 @@ test("rpc: an oversized frame is refused: the server closes that connection, the
   }
 });
 
+test("rpc: a client that never reads its replies is disconnected", async () => {
+  const s = await createRpcServer({
+    host: "127.0.0.1",
+    port: 0,
+    handlers: { "Test.Big": () => new Uint8Array(100_000) },
+    logger: logger(),
+    maxQueuedBytes: 1_000_000,
+  });
+  try {
+    const requests: number[] = [rpcProtocolV1];
+    for (let id = 1; id <= 100; id++) requests.push(...encodeFrame({ t: FrameKind.Request, id, method: "Test.Big", body: null }));
+    const c = rawClient(s.port, new Uint8Array(requests));
+    c.socket.pause();
+    await c.closed;
+    assert.equal(s.stats.slowConsumers, 1);
+  } finally {
+    await s.close();
+  }
+});
+
 test("rpc: one-way messages sent in one turn share one socket write", async () => {
   const got: number[] = [];
   const s = await server({ "Test.Note": (b) => void got.push(b as number) });
