@@ -231,18 +231,20 @@ export function formatHelp(text: string, specs: readonly FlagSpec[]): string {
     if (!groups.has(g)) groups.set(g, []);
     groups.get(g)!.push(s);
   }
-  let out = text.trim();
+  const sections = [text.trim()];
   for (const [group, flags] of groups) {
-    out += `\n\n${group}\n`;
-    for (const f of [...flags].sort((a, b) => (a.name < b.name ? -1 : 1))) {
-      const head = f.kind === "bool" ? `-${f.name}` : `-${f.name}=<${f.valueName ?? "value"}>`;
-      let usage = f.usage.replace(/`/g, "");
-      if (f.kind === "bool" && !/default value/.test(usage)) usage += ` The default value is ${f.defaultText ?? "false"}.`;
-      else if (f.defaultText !== undefined && !/default value/.test(usage)) usage += ` The default value is ${f.defaultText}.`;
-      out += `\n  ${head}\n${wrap(usage, 5, 80)}\n`;
-    }
+    const entries = [...flags]
+      .sort((a, b) => (a.name < b.name ? -1 : 1))
+      .map((f) => {
+        const head = f.kind === "bool" ? `-${f.name}` : `-${f.name}=<${f.valueName ?? "value"}>`;
+        let usage = f.usage.replace(/`/g, "");
+        if (f.kind === "bool" && !/default value/.test(usage)) usage += ` The default value is ${f.defaultText ?? "false"}.`;
+        else if (f.defaultText !== undefined && !/default value/.test(usage)) usage += ` The default value is ${f.defaultText}.`;
+        return `  ${head}\n${wrap(usage, 5, 80)}`;
+      });
+    sections.push(`${group}\n\n${entries.join("\n\n")}`);
   }
-  return out.trimEnd() + "\n";
+  return `${sections.join("\n\n")}\n`;
 }
 
 function wrap(text: string, indent: number, width: number): string {
