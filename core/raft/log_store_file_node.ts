@@ -799,8 +799,8 @@ export class FileLogStore implements LogStore {
       const torn =
         isLast &&
         r.ok === false &&
-        (r.kind === "short" || isAllZero(bytes, off) || tailIsOneRecord(bytes, off)) &&
-        !this.#hasRecordAfter(bytes, off + 1, firstIndex + seg.offsets.length);
+        (isAllZero(bytes, off) ||
+          ((r.kind === "short" || tailIsOneRecord(bytes, off)) && !this.#hasRecordAfter(bytes, off + 1, firstIndex + seg.offsets.length)));
       if (!torn) {
         throw new CorruptionError(`Corrupt Raft log record in "${path}" at offset ${off}: ${why}`, { file: path, offset: off });
       }
