@@ -635,15 +635,10 @@ export function parseStream(buf: Uint8Array, options: StreamParseOptions = {}): 
     if (inner.status === "error") return inner;
     return { status: "ok", message: inner.message, consumed: step.value.offset, compressed: true };
   }
-  if (buf.length > maxBytes) {
-    // Still incomplete past the cap: the caller should give up.
-    const r = parseStreamInner(buf, options);
-    if (r.status === "more") {
-      return { status: "error", error: { code: "too_large", message: `Stream message exceeds ${maxBytes} bytes` } };
-    }
-    return r;
-  }
-  return parseStreamInner(buf, options);
+  const r = parseStreamInner(buf, options);
+  const over = (r.status === "ok" && r.consumed > maxBytes) || (r.status === "more" && buf.length > maxBytes);
+  if (over) return { status: "error", error: { code: "too_large", message: `Stream message exceeds ${maxBytes} bytes` } };
+  return r;
 }
 
 function parseStreamInner(buf: Uint8Array, options: StreamParseOptions): StreamParse {
