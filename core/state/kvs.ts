@@ -154,11 +154,16 @@ export function kvsSetCasTxn(tx: WriteTxn, idx: number, entry: KvsWriteEntry): D
   return kvsSetTxn(tx, idx, entry, false);
 }
 
-/** Delete every key under prefix; one tombstone for the prefix (none for ""). */
+/**
+ * Delete every key under prefix, leaving one tombstone for the prefix. Consul
+ * skips the tombstone for "" (the table index covers a root listing), but a
+ * listing of "a/" whose own stones are older would then go backwards; the ""
+ * stone keeps every prefix's index moving forward.
+ */
 export function kvsDeleteTreeTxn(tx: WriteTxn, idx: number, prefix: string): void {
   const deleted = tx.deletePrefix(tx.tables.kvs, prefix);
   if (deleted.length === 0) return;
-  if (prefix !== "") graveyardInsertTxn(tx, prefix, idx);
+  graveyardInsertTxn(tx, prefix, idx);
   tx.setIndex("kvs", idx);
 }
 

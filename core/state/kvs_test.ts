@@ -60,7 +60,7 @@ test("kvs: reapTombstones removes only stones at or below the index", () => {
   assert.deepEqual(s.tables.tombstones.all().map((t) => t.key), ["k3"]);
 });
 
-test("kvs: delete-tree leaves one tombstone for the prefix and none for the root", () => {
+test("kvs: delete-tree leaves one tombstone for the prefix (the root too)", () => {
   const s = new StateStore();
   s.kvsSet(2, { key: "t/a" });
   s.kvsSet(3, { key: "t/b/c" });
@@ -71,10 +71,24 @@ test("kvs: delete-tree leaves one tombstone for the prefix and none for the root
   assert.equal(s.kvsList("t/").index, 5);
   s.kvsDeleteTree(6, "");
   assert.equal(s.tables.kvs.size, 0);
-  assert.equal(s.tables.tombstones.size, 1);
+  assert.deepEqual(s.tables.tombstones.all().map((t) => t.key), ["", "t/"]);
   assert.equal(s.kvsList("").index, 6);
   s.kvsDeleteTree(7, "zzz");
   assert.equal(s.maxIndex("kvs"), 6, "deleting nothing does not bump the index");
+});
+
+test("kvs: a delete-tree of an ancestor moves a sub-prefix's index forward", () => {
+  const s = new StateStore();
+  s.kvsSet(2, { key: "a/b/old" });
+  s.kvsDelete(3, "a/b/old");
+  s.kvsSet(4, { key: "a/b/c" });
+  assert.equal(s.kvsList("a/b/").index, 4);
+  s.kvsDeleteTree(5, "a/");
+  assert.equal(s.kvsList("a/b/").index, 5, "not the older stone at 3");
+  s.kvsSet(6, { key: "x/y/z" });
+  s.kvsDeleteTree(7, "");
+  assert.equal(s.kvsList("x/y/").index, 7);
+  assert.equal(s.kvsListKeys("x/", "/").index, 7);
 });
 
 test("kvs: ListKeys rolls up at the separator like Consul", () => {

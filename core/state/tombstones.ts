@@ -29,12 +29,24 @@ export function graveyardInsertTxn(tx: WriteTxn, key: string, idx: number): void
   tx.setIndex("tombstones", idx);
 }
 
-/** Highest tombstone index under prefix (0 if none). */
+/**
+ * Highest tombstone index that bears on prefix (0 if none): stones under it,
+ * and stones of delete-tree calls on an ancestor prefix (deleting "a/" also
+ * emptied "a/b/"). Consul looks only under the prefix, which lets a listing of
+ * "a/b/" go backwards after a delete-tree of "a/"; we also look up.
+ */
 export function graveyardMaxIndexTxn(tx: ReadTxn, prefix: string): number {
+  const stones = tx.tables.tombstones;
   let max = 0;
-  tx.tables.tombstones.scan(prefix, (s) => {
+  stones.scan(prefix, (s) => {
     if (s.index > max) max = s.index;
   });
+  if (stones.size > 0) {
+    for (let i = 0; i < prefix.length; i++) {
+      const s = stones.get(prefix.slice(0, i));
+      if (s && s.index > max) max = s.index;
+    }
+  }
   return max;
 }
 
