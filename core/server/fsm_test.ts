@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { Encoder } from "@msgpack/msgpack";
 import { FsmError, StateError } from "../errors.ts";
 import { CaptureSink, createLogger } from "../log/logger.ts";
+import type { Fsm as RaftFsm } from "../raft/types.ts";
 import { WatchSet } from "../state/watch.ts";
 import { DevConsensus } from "./consensus.ts";
 import { encodeCommand, Fsm, ignoreUnknownTypeFlag, MessageType } from "./fsm.ts";
@@ -18,6 +19,11 @@ test("fsm: KVS commands change the store at the entry's index", () => {
   assert.equal(fsm.apply(4, encodeCommand(MessageType.KVS, { op: "delete-cas", entry: { key: "a", modifyIndex: 2 } })), true);
   assert.equal(fsm.state.kvsGet("a").value, undefined);
   assert.equal(fsm.lastIndex, 4);
+});
+
+test("fsm: fits the Raft driver's Fsm seam", () => {
+  const seam: RaftFsm = new Fsm();
+  assert.equal(seam.apply(2, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a" } })), true);
 });
 
 test("fsm: values are copied out of the log buffer", () => {
