@@ -5,6 +5,7 @@
 // objects merge key by key, lists are appended (retry_join from two files
 // gives both lists; `services` collect from every file).
 import { parse as parseYaml, YAMLParseError } from "yaml";
+import { findJsonSyntaxError } from "./json_error.ts";
 import { ConfigError, errorMessage } from "../errors.ts";
 import { decodeLayer } from "./_schema.ts";
 import { defaultConfig, devLayer } from "./defaults.ts";
@@ -33,11 +34,10 @@ function parseJson(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const message = errorMessage(err);
-    const m = /position (\d+)/.exec(message);
-    const offset = m ? Number(m[1]) : text.length;
+    const problem = findJsonSyntaxError(text);
+    const offset = problem?.offset ?? text.length;
     const { line, column } = lineCol(text, offset);
-    const reason = message.replace(/ in JSON at position \d+.*$/s, "").replace(/^JSON\.parse: /, "");
+    const reason = problem?.reason ?? errorMessage(err);
     throw new ConfigError(`Cannot parse "${file}" at line ${line}, column ${column}: ${reason}`, { file, line });
   }
 }
