@@ -27,7 +27,7 @@ export function dirEntryToJson(e: DirEntry): DirEntryJson {
     LockIndex: e.lockIndex,
     Key: e.key,
     Flags: e.flags,
-    Value: e.value.length > 0 ? encodeBase64(e.value) : null,
+    Value: e.value && e.value.length > 0 ? encodeBase64(e.value) : null,
     CreateIndex: e.createIndex,
     ModifyIndex: e.modifyIndex,
   };
@@ -83,7 +83,7 @@ export function kvsHandler(options: KvsHandlerOptions): (req: HttpRequest) => Pr
     if (!recurse && req.query.has("raw")) {
       headers["Content-Type"] = "text/plain";
       headers["X-Content-Type-Options"] = "nosniff";
-      return { status: 200, headers, body: reply.entries[0]!.value };
+      return { status: 200, headers, body: reply.entries[0]!.value ?? new Uint8Array(0) };
     }
     return jsonResponse(reply.entries.map(dirEntryToJson), { headers, pretty });
   }

@@ -72,6 +72,8 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   function send(res: ServerResponse, r: HttpResponse): void {
     if (res.headersSent || res.destroyed) return;
     if (closing) r.headers["Connection"] = "close";
+    // A known length instead of chunked encoding, as Go's server does for small answers.
+    r.headers["Content-Length"] = String(typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.length);
     res.writeHead(r.status, r.headers);
     res.end(r.body);
   }

@@ -55,6 +55,12 @@ test("serve_node: PUT and GET over a kept-alive connection", async () => {
   assert.equal(get.headers["x-consul-knownleader"], "true");
   assert.ok(Number(get.headers["x-consul-index"]) > 0);
   assert.equal(get.socketPort, put.socketPort, "the second request reused the connection");
+  assert.equal(get.headers["content-length"], "2");
+  assert.equal(get.headers["transfer-encoding"], undefined);
+  await call("PUT", "/v1/kv/%C3%A9", "x");
+  const utf = await call("GET", "/v1/kv/%C3%A9?keys");
+  assert.equal(utf.body.toString(), '["é"]');
+  assert.equal(utf.headers["content-length"], "6", "Content-Length counts UTF-8 bytes");
   const missing = await call("GET", "/v1/kv/none");
   assert.equal(missing.status, 404);
   assert.equal(missing.body.length, 0);
