@@ -1,0 +1,226 @@
+// End-to-end wire compatibility with the real Debian `serf` agent (serf
+// 0.9.4 / memberlist 0.2.2): our transport + codec join it by push/pull,
+// decode its node list with tags and Serf state, get acks to UDP and TCP
+// pings, and every packet it gossips to us decodes without errors. Then the
+// same join with gossip encryption. Skipped when /usr/bin/serf is missing.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createSocket } from "node:dgram";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { after, test } from "node:test";
+import { nullLogger } from "../../core/log/mod.ts";
+import { createNodeTransport } from "../../core/gossip/transport_node.ts";
+import type { NodeTransport } from "../../core/gossip/transport_node.ts";
+import type { StreamResult } from "../../core/gossip/driver.ts";
+import {
+  decodeCoordinatePayload,
+  decodePacket,
+  decodeSerfMessage,
+  decodeTags,
+  encodeAck,
+  encodePing,
+  encodePushPull,
+  encodeSerfMessage,
+  encodeTags,
+  Keyring,
+  keyFromBase64,
+  parseStream,
+} from "../../core/gossip/wire/mod.ts";
+import type { MemberlistMessage, PushPull, WireError } from "../../core/gossip/wire/mod.ts";
+
+const serfBin = "/usr/bin/serf";
+const skip = existsSync(serfBin) ? false : "serf binary not installed";
+
+const children: ChildProcess[] = [];
+const transports: NodeTransport[] = [];
+after(() => {
+  for (const t of transports) t.close();
+  for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGKILL");
+});
+
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((ok, fail) => {
+      const srv = createServer();
+      srv.once("error", fail);
+      srv.listen(0, "127.0.0.1", () => {
+        const a = srv.address();
+        srv.close(() => ok(typeof a === "object" && a ? a.port : 0));
+      });
+    });
+    const udpFree = await new Promise<boolean>((ok) => {
+      const s = createSocket("udp4");
+      s.once("error", () => ok(false));
+      s.bind(port, "127.0.0.1", () => s.close(() => ok(true)));
+    });
+    if (udpFree) return port;
+  }
+}
+
+function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout>;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`Timed out waiting for ${what}`)), ms);
+    }),
+  ]);
+}
+
+const serfOutput: string[] = [];
+
+async function startSerf(name: string, port: number, extra: string[] = []): Promise<{ child: ChildProcess; rpc: number }> {
+  let rpc = await freePort();
+  while (rpc === port) rpc = await freePort();
+  const child = spawn(
+    serfBin,
+    ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpc}`, "-tag", "role=web", "-log-level=debug", ...extra],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  child.stdout!.on("data", (c: Buffer) => serfOutput.push(`${name}: ${c}`));
+  child.stderr!.on("data", (c: Buffer) => serfOutput.push(`${name}: ${c}`));
+  children.push(child);
+  return { child, rpc };
+}
+
+const vsn = new Uint8Array([1, 5, 2, 2, 5, 5]);
+
+function serfState(self: string): Uint8Array {
+  return encodeSerfMessage({
+    type: "pushPull",
+    body: {
+      lTime: 1,
+      statusLTimes: new Map([[self, 0]]),
+      leftMembers: [],
+      eventLTime: 1,
+      events: new Array(512).fill(null),
+      queryLTime: 1,
+    },
+  });
+}
+
+function ourState(t: NodeTransport, name: string): PushPull {
+  return {
+    join: true,
+    nodes: [{ name, addr: new Uint8Array([127, 0, 0, 1]), port: t.port, meta: encodeTags(new Map([["role", "ts"]])), incarnation: 1, state: 0, vsn }],
+    userState: serfState(name),
+  };
+}
+
+function sendStream(t: NodeTransport, to: string, payload: Uint8Array): Promise<StreamResult<Uint8Array>> {
+  return new Promise((resolve) => t.sendStream(to, payload, { expectReply: true }, resolve));
+}
+
+/** Retries the join push/pull until the agent is up. */
+async function joinPushPull(t: NodeTransport, to: string, name: string): Promise<PushPull> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const r = await sendStream(t, to, encodePushPull(ourState(t, name)));
+    if (r.ok && r.reply) {
+      const p = parseStream(r.reply);
+      assert.ok(p.status === "ok" && p.message.type === "pushPull", `push/pull reply: ${JSON.stringify(p)}`);
+      return p.message.body;
+    }
+    if (Date.now() > deadline) assert.fail(`join push/pull to ${to} failed: ${!r.ok ? r.error : "no reply"}\n${serfOutput.join("")}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+interface Inbox {
+  messages: { from: string; msg: MemberlistMessage }[];
+  errors: WireError[];
+  waiters: { pred: (m: MemberlistMessage) => boolean; resolve: (m: MemberlistMessage) => void }[];
+}
+
+/** Collects every packet, answers the agent's pings so it keeps us alive. */
+function listen(t: NodeTransport, name: string): Inbox {
+  const box: Inbox = { messages: [], errors: [], waiters: [] };
+  t.listen({
+    onPacket(from, bytes) {
+      const d = decodePacket(bytes);
+      box.errors.push(...d.errors);
+      for (const msg of d.messages) {
+        box.messages.push({ from, msg });
+        if (msg.type === "ping" && (msg.body.node === name || msg.body.node === "")) {
+          t.sendPacket(from, encodeAck({ seqNo: msg.body.seqNo, payload: null }));
+        }
+        if (msg.type === "user") {
+          const s = decodeSerfMessage(msg.body);
+          if (!s.ok) box.errors.push(s.error);
+        }
+        box.waiters = box.waiters.filter((w) => (w.pred(msg) ? (w.resolve(msg), false) : true));
+      }
+    },
+    onStream: () => undefined,
+  });
+  return box;
+}
+
+function waitFor(box: Inbox, pred: (m: MemberlistMessage) => boolean, what: string): Promise<MemberlistMessage> {
+  const seen = box.messages.find((m) => pred(m.msg));
+  if (seen) return Promise.resolve(seen.msg);
+  return within(new Promise((resolve) => box.waiters.push({ pred, resolve })), what);
+}
+
+test("serf e2e: join a real serf agent, decode its state, ping it over UDP and TCP", { skip }, async () => {
+  const port = await freePort();
+  const { rpc } = await startSerf("s1", port);
+  const serfAddr = `127.0.0.1:${port}`;
+  const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger() });
+  transports.push(t);
+  const box = listen(t, "t1");
+
+  const remote = await joinPushPull(t, serfAddr, "t1");
+  assert.equal(remote.join, true);
+  const s1 = remote.nodes.find((n) => n.name === "s1");
+  assert.ok(s1, "agent lists itself");
+  assert.equal(s1.port, port);
+  assert.deepEqual([...s1.vsn], [1, 5, 2, 2, 5, 5]);
+  const tags = decodeTags(s1.meta);
+  assert.ok(tags.ok && tags.value.get("role") === "web", "agent tags decode");
+  const state = decodeSerfMessage(remote.userState);
+  assert.ok(state.ok && state.value.type === "pushPull", "serf user state decodes");
+  assert.ok(state.value.body.statusLTimes.has("s1"));
+  assert.equal(state.value.body.events.length, 512);
+
+  // UDP ping -> ack with a Vivaldi coordinate payload.
+  t.sendPacket(serfAddr, encodePing({ seqNo: 4242, node: "s1", sourceAddr: new Uint8Array([127, 0, 0, 1]), sourcePort: t.port, sourceNode: "t1" }));
+  const ack = await waitFor(box, (m) => m.type === "ackResp" && m.body.seqNo === 4242, "UDP ack");
+  assert.ok(ack.type === "ackResp" && ack.body.payload, "ack carries a payload");
+  assert.ok(decodeCoordinatePayload(ack.body.payload).ok, "coordinate decodes");
+
+  // TCP fallback ping -> stream ack.
+  const r = await within(sendStream(t, serfAddr, encodePing({ seqNo: 99, node: "s1" })), "TCP ack");
+  assert.ok(r.ok && r.reply, `tcp ping: ${!r.ok ? r.error : "no reply"}`);
+  const tcpAck = parseStream(r.reply);
+  assert.ok(tcpAck.status === "ok" && tcpAck.message.type === "ackResp" && tcpAck.message.body.seqNo === 99);
+
+  // The agent now gossips to us and probes us: it all decodes.
+  await waitFor(box, (m) => m.type === "ping", "a probe from the agent");
+  await waitFor(box, (m) => m.type === "alive" && m.body.node === "t1", "our alive gossiped back");
+  assert.deepEqual(box.errors, [], "every packet from serf decodes");
+  assert.equal(t.stats.packetsGarbage, 0);
+
+  // And the agent lists us as an alive member with our tags.
+  const members = spawnSync(serfBin, ["members", `-rpc-addr=127.0.0.1:${rpc}`], { encoding: "utf8", timeout: 5000 });
+  assert.match(members.stdout, new RegExp(`t1\\s+127\\.0\\.0\\.1:${t.port}\\s+alive\\s+role=ts`), members.stdout + members.stderr);
+});
+
+test("serf e2e: encrypted join with a serf keygen-style key", { skip }, async () => {
+  const keyText = Buffer.from(new Uint8Array(32).map((_, i) => (i * 7 + 3) & 0xff)).toString("base64");
+  const key = keyFromBase64(keyText)!;
+  const port = await freePort();
+  await startSerf("s2", port, [`-encrypt=${keyText}`]);
+  const serfAddr = `127.0.0.1:${port}`;
+  const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger(), keyring: new Keyring([key]) });
+  transports.push(t);
+  const box = listen(t, "t2");
+  const remote = await joinPushPull(t, serfAddr, "t2");
+  assert.ok(remote.nodes.some((n) => n.name === "s2"));
+  t.sendPacket(serfAddr, encodePing({ seqNo: 7, node: "s2", sourceAddr: new Uint8Array([127, 0, 0, 1]), sourcePort: t.port, sourceNode: "t2" }));
+  await waitFor(box, (m) => m.type === "ackResp" && m.body.seqNo === 7, "encrypted UDP ack");
+  assert.equal(t.stats.packetsDecryptFailed, 0);
+  assert.deepEqual(box.errors, []);
+});
