@@ -151,9 +151,10 @@ test("rpc: calls in flight when the connection drops fail with RpcError", async 
   const pool = new RpcClientPool({ logger: logger() });
   try {
     const call = pool.call(s.address, "Test.Never", {});
+    const failed = assert.rejects(call, (e: unknown) => e instanceof RpcError && /closed/.test(e.message));
     await until(() => s.stats.requests === 1, "the request to arrive");
     await s.close();
-    await assert.rejects(call, (e: unknown) => e instanceof RpcError && /closed/.test(e.message));
+    await failed;
   } finally {
     pool.close();
   }
