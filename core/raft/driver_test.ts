@@ -1,0 +1,128 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { NotLeaderError } from "../errors.ts";
+import { Rng } from "../sim/rng.ts";
+import { SimClock } from "../sim/sim_clock.ts";
+import { SimNetwork } from "../sim/sim_network.ts";
+import { SimFsm } from "./_sim_cluster.ts";
+import { createRaftNode } from "./driver.ts";
+import type { RaftNode } from "./driver.ts";
+import { MemoryLogStore } from "./log_store_memory.ts";
+import { MemorySnapshotStore } from "./snapshot_store_memory.ts";
+import { MemoryStableStore } from "./stable_store_memory.ts";
+import { SimRaftTransport } from "./transport_sim.ts";
+import type { RaftMessage } from "./types.ts";
+
+const enc = new TextEncoder();
+
+function world(seed = 1) {
+  const clock = new SimClock();
+  const rng = new Rng(seed);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 3] });
+  const syncDelay = (): Promise<void> => new Promise((r) => clock.setTimer(5, r));
+  const stores = (id: string) => ({
+    id,
+    log: new MemoryLogStore({ syncDelay }),
+    stable: new MemoryStableStore({ syncDelay }),
+    snaps: new MemorySnapshotStore(),
+    fsm: new SimFsm(),
+  });
+  const boot = (s: ReturnType<typeof stores>, peers: string[], extra: { snapshotThreshold?: number; raft?: { trailingLogs?: number } } = {}) =>
+    createRaftNode({
+      id: s.id,
+      address: `${s.id}:8300`,
+      peers: peers.map((p) => ({ id: p, address: `${p}:8300` })),
+      fsm: s.fsm,
+      logStore: s.log,
+      stableStore: s.stable,
+      snapshotStore: s.snaps,
+      transport: new SimRaftTransport(net, `${s.id}:8300`, { encode: true }),
+      clock,
+      rng: rng.fork(),
+      tickMs: 10,
+      ...extra,
+    });
+  return { clock, net, stores, boot };
+}
+
+test("driver: group commit batches concurrent proposals into few fsyncs", async () => {
+  const w = world();
+  const s = w.stores("a");
+  const node = await w.boot(s, ["a"]);
+  await w.clock.runUntil(() => node.isLeader(), { maxMs: 2_000 });
+  const before = s.log.syncs;
+  const results = Array.from({ length: 200 }, (_, i) => node.apply(enc.encode(`c${i}`)));
+  await w.clock.runUntil(() => s.fsm.state.length === 200, { maxMs: 2_000 });
+  const done = await Promise.all(results);
+  assert.deepEqual(done.map((d) => d.result), done.map((_, i) => `c${i}`.length));
+  assert.ok(done.every((d, i) => i === 0 || d.index === done[i - 1]!.index + 1), "indexes are consecutive");
+  const syncs = s.log.syncs - before;
+  assert.ok(syncs <= 5, `200 proposals took ${syncs} log syncs; group commit should need a handful`);
+  await node.stop();
+});
+
+test("driver: followers reject apply and readBarrier with the leader's address; the leader serves both", async () => {
+  const w = world(2);
+  const ids = ["a", "b", "c"];
+  const nodes: RaftNode[] = [];
+  for (const id of ids) nodes.push(await w.boot(w.stores(id), ids));
+  await w.clock.runUntil(() => nodes.some((n) => n.isLeader()) && nodes.every((n) => n.leaderAddr() !== ""), { maxMs: 5_000 });
+  const leader = nodes.find((n) => n.isLeader())!;
+  const follower = nodes.find((n) => !n.isLeader())!;
+  await assert.rejects(follower.apply(enc.encode("x")), (e: unknown) => e instanceof NotLeaderError && e.leader === leader.address);
+  await assert.rejects(follower.readBarrier(), NotLeaderError);
+  assert.deepEqual(leader.peers().sort(), ["a:8300", "b:8300", "c:8300"]);
+  assert.equal(leader.lastContactMs(), 0);
+  const p = leader.apply(enc.encode("x"));
+  await w.clock.runUntil(() => leader.appliedIndex() >= 2, { maxMs: 1_000 });
+  const { index } = await p;
+  let read = false;
+  void leader.readBarrier().then(() => { read = true; });
+  await w.clock.runUntil(() => read, { maxMs: 1_000, what: "readBarrier resolves" });
+  assert.ok(leader.appliedIndex() >= index);
+  await w.clock.runUntil(() => leader.hasLease(), { maxMs: 1_000, what: "lease after a heartbeat round" });
+  for (const n of nodes) await n.stop();
+});
+
+test("driver: a restarted server recovers its state from snapshot plus log", async () => {
+  const w = world(3);
+  const s = w.stores("a");
+  const opts = { snapshotThreshold: 10, raft: { trailingLogs: 2 } };
+  let node = await w.boot(s, ["a"], opts);
+  await w.clock.runUntil(() => node.isLeader(), { maxMs: 2_000 });
+  for (let wave = 0; wave < 5; wave++) {
+    for (let i = 0; i < 5; i++) void node.apply(enc.encode(`c${wave * 5 + i}`));
+    await w.clock.runUntil(() => s.fsm.state.length === wave * 5 + 5, { maxMs: 2_000 });
+  }
+  await w.clock.runFor(50);
+  assert.ok(node.stats.snapshotsTaken >= 2, `snapshots taken: ${node.stats.snapshotsTaken}`);
+  assert.ok((await s.log.firstIndex()) > 1, "log compacted behind the snapshot");
+  const want = JSON.stringify(s.fsm.state);
+  await node.stop();
+  s.fsm = new SimFsm();
+  node = await w.boot(s, ["a"], opts);
+  await w.clock.runUntil(() => node.isLeader() && node.appliedIndex() >= node.core.commitIndex && s.fsm.state.length === 25, {
+    maxMs: 2_000,
+    what: "state rebuilt",
+  });
+  assert.equal(JSON.stringify(s.fsm.state), want);
+  await node.stop();
+});
+
+test("driver: a new server joins with addVoter and catches up", async () => {
+  const w = world(4);
+  const a = w.stores("a");
+  const b = w.stores("b");
+  const na = await w.boot(a, ["a"], { snapshotThreshold: 5 });
+  const nb = await w.boot(b, []);
+  await w.clock.runUntil(() => na.isLeader(), { maxMs: 2_000 });
+  for (let i = 0; i < 12; i++) void na.apply(enc.encode(`c${i}`));
+  await w.clock.runUntil(() => a.fsm.state.length === 12, { maxMs: 2_000 });
+  let added = false;
+  void na.addVoter("b", "b:8300").then(() => { added = true; });
+  await w.clock.runUntil(() => added && b.fsm.state.length === 12, { maxMs: 5_000, what: "b caught up" });
+  assert.deepEqual(na.peers().sort(), ["a:8300", "b:8300"]);
+  assert.equal(nb.leaderAddr(), "a:8300");
+  await na.stop();
+  await nb.stop();
+});
