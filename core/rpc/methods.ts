@@ -90,6 +90,181 @@ export interface TxnReply {
   index: number;
 }
 
+// ---- Catalog, health and sessions (Consul's structs, camelCase) ----
+
+/** Read options shared by the catalog, health and session list reads. */
+export interface CatalogQueryArgs {
+  query: QueryOptions;
+  /** A filter expression (Consul's `?filter=`, go-bexpr syntax) over the HTTP JSON field names of each result. */
+  filter?: string;
+  /** `?node-meta=key:value` pairs; every pair must match the node's meta. */
+  nodeMetaFilters?: Record<string, string>;
+}
+
+export interface Node {
+  /** Node UUID ("" when the registration gave none). */
+  id: string;
+  node: string;
+  address: string;
+  datacenter: string;
+  /** e.g. { lan: "10.0.0.1", wan: "198.51.100.1" } */
+  taggedAddresses: Record<string, string>;
+  meta: Record<string, string>;
+  createIndex: number;
+  modifyIndex: number;
+}
+
+export interface ServiceAddress {
+  address: string;
+  port: number;
+}
+
+/** DNS SRV weights of a service instance by health (Consul default {passing: 1, warning: 1}). */
+export interface Weights {
+  passing: number;
+  warning: number;
+}
+
+/** One service instance on one node (Consul `structs.NodeService`). */
+export interface NodeService {
+  /** "" for a typical service (Consul `Kind`). */
+  kind: string;
+  /** Instance ID, unique per node (defaults to the service name). */
+  id: string;
+  /** Service name. */
+  service: string;
+  tags: string[];
+  /** "" means: use the node's address. */
+  address: string;
+  taggedAddresses: Record<string, ServiceAddress>;
+  meta: Record<string, string>;
+  port: number;
+  weights: Weights;
+  enableTagOverride: boolean;
+  createIndex: number;
+  modifyIndex: number;
+}
+
+/** A catalog service entry: the node and one of its service instances (HTTP flattens it: `ServiceID`, `ServicePort`, …). */
+export interface ServiceNode {
+  node: Node;
+  service: NodeService;
+}
+
+export type CheckStatus = "passing" | "warning" | "critical";
+
+/** How a check runs (Consul `structs.HealthCheckDefinition`); all optional. */
+export interface HealthCheckDefinition {
+  http?: string;
+  tlsServerName?: string;
+  tlsSkipVerify?: boolean;
+  header?: Record<string, string[]>;
+  method?: string;
+  body?: string;
+  tcp?: string;
+  grpc?: string;
+  grpcUseTls?: boolean;
+  intervalMs?: number;
+  timeoutMs?: number;
+  deregisterCriticalServiceAfterMs?: number;
+}
+
+export interface HealthCheck {
+  node: string;
+  checkId: string;
+  name: string;
+  status: CheckStatus;
+  notes: string;
+  output: string;
+  /** "" for a node-level check. */
+  serviceId: string;
+  /** Denormalised from the service on write. */
+  serviceName: string;
+  serviceTags: string[];
+  /** "ttl", "http", "tcp", "script", "serf", … ("" when unknown). */
+  type: string;
+  /** Go duration strings as Consul shows them ("10s", or ""). */
+  interval: string;
+  timeout: string;
+  definition: HealthCheckDefinition;
+  createIndex: number;
+  modifyIndex: number;
+}
+
+/** A health service entry: node, service instance and every check that applies (node checks + service checks). */
+export interface CheckServiceNode {
+  node: Node;
+  service: NodeService;
+  checks: HealthCheck[];
+}
+
+export type SessionBehavior = "release" | "delete";
+
+export interface ServiceCheckRef {
+  id: string;
+  namespace?: string;
+}
+
+export interface Session {
+  id: string;
+  name: string;
+  node: string;
+  /** Lock delay in ms (Consul default 15 s); HTTP shows it in ns. */
+  lockDelayMs: number;
+  behavior: SessionBehavior;
+  /** Go duration string ("30s") or "" for no TTL. */
+  ttl: string;
+  /** Node-level check IDs the session is bound to (Consul default ["serfHealth"]). */
+  nodeChecks: string[];
+  serviceChecks: ServiceCheckRef[];
+  createIndex: number;
+  modifyIndex: number;
+}
+
+/** A service instance to register; omitted fields take Consul's defaults (id = service, weights {1, 1}, …). */
+export type NodeServiceInput = Partial<Omit<NodeService, "createIndex" | "modifyIndex">> & { service: string };
+
+/** A check to register; `checkId` defaults to `name`, `status` to "critical", `node` to the registration's node. */
+export type HealthCheckInput = Partial<Omit<HealthCheck, "createIndex" | "modifyIndex" | "serviceName" | "serviceTags">> & {
+  name: string;
+};
+
+/** Consul `structs.RegisterRequest`: upsert the node, then optionally a service and checks. */
+export interface CatalogRegisterArgs {
+  node: string;
+  id?: string;
+  address: string;
+  taggedAddresses?: Record<string, string>;
+  nodeMeta?: Record<string, string>;
+  service?: NodeServiceInput;
+  check?: HealthCheckInput;
+  checks?: HealthCheckInput[];
+  /** Leave the node's own fields as they are (anti-entropy of a service only). */
+  skipNodeUpdate?: boolean;
+  datacenter?: string;
+  token?: string;
+}
+
+/** Consul `structs.DeregisterRequest`: with neither serviceId nor checkId the whole node goes (with its services, checks and sessions). */
+export interface CatalogDeregisterArgs {
+  node: string;
+  serviceId?: string;
+  checkId?: string;
+  datacenter?: string;
+  token?: string;
+}
+
+/** Fields for Session.Apply create; defaults are applied by the HTTP layer (node = agent's node, lock delay 15 s, behavior release, nodeChecks ["serfHealth"]). */
+export type SessionInput = Partial<Omit<Session, "createIndex" | "modifyIndex">>;
+
+export interface SessionApplyArgs {
+  op: "create" | "destroy";
+  /** For destroy only `id` matters. */
+  session: SessionInput;
+  datacenter?: string;
+  token?: string;
+}
+
 /** Every RPC method with its argument and reply types. */
 export interface RpcMethods {
   "KVS.Apply": { args: KvsApplyArgs; reply: { ok: boolean; index: number } };
@@ -104,6 +279,47 @@ export interface RpcMethods {
   /** "ip:port" of the leader's server RPC address, or "" when none is known. */
   "Status.Leader": { args: { datacenter?: string }; reply: string };
   "Status.Peers": { args: { datacenter?: string }; reply: string[] };
+  "Catalog.Register": { args: CatalogRegisterArgs; reply: { index: number } };
+  "Catalog.Deregister": { args: CatalogDeregisterArgs; reply: { index: number } };
+  /** Known datacenters, the local one first. */
+  "Catalog.ListDatacenters": { args: Record<string, never>; reply: string[] };
+  "Catalog.ListNodes": { args: CatalogQueryArgs; reply: { nodes: Node[]; meta: QueryMeta } };
+  /** Service name → union of its instances' tags. */
+  "Catalog.ListServices": { args: CatalogQueryArgs; reply: { services: Record<string, string[]>; meta: QueryMeta } };
+  /** Instances of one service; `serviceTags` must all be present on an instance. */
+  "Catalog.ServiceNodes": {
+    args: CatalogQueryArgs & { serviceName: string; serviceTags?: string[] };
+    reply: { serviceNodes: ServiceNode[]; meta: QueryMeta };
+  };
+  /** One node and its services; `nodeServices` is null when the node is unknown. */
+  "Catalog.NodeServices": {
+    args: CatalogQueryArgs & { node: string };
+    reply: { nodeServices: { node: Node; services: NodeService[] } | null; meta: QueryMeta };
+  };
+  "Health.NodeChecks": { args: CatalogQueryArgs & { node: string }; reply: { checks: HealthCheck[]; meta: QueryMeta } };
+  "Health.ServiceChecks": {
+    args: CatalogQueryArgs & { serviceName: string };
+    reply: { checks: HealthCheck[]; meta: QueryMeta };
+  };
+  /** `passingOnly`: drop instances with any warning or critical check. */
+  "Health.ServiceNodes": {
+    args: CatalogQueryArgs & { serviceName: string; serviceTags?: string[]; passingOnly?: boolean };
+    reply: { nodes: CheckServiceNode[]; meta: QueryMeta };
+  };
+  "Health.ChecksInState": {
+    args: CatalogQueryArgs & { state: CheckStatus | "any" };
+    reply: { checks: HealthCheck[]; meta: QueryMeta };
+  };
+  /** Create answers the new session's ID; destroy answers the ID it was given. */
+  "Session.Apply": { args: SessionApplyArgs; reply: { id: string; index: number } };
+  "Session.Get": { args: CatalogQueryArgs & { sessionId: string }; reply: { sessions: Session[]; meta: QueryMeta } };
+  "Session.List": { args: CatalogQueryArgs; reply: { sessions: Session[]; meta: QueryMeta } };
+  "Session.NodeSessions": { args: CatalogQueryArgs & { node: string }; reply: { sessions: Session[]; meta: QueryMeta } };
+  /** Reset the TTL timer (leader only); `sessions` is empty when the session does not exist. */
+  "Session.Renew": {
+    args: { sessionId: string; datacenter?: string; token?: string };
+    reply: { sessions: Session[]; meta: QueryMeta };
+  };
 }
 
 export type RpcMethod = keyof RpcMethods;

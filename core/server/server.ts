@@ -9,7 +9,10 @@ import type { Rng } from "../sim/rng.ts";
 import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
+import { catalogEndpoints } from "./catalog.ts";
+import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
+import { sessionEndpoints } from "./session.ts";
 import { statusEndpoints } from "./status.ts";
 import { txnEndpoints } from "./txn.ts";
 
@@ -38,6 +41,9 @@ export class Server {
       ...kvsEndpoints(this.#ctx),
       ...txnEndpoints(this.#ctx),
       ...statusEndpoints(this.#ctx),
+      ...catalogEndpoints(this.#ctx),
+      ...healthEndpoints(this.#ctx),
+      ...sessionEndpoints(this.#ctx),
     };
   }
 
