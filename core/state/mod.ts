@@ -24,6 +24,7 @@ export {
 } from "./kvs.ts";
 export type { Indexed, KvsWriteEntry } from "./kvs.ts";
 export { isIndex, kvsSchema, makeDirEntry } from "./kvs_schema.ts";
+export { defaultTombstoneGranularityMs, defaultTombstoneTtlMs, TombstoneGc } from "./tombstone_gc.ts";
 export { graveyardInsertTxn, graveyardMaxIndexTxn, graveyardReapTxn, tombstonesSchema } from "./tombstones.ts";
 export type { Tombstone } from "./tombstones.ts";
 export { sessionCreateTxn, sessionGetTxn, sessionsSchema } from "./session.ts";
