@@ -47,7 +47,12 @@ export class BroadcastQueue<M> {
    * dropped from the queue.
    */
   take(options: { overheadBytes: number; limitBytes: number; transmitLimit: number }): M[] {
-    if (this.#items.length === 0) return [];
+    return this.takeSized(options).msgs;
+  }
+
+  /** Like take, and also reports the bytes used (sizes plus overheads). */
+  takeSized(options: { overheadBytes: number; limitBytes: number; transmitLimit: number }): { msgs: M[]; bytes: number } {
+    if (this.#items.length === 0) return { msgs: [], bytes: 0 };
     const ordered = [...this.#items].sort(
       (a, b) => a.transmits - b.transmits || b.sizeBytes - a.sizeBytes || b.id - a.id,
     );
@@ -64,7 +69,7 @@ export class BroadcastQueue<M> {
       if (b.transmits >= options.transmitLimit) done.add(b.id);
     }
     if (done.size > 0) this.#items = this.#items.filter((b) => !done.has(b.id));
-    return out;
+    return { msgs: out, bytes: options.limitBytes - free };
   }
 
   /** Keep at most maxDepth messages, dropping the most transmitted (then oldest) first. */

@@ -697,9 +697,9 @@ export class SerfCore {
     let free = limitBytes;
     for (const q of [this.#intentQueue, this.#queryQueue, this.#eventQueue]) {
       if (free <= overheadBytes) break;
-      const got = q.take({ overheadBytes, limitBytes: free, transmitLimit });
-      for (const m of got) free -= overheadBytes + estimateSize(m);
-      out.push(...got);
+      const got = q.takeSized({ overheadBytes, limitBytes: free, transmitLimit });
+      free -= got.bytes;
+      out.push(...got.msgs);
     }
     return out;
   }

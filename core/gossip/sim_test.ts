@@ -269,8 +269,8 @@ test("sim (a,b,e,g,h): small clusters: join, events, queries, crash vs leave", (
   assert.ok(queryMisses.length <= Math.max(1, all.length * 0.1), `query missed a node in seeds ${queryMisses}`);
 });
 
-test("sim (c): no false positives under 10% packet loss (Lifeguard)", () => {
-  for (const seed of seeds(150)) {
+test("sim (c): no false positives under 10% packet loss (Lifeguard, default profile)", () => {
+  for (const seed of seeds(100)) {
     const c = makeCluster({ seed, n: 8, joinVia: "random", faults: { loss: 0.1, delayMs: [1, 30], duplicate: 0.01 } });
     c.runUntil(() => c.converged(), 90_000, "convergence under loss");
     c.clock.advance(60_000);
@@ -279,6 +279,25 @@ test("sim (c): no false positives under 10% packet loss (Lifeguard)", () => {
       assert.equal(failed.length, 0, `false failure on ${x.name}: ${JSON.stringify(failed)}; ${c.context()}`);
     }
   }
+});
+
+test("sim (c): UDP-only Lifeguard under 10% loss: false positives are rare and heal", () => {
+  // TCP fallback pings off: the sim's TCP is loss-free and would hide UDP
+  // loss; this leans on indirect probes, nacks, confirmations and refutation
+  // alone. A node that misses every copy of a refutation can still time a
+  // suspicion out (memberlist ignores stale suspects about itself), so the
+  // rate is bounded, and the refuted node must come back.
+  const all = seeds(100);
+  const falsePositive: number[] = [];
+  for (const seed of all) {
+    const profile = { ...lanProfile, disableTcpPings: true };
+    const c = makeCluster({ seed, n: 8, profile, joinVia: "random", faults: { loss: 0.1, delayMs: [1, 30], duplicate: 0.01 } });
+    c.runUntil(() => c.converged(), 90_000, "convergence under loss");
+    c.clock.advance(60_000);
+    if (c.live().some((x) => x.events.some((e) => e.kind === "member" && e.type === "failed"))) falsePositive.push(seed);
+    c.runUntil(() => c.converged(), 90_000, "recovery from a false failure");
+  }
+  assert.ok(falsePositive.length <= Math.max(1, all.length * 0.05), `false failures in seeds ${falsePositive}`);
 });
 
 test("sim (d): partition and heal", () => {

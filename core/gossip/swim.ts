@@ -791,9 +791,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
 
   #takeBroadcasts(overheadBytes: number, limitBytes: number): SwimMessage<T>[] {
     const limit = retransmitLimit(this.#p.retransmitMult, this.numNodes);
-    const own = this.#queue.take({ overheadBytes, limitBytes, transmitLimit: limit });
-    let used = 0;
-    for (const m of own) used += overheadBytes + this.#measure(m);
+    const { msgs: own, bytes: used } = this.#queue.takeSized({ overheadBytes, limitBytes, transmitLimit: limit });
     if (!this.#delegate) return own;
     const rest = limitBytes - used;
     if (rest <= overheadBytes + userMsgOverhead) return own;

@@ -1,0 +1,138 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { nullLogger } from "../log/mod.ts";
+import { Rng } from "../sim/rng.ts";
+import { lanProfile, serfAgentTimings, serfTimings } from "./profiles.ts";
+import { LamportClock, SerfCore } from "./serf.ts";
+import type { SerfEvent, SerfMsg } from "./serf.ts";
+
+function serf(name = "a", timings = serfTimings): SerfCore {
+  return new SerfCore({ name, addr: "10.0.0.1:7946", profile: lanProfile, timings, rng: new Rng(1), logger: nullLogger(), now: 0 });
+}
+
+function deliver(s: SerfCore, now: number, msg: SerfMsg): SerfEvent[] {
+  s.step({ kind: "packet", now, from: "10.0.0.9:7946", msg: { type: "user", msg } });
+  return s.ready().events;
+}
+
+const bytes = (t: string) => new TextEncoder().encode(t);
+
+test("LamportClock: witness moves past the value only when it is not behind", () => {
+  const c = new LamportClock();
+  assert.equal(c.time, 0);
+  assert.equal(c.increment(), 1);
+  c.witness(0);
+  assert.equal(c.time, 1);
+  c.witness(1);
+  assert.equal(c.time, 2);
+  c.witness(41);
+  assert.equal(c.time, 42);
+  c.witness(10);
+  assert.equal(c.time, 42);
+});
+
+test("serf: clocks start at 1 and the local node is an alive member", () => {
+  const s = serf();
+  assert.equal(s.clock.time, 1);
+  assert.equal(s.eventClock.time, 1);
+  assert.equal(s.queryClock.time, 1);
+  assert.equal(s.memberStatus("a"), "alive");
+  const evs = s.ready().events;
+  assert.deepEqual(evs.map((e) => e.kind === "member" && e.type), ["join"]);
+});
+
+test("serf: user events are deduplicated by (LTime, name, payload) and witnessed", () => {
+  const s = serf();
+  s.ready();
+  const ev = { type: "userEvent", body: { lTime: 10, name: "deploy", payload: bytes("v1"), cc: false } } as const;
+  assert.equal(deliver(s, 1, ev).filter((e) => e.kind === "user").length, 1);
+  assert.equal(deliver(s, 2, ev).filter((e) => e.kind === "user").length, 0, "duplicate");
+  assert.equal(s.eventClock.time, 11);
+  const other = { type: "userEvent", body: { lTime: 10, name: "deploy", payload: bytes("v2"), cc: false } } as const;
+  assert.equal(deliver(s, 3, other).filter((e) => e.kind === "user").length, 1, "same LTime, other payload");
+  // Far beyond the 512-slot window, an old event is dropped.
+  deliver(s, 4, { type: "userEvent", body: { lTime: 2000, name: "x", payload: bytes(""), cc: false } });
+  assert.equal(deliver(s, 5, { type: "userEvent", body: { lTime: 100, name: "old", payload: bytes(""), cc: false } }).length, 0);
+});
+
+test("serf: coalesced user events deliver only the newest per name after the quiet period", () => {
+  const s = serf("a", serfAgentTimings);
+  s.ready();
+  for (const [t, v] of [[10, "v1"], [11, "v2"], [12, "v3"]] as const) {
+    assert.equal(deliver(s, t * 10, { type: "userEvent", body: { lTime: t, name: "deploy", payload: bytes(v), cc: true } }).length, 0);
+  }
+  s.step({ kind: "tick", now: 120 + 999 });
+  assert.equal(s.ready().events.filter((e) => e.kind === "user").length, 0, "still quiet period");
+  s.step({ kind: "tick", now: 120 + 1000 });
+  const out = s.ready().events.flatMap((e) => (e.kind === "user" ? [new TextDecoder().decode(e.payload)] : []));
+  assert.deepEqual(out, ["v3"]);
+});
+
+test("serf: user event size limit is an error event, not a throw", () => {
+  const s = serf();
+  s.ready();
+  s.step({ kind: "userEvent", now: 1, name: "big", payload: new Uint8Array(600), coalesce: false });
+  const evs = s.ready().events;
+  assert.equal(evs.length, 1);
+  assert.equal(evs[0]!.kind, "error");
+});
+
+test("serf: queries honour node and tag filters; bad regexps don't match", () => {
+  const s = new SerfCore({ name: "a", addr: "10.0.0.1:7946", tags: { role: "web" }, profile: lanProfile, rng: new Rng(1), logger: nullLogger(), now: 0 });
+  s.ready();
+  let lTime = 5;
+  const q = (filters: import("./wire/messages.ts").QueryFilter[]) => {
+    const body = { lTime: lTime++, id: 7, addr: "10.0.0.2:7946", sourceNode: "b", filters, flags: 1, relayFactor: 0, timeoutMs: 1000, name: "q", payload: null };
+    const evs = deliver(s, 1, { type: "query", body });
+    const sends = s.ready().sends;
+    return { delivered: evs.some((e) => e.kind === "query"), sends };
+  };
+  assert.equal(q([]).delivered, true);
+  assert.equal(q([{ type: "node", nodes: ["a", "c"] }]).delivered, true);
+  assert.equal(q([{ type: "node", nodes: ["c"] }]).delivered, false);
+  assert.equal(q([{ type: "tag", filter: { tag: "role", expr: "^w" } }]).delivered, true);
+  assert.equal(q([{ type: "tag", filter: { tag: "role", expr: "db" } }]).delivered, false);
+  assert.equal(q([{ type: "tag", filter: { tag: "role", expr: "(" } }]).delivered, false);
+  assert.equal(q([{ type: "tag", filter: { tag: "dc", expr: "^$" } }]).delivered, true, "missing tag is the empty string");
+});
+
+test("serf: a query's ack goes to the querier's address; a response is sent once", () => {
+  const s = serf();
+  s.ready();
+  const body = { lTime: 3, id: 9, addr: "10.0.0.2:7946", sourceNode: "b", filters: [], flags: 1, relayFactor: 0, timeoutMs: 1000, name: "q", payload: null };
+  s.step({ kind: "packet", now: 10, from: "10.0.0.2:7946", msg: { type: "user", msg: { type: "query", body } } });
+  const rd = s.ready();
+  const ack = rd.sends.find((x) => x.msg.type === "user" && x.msg.msg.type === "queryResponse");
+  assert.ok(ack && ack.to === "10.0.0.2:7946");
+  s.step({ kind: "respond", now: 20, lTime: 3, id: 9, payload: bytes("hi") });
+  assert.equal(s.ready().sends.length, 1);
+  s.step({ kind: "respond", now: 30, lTime: 3, id: 9, payload: bytes("again") });
+  const again = s.ready();
+  assert.equal(again.sends.length, 0);
+  assert.equal(again.events[0]?.kind, "error");
+  s.step({ kind: "respond", now: 2000, lTime: 3, id: 9, payload: bytes("late") });
+  assert.equal(s.ready().sends.length, 0, "past the deadline");
+});
+
+test("serf: a leave intent about ourselves while alive is refuted with a join intent", () => {
+  const s = serf();
+  s.ready();
+  const evs = deliver(s, 1, { type: "leave", body: { lTime: 5, node: "a", prune: false } });
+  assert.equal(evs.length, 0);
+  assert.equal(s.memberStatus("a"), "alive");
+  assert.ok(s.clock.time > 5);
+  // The refuting join intent goes out with the next gossip/piggyback.
+  s.step({ kind: "join", now: 2, addrs: ["10.0.0.2:7946"] });
+  const pp = s.ready().sends[0];
+  assert.ok(pp && pp.msg.type === "pushPull");
+});
+
+test("serf: intents for unknown members are kept and applied when the member joins", () => {
+  const s = serf();
+  s.ready();
+  deliver(s, 1, { type: "leave", body: { lTime: 7, node: "b", prune: false } });
+  s.step({ kind: "packet", now: 2, from: "10.0.0.2:7946", msg: { type: "alive", node: "b", addr: "10.0.0.2:7946", incarnation: 1, meta: {}, vsn: [1, 5, 2, 2, 5, 5] } });
+  s.ready();
+  assert.equal(s.memberStatus("b"), "leaving");
+  assert.equal(s.member("b")?.statusLTime, 7);
+});
