@@ -229,3 +229,27 @@ export function kvsCheckIndexTxn(tx: ReadTxn, key: string, cidx: number): DirEnt
 export function goQuote(s: string): string {
   return JSON.stringify(s);
 }
+
+/**
+ * A session ended: release ("release") or delete ("delete") every key it
+ * holds, as Consul's session invalidation does. Returns the affected keys
+ * (the caller applies lock-delay to them). Scans the table: fine for now; a
+ * session index on kvs can replace the scan if it shows up in profiles.
+ */
+export function kvsSessionInvalidateTxn(
+  tx: WriteTxn,
+  idx: number,
+  session: string,
+  behavior: "release" | "delete",
+): string[] {
+  if (session === "") return [];
+  const held: DirEntry[] = [];
+  tx.tables.kvs.scan("", (e) => {
+    if (e.session === session) held.push(e);
+  });
+  for (const e of held) {
+    if (behavior === "delete") kvsDeleteTxn(tx, idx, e.key);
+    else kvsSetTxn(tx, idx, { key: e.key, flags: e.flags, value: e.value, session: "", lockIndex: e.lockIndex }, true);
+  }
+  return held.map((e) => e.key);
+}

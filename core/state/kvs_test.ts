@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { StateError } from "../errors.ts";
+import { kvsSessionInvalidateTxn } from "./kvs.ts";
 import { StateStore } from "./store.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -224,4 +225,22 @@ test("txn: read-only ops and more wording", () => {
     [3, 'invalid session "nope"'],
   ]);
   assert.equal(s.kvsGet("d/a").value!.session, "");
+});
+
+test("kvs: session invalidation releases or deletes the keys it holds", () => {
+  const s = new StateStore();
+  s.sessionCreate(1, "s1");
+  s.sessionCreate(1, "s2");
+  s.kvsLock(2, { key: "a", value: bytes("va"), session: "s1" });
+  s.kvsLock(3, { key: "b", session: "s1" });
+  s.kvsLock(4, { key: "c", session: "s2" });
+  const released = s.write(5, (tx) => kvsSessionInvalidateTxn(tx, 5, "s1", "release"));
+  assert.deepEqual(released, ["a", "b"]);
+  const a = s.kvsGet("a").value!;
+  assert.deepEqual([a.session, a.lockIndex, a.modifyIndex, text(a.value)], ["", 1, 5, "va"]);
+  assert.equal(s.kvsGet("c").value!.session, "s2");
+  const deleted = s.write(6, (tx) => kvsSessionInvalidateTxn(tx, 6, "s2", "delete"));
+  assert.deepEqual(deleted, ["c"]);
+  assert.equal(s.kvsGet("c").value, undefined);
+  assert.equal(s.kvsList("c").index, 6);
 });

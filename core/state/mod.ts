@@ -19,6 +19,7 @@ export {
   kvsLockTxn,
   kvsMaxIndex,
   kvsSetCasTxn,
+  kvsSessionInvalidateTxn,
   kvsSetTxn,
   kvsUnlockTxn,
 } from "./kvs.ts";
