@@ -442,6 +442,16 @@ export class FileLogStore implements LogStore {
     });
   }
 
+  /** Drops every entry with index >= fromIndex, durably (`deleteRange(fromIndex, ∞)`). */
+  truncateSuffix(fromIndex: number): Promise<void> {
+    return this.deleteRange(fromIndex, Number.MAX_SAFE_INTEGER);
+  }
+
+  /** Drops every entry with index <= upTo, removing whole segments below it (`deleteRange(0, upTo)`). */
+  compact(upTo: number): Promise<void> {
+    return this.deleteRange(0, upTo);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;

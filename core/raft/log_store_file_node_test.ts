@@ -300,3 +300,17 @@ test("file log: a flipped byte before the last record is always CorruptionError,
       await assert.rejects(open(work, sink), CorruptionError, `seed ${seed}: byte ${at} flipped`);
     }
   }));
+
+test("file log: truncateSuffix and compact are deleteRange from either end", () =>
+  withDir(async (dir, sink) => {
+    const s = await open(dir, sink, 512);
+    await s.append(range(1, 51, 1, 20));
+    await s.truncateSuffix(41);
+    assert.equal(await s.lastIndex(), 40);
+    await s.compact(10);
+    assert.equal(await s.firstIndex(), 11);
+    await s.truncateSuffix(1);
+    assert.equal(await s.lastIndex(), 0);
+    assert.deepEqual(await segments(dir), []);
+    await s.close();
+  }));
