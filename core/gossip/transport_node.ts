@@ -31,6 +31,7 @@ import {
   peekEncryptedStream,
 } from "./wire/crypto.ts";
 import type { Keyring, NonceSource } from "./wire/crypto.ts";
+import { joinHostPort, splitHostPort } from "./wire/addr.ts";
 
 export interface NodeTransportOptions {
   /** Address to bind, e.g. "127.0.0.1" or "0.0.0.0". */
@@ -98,29 +99,7 @@ function newStats(): NodeTransportStats {
   };
 }
 
-/** "ip:port" / "[v6]:port" -> parts; undefined if malformed. */
-export function splitHostPort(addr: string): { host: string; port: number } | undefined {
-  let host: string;
-  let portText: string;
-  if (addr.startsWith("[")) {
-    const end = addr.indexOf("]");
-    if (end < 0 || addr[end + 1] !== ":") return undefined;
-    host = addr.slice(1, end);
-    portText = addr.slice(end + 2);
-  } else {
-    const i = addr.lastIndexOf(":");
-    if (i <= 0) return undefined;
-    host = addr.slice(0, i);
-    portText = addr.slice(i + 1);
-  }
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port < 0 || port > 65535) return undefined;
-  return { host, port };
-}
-
-export function joinHostPort(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
-}
+export { joinHostPort, splitHostPort } from "./wire/addr.ts";
 
 type ReadOutcome =
   | { ok: true; message: Uint8Array; encrypted: boolean }

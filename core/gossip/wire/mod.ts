@@ -63,3 +63,6 @@ export {
   randomNonce,
 } from "./crypto.ts";
 export type { EncryptedFrame, EncryptOptions, NonceSource } from "./crypto.ts";
+export { addrToString, ipToString, joinHostPort, parseAddr, parseIp, splitHostPort } from "./addr.ts";
+export { bytesWireCodec, createWireCodec, serfWireCodec } from "./codec.ts";
+export type { PayloadAdapter, WireCodec, WireCodecOptions } from "./codec.ts";

@@ -1,0 +1,481 @@
+// The bridge between the protocol core's message values (swim.ts
+// SwimMessage<T>, serf.ts SerfTypes: "ip:port" strings, tags as records,
+// decoded Serf messages) and the bytes on the wire. Implements driver.ts
+// GossipCodec<T, Uint8Array>:
+//
+//   const codec = serfWireCodec({ compress: true });
+//   new GossipDriver({ core, clock, transport, codec, logger, ... });
+//   new SwimCore({ ..., measure: codec.measure })   // exact wire sizes
+//
+// UDP: a message (or compound) is encoded, then LZW-compressed when that is
+// strictly smaller (memberlist's rule); no CRC is added (always accepted).
+// TCP: the message is wrapped in `compress` whenever compression is on, as
+// Go does. Decoding accepts everything Go sends (CRC, compound, compress).
+// Never throws: bad input becomes `{ ok: false }` or is dropped and reported
+// through `onWireError`.
+
+import type { DecodeResult, GossipCodec } from "../driver.ts";
+import type { GossipTypes, NodeStateName, PushNodeState as CorePushNodeState, SwimMessage } from "../swim.ts";
+import type { SerfMsg, SerfQuery, SerfTypes, Tags } from "../serf.ts";
+import type { Coordinate } from "../coordinate.ts";
+import type {
+  MemberlistMessage,
+  MessageQueryResponse,
+  PushNodeState,
+  QueryFilter,
+  StreamMessage,
+  WireError,
+  WireResult,
+} from "./messages.ts";
+import { addrToString, parseAddr } from "./addr.ts";
+import {
+  decodePacket,
+  encodeAck,
+  encodeAlive,
+  encodeCompound,
+  encodeDead,
+  encodeErr,
+  encodeIndirectPing,
+  encodeNack,
+  encodePacket,
+  encodePing,
+  encodePushPull,
+  encodeStream,
+  encodeSuspect,
+  encodeUser,
+  encodeUserStream,
+  parseStream,
+} from "./memberlist.ts";
+import {
+  decodeCoordinatePayload,
+  decodeQueryFilter,
+  decodeSerfMessage,
+  decodeTags,
+  encodeCoordinatePayload,
+  encodeQueryFilter,
+  encodeRelay,
+  encodeSerfMessage,
+  encodeTags,
+} from "./serf.ts";
+
+/** How the layer above's payloads become bytes and back. */
+export interface PayloadAdapter<T extends GossipTypes> {
+  encodeUser(u: T["user"]): Uint8Array;
+  decodeUser(bytes: Uint8Array): WireResult<T["user"]>;
+  encodeState(s: T["state"]): Uint8Array;
+  decodeState(bytes: Uint8Array): WireResult<T["state"]>;
+  encodeMeta(m: T["meta"]): Uint8Array;
+  decodeMeta(bytes: Uint8Array): WireResult<T["meta"]>;
+  encodeAck(a: T["ack"]): Uint8Array;
+  decodeAck(bytes: Uint8Array): WireResult<T["ack"]>;
+}
+
+export interface WireCodecOptions {
+  /** LZW compression (UDP when smaller, TCP always); default true like serf. */
+  compress?: boolean;
+  /** Told about every dropped part of a packet or stream (count/log it). */
+  onWireError?: (error: WireError) => void;
+  /** Cap on decompressed/stream sizes (default 10 MiB). */
+  maxBytes?: number;
+}
+
+export interface WireCodec<T extends GossipTypes> extends GossipCodec<T, Uint8Array> {
+  /** Exact encoded size of one message (for SwimCore's `measure`). */
+  measure(msg: SwimMessage<T>): number;
+}
+
+const stateNames: readonly NodeStateName[] = ["alive", "suspect", "dead", "left"];
+
+class CodecError extends Error {}
+
+function must<T>(r: WireResult<T>): T {
+  if (!r.ok) throw new CodecError(r.error.message);
+  return r.value;
+}
+
+function addrBytes(addr: string): { ip: Uint8Array; port: number } {
+  const a = parseAddr(addr);
+  if (!a) throw new CodecError(`Address "${addr}" is not "ip:port"`);
+  return a;
+}
+
+/** A codec for any payload types, given how to (de)serialise them. */
+export function createWireCodec<T extends GossipTypes>(
+  adapter: PayloadAdapter<T>,
+  options: WireCodecOptions = {},
+): WireCodec<T> {
+  const compress = options.compress ?? true;
+  const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
+  const report = options.onWireError ?? (() => {});
+
+  function leaf(msg: SwimMessage<T>, stream: boolean): Uint8Array {
+    switch (msg.type) {
+      case "ping": {
+        const src = msg.sourceAddr ? addrBytes(msg.sourceAddr) : undefined;
+        return encodePing({
+          seqNo: msg.seqNo,
+          node: msg.node,
+          sourceAddr: src?.ip,
+          sourcePort: src?.port,
+          sourceNode: msg.sourceNode,
+        });
+      }
+      case "indirectPing": {
+        const target = addrBytes(msg.target);
+        const src = msg.sourceAddr ? addrBytes(msg.sourceAddr) : undefined;
+        return encodeIndirectPing({
+          seqNo: msg.seqNo,
+          target: target.ip,
+          port: target.port,
+          node: msg.node,
+          nack: msg.nack,
+          sourceAddr: src?.ip,
+          sourcePort: src?.port,
+          sourceNode: msg.sourceNode,
+        });
+      }
+      case "ack":
+        return encodeAck({
+          seqNo: msg.seqNo,
+          payload: msg.payload === undefined || stream ? null : adapter.encodeAck(msg.payload),
+        });
+      case "nack":
+        return encodeNack({ seqNo: msg.seqNo });
+      case "alive": {
+        const a = addrBytes(msg.addr);
+        return encodeAlive({
+          incarnation: msg.incarnation,
+          node: msg.node,
+          addr: a.ip,
+          port: a.port,
+          meta: adapter.encodeMeta(msg.meta),
+          vsn: Uint8Array.from(msg.vsn),
+        });
+      }
+      case "suspect":
+        return encodeSuspect({ incarnation: msg.incarnation, node: msg.node, from: msg.from });
+      case "dead":
+        return encodeDead({ incarnation: msg.incarnation, node: msg.node, from: msg.from });
+      case "user": {
+        const bytes = adapter.encodeUser(msg.msg);
+        return stream ? encodeUserStream(bytes) : encodeUser(bytes);
+      }
+      case "pushPull":
+        return encodePushPull({
+          join: msg.join,
+          nodes: msg.nodes.map((n): PushNodeState => {
+            const a = addrBytes(n.addr);
+            return {
+              name: n.name,
+              addr: a.ip,
+              port: a.port,
+              meta: adapter.encodeMeta(n.meta),
+              incarnation: n.incarnation,
+              state: stateNames.indexOf(n.state),
+              vsn: Uint8Array.from(n.vsn),
+            };
+          }),
+          userState: msg.userState === undefined ? new Uint8Array(0) : adapter.encodeState(msg.userState),
+        });
+      case "err":
+        return encodeErr({ error: msg.error });
+      case "compound":
+        return encodeCompound(msg.parts.map((p) => leaf(p, stream)));
+    }
+  }
+
+  function fromWire(m: MemberlistMessage | StreamMessage): SwimMessage<T> | undefined {
+    switch (m.type) {
+      case "ping": {
+        const b = m.body;
+        const out: SwimMessage<T> = { type: "ping", seqNo: b.seqNo, node: b.node };
+        if (b.sourceAddr && b.sourcePort) out.sourceAddr = addrToString(b.sourceAddr, b.sourcePort);
+        if (b.sourceNode) out.sourceNode = b.sourceNode;
+        return out;
+      }
+      case "indirectPing": {
+        const b = m.body;
+        const out: SwimMessage<T> = {
+          type: "indirectPing",
+          seqNo: b.seqNo,
+          node: b.node,
+          target: addrToString(b.target, b.port),
+          nack: b.nack,
+        };
+        if (b.sourceAddr && b.sourcePort) out.sourceAddr = addrToString(b.sourceAddr, b.sourcePort);
+        if (b.sourceNode) out.sourceNode = b.sourceNode;
+        return out;
+      }
+      case "ackResp": {
+        const out: SwimMessage<T> = { type: "ack", seqNo: m.body.seqNo };
+        const p = m.body.payload;
+        if (p && p.length > 0) {
+          const a = adapter.decodeAck(p);
+          if (a.ok) out.payload = a.value;
+          else report(a.error); // Go logs and ignores a bad ack payload
+        }
+        return out;
+      }
+      case "nackResp":
+        return { type: "nack", seqNo: m.body.seqNo };
+      case "suspect":
+        return { type: "suspect", ...m.body };
+      case "dead":
+        return { type: "dead", ...m.body };
+      case "alive": {
+        const b = m.body;
+        const meta = adapter.decodeMeta(b.meta);
+        if (!meta.ok) {
+          report(meta.error);
+          return undefined;
+        }
+        return {
+          type: "alive",
+          node: b.node,
+          addr: addrToString(b.addr, b.port),
+          incarnation: b.incarnation,
+          meta: meta.value,
+          vsn: [...b.vsn],
+        };
+      }
+      case "user": {
+        const u = adapter.decodeUser(m.body);
+        if (!u.ok) {
+          report(u.error);
+          return undefined;
+        }
+        return { type: "user", msg: u.value };
+      }
+      case "pushPull": {
+        const nodes: CorePushNodeState<T["meta"]>[] = [];
+        for (const n of m.body.nodes) {
+          const state = stateNames[n.state];
+          const meta = adapter.decodeMeta(n.meta);
+          if (state === undefined || !meta.ok) {
+            report(meta.ok ? { code: "bad_field", message: `Unknown node state ${n.state}` } : meta.error);
+            continue;
+          }
+          nodes.push({
+            name: n.name,
+            addr: addrToString(n.addr, n.port),
+            incarnation: n.incarnation,
+            meta: meta.value,
+            state,
+            vsn: [...n.vsn],
+          });
+        }
+        const out: SwimMessage<T> = { type: "pushPull", join: m.body.join, nodes };
+        if (m.body.userState.length > 0) {
+          const s = adapter.decodeState(m.body.userState);
+          if (s.ok) out.userState = s.value;
+          else report(s.error);
+        }
+        return out;
+      }
+      case "err":
+        return { type: "err", error: m.body.error };
+    }
+  }
+
+  function encode(msg: SwimMessage<T>, opts: { stream: boolean }): Uint8Array {
+    const bytes = leaf(msg, opts.stream);
+    if (opts.stream) return encodeStream(bytes, { compress });
+    return encodePacket([bytes], { compress });
+  }
+
+  return {
+    encode(msg, opts) {
+      try {
+        return encode(msg, opts);
+      } catch (err) {
+        // Only our own bad values get here (e.g. a non-IP address): send an
+        // errResp-shaped message rather than throwing into the driver.
+        report({ code: "encode", message: err instanceof Error ? err.message : String(err) });
+        return encodeErr({ error: "encode failed" });
+      }
+    },
+    decode(payload, opts): DecodeResult<T> {
+      try {
+        if (opts.stream) {
+          const r = parseStream(payload, { maxBytes });
+          if (r.status === "more") return { ok: false, error: "Stream message is incomplete" };
+          if (r.status === "error") return { ok: false, error: r.error.message };
+          const m = fromWire(r.message);
+          return m ? { ok: true, msgs: [m] } : { ok: false, error: `Undecodable ${r.message.type} payload` };
+        }
+        const pkt = decodePacket(payload, { maxDecompressedBytes: maxBytes });
+        for (const e of pkt.errors) report(e);
+        const msgs: SwimMessage<T>[] = [];
+        for (const wm of pkt.messages) {
+          const m = fromWire(wm);
+          if (m) msgs.push(m);
+        }
+        if (msgs.length === 0) return { ok: false, error: pkt.errors[0]?.message ?? "No decodable message" };
+        return { ok: true, msgs };
+      } catch (err) {
+        return { ok: false, error: `Decode failure: ${err instanceof Error ? err.message : String(err)}` };
+      }
+    },
+    measure(msg) {
+      try {
+        return leaf(msg, false).length;
+      } catch {
+        return 64;
+      }
+    },
+  };
+}
+
+/** memberlist without Serf: every payload is opaque bytes. */
+export function bytesWireCodec(options: WireCodecOptions = {}): WireCodec<{
+  user: Uint8Array;
+  state: Uint8Array;
+  meta: Uint8Array;
+  ack: Uint8Array;
+}> {
+  const id = (b: Uint8Array): Uint8Array => b;
+  const okId = (b: Uint8Array): WireResult<Uint8Array> => ({ ok: true, value: b });
+  return createWireCodec(
+    {
+      encodeUser: id,
+      decodeUser: okId,
+      encodeState: id,
+      decodeState: okId,
+      encodeMeta: id,
+      decodeMeta: okId,
+      encodeAck: id,
+      decodeAck: okId,
+    },
+    options,
+  );
+}
+
+// ---------------------------------------------------------------------------
+// Serf payloads
+
+function tagsToMap(tags: Tags): Map<string, string> {
+  return new Map(Object.entries(tags));
+}
+
+function mapToTags(m: Map<string, string>): Tags {
+  return Object.fromEntries(m) as Tags;
+}
+
+function encodeSerfMsg(m: SerfMsg): Uint8Array {
+  switch (m.type) {
+    case "join":
+    case "leave":
+    case "userEvent":
+    case "queryResponse":
+      return encodeSerfMessage(m); // same shapes as the wire SerfMessage
+    case "query": {
+      const q = m.body;
+      const a = addrBytes(q.addr);
+      return encodeSerfMessage({
+        type: "query",
+        body: {
+          lTime: q.lTime,
+          id: q.id,
+          addr: a.ip,
+          port: a.port,
+          sourceNode: q.sourceNode,
+          filters: q.filters.length === 0 ? null : q.filters.map(encodeQueryFilter),
+          flags: q.flags,
+          relayFactor: q.relayFactor,
+          timeout: Math.round(q.timeoutMs * 1e6),
+          name: q.name,
+          payload: q.payload,
+        },
+      });
+    }
+    case "relay": {
+      const a = addrBytes(m.destAddr);
+      return encodeRelay(
+        { destAddr: { ip: a.ip, port: a.port, zone: "" }, destName: m.destName },
+        encodeSerfMessage({ type: "queryResponse", body: m.inner }),
+      );
+    }
+  }
+}
+
+function decodeSerfMsg(bytes: Uint8Array): WireResult<SerfMsg> {
+  const r = decodeSerfMessage(bytes);
+  if (!r.ok) return r;
+  const m = r.value;
+  switch (m.type) {
+    case "join":
+    case "leave":
+    case "userEvent":
+    case "queryResponse":
+      return { ok: true, value: m as SerfMsg };
+    case "query": {
+      const q = m.body;
+      const filters: QueryFilter[] = [];
+      for (const f of q.filters ?? []) {
+        const d = decodeQueryFilter(f);
+        // A malformed filter means "not for us" in Go: an empty node list never matches.
+        filters.push(d.ok ? d.value : { type: "node", nodes: [] });
+      }
+      const body: SerfQuery = {
+        lTime: q.lTime,
+        id: q.id,
+        addr: addrToString(q.addr, q.port),
+        sourceNode: q.sourceNode,
+        filters,
+        flags: q.flags,
+        relayFactor: q.relayFactor,
+        timeoutMs: q.timeout / 1e6,
+        name: q.name,
+        payload: q.payload,
+      };
+      return { ok: true, value: { type: "query", body } };
+    }
+    case "relay": {
+      const inner = decodeSerfMessage(m.inner);
+      if (!inner.ok) return inner;
+      if (inner.value.type !== "queryResponse") {
+        return { ok: false, error: { code: "bad_field", message: `Relay carries a ${inner.value.type}, not a query response` } };
+      }
+      const body: MessageQueryResponse = inner.value.body;
+      return {
+        ok: true,
+        value: {
+          type: "relay",
+          destAddr: addrToString(m.header.destAddr.ip, m.header.destAddr.port),
+          destName: m.header.destName,
+          inner: body,
+        },
+      };
+    }
+    default:
+      return { ok: false, error: { code: "unknown_type", message: `Serf ${m.type} is not a gossip message` } };
+  }
+}
+
+/** The codec a Serf-speaking node uses (tags in Meta, coordinates in acks). */
+export function serfWireCodec(options: WireCodecOptions = {}): WireCodec<SerfTypes> {
+  return createWireCodec<SerfTypes>(
+    {
+      encodeUser: encodeSerfMsg,
+      decodeUser: decodeSerfMsg,
+      encodeState: (s) => encodeSerfMessage({ type: "pushPull", body: s }),
+      decodeState: (bytes) => {
+        const r = decodeSerfMessage(bytes);
+        if (!r.ok) return r;
+        if (r.value.type !== "pushPull") {
+          return { ok: false, error: { code: "bad_field", message: `User state is a Serf ${r.value.type}` } };
+        }
+        return { ok: true, value: r.value.body };
+      },
+      encodeMeta: (tags) => encodeTags(tagsToMap(tags)),
+      decodeMeta: (meta) => {
+        const r = decodeTags(meta);
+        return r.ok ? { ok: true, value: mapToTags(r.value) } : r;
+      },
+      encodeAck: (c: Coordinate) =>
+        encodeCoordinatePayload({ vec: [...c.vec], error: c.error, adjustment: c.adjustment, height: c.height }),
+      decodeAck: (bytes) => decodeCoordinatePayload(bytes),
+    },
+    options,
+  );
+}
