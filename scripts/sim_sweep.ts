@@ -9,9 +9,9 @@ import { runScenario } from "../core/raft/_sim_cluster.ts";
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
 const list = seeds(2_000);
 const kinds = [
-  { name: "3", offset: 0, opts: { servers: 3 } },
-  { name: "5", offset: 1_000_000, opts: { servers: 5 } },
-  { name: "membership", offset: 2_000_000, opts: { servers: 5, initialVoters: 3, membership: true } },
+  { name: "3", file: "sim_test.ts", opts: { servers: 3 } },
+  { name: "5", file: "sim5_test.ts", opts: { servers: 5 } },
+  { name: "membership", file: "sim_membership_test.ts", opts: { servers: 5, initialVoters: 3, membership: true } },
 ].filter((k) => !only || k.name === only);
 
 async function main(): Promise<void> {
@@ -19,10 +19,10 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   for (const k of kinds) {
     for (const [i, seed] of list.entries()) {
-      const { error } = await runScenario({ seed: seed + k.offset, ...k.opts });
+      const { error } = await runScenario({ seed, ...k.opts });
       if (error) {
         failed++;
-        console.log(`FAIL ${k.name} seed ${seed + k.offset}\n${error}\n`);
+        console.log(`FAIL ${k.name} seed ${seed} (replay: SIM_SEED=${seed} node --import tsx --test core/raft/${k.file})\n${error}\n`);
       }
       if ((i + 1) % 500 === 0) console.log(`${k.name}: ${i + 1}/${list.length} seeds, ${failed} failed, ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     }

@@ -426,6 +426,9 @@ export class FileLogStore implements LogStore {
         return Promise.reject(new RangeError(`Entries to append are not contiguous at index ${entries[k]!.index}`));
       }
     }
+    for (const e of entries) {
+      if (!validateLogEntry(e)) return Promise.reject(new TypeError(`Not a valid log entry at index ${String(e?.index)}`));
+    }
     const copies = entries.map(copyEntry);
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ kind: "append", entries: copies, resolve, reject });
@@ -522,19 +525,25 @@ export class FileLogStore implements LogStore {
         if (first === 0 || start <= first) {
           // Empty log (any start is fine) or everything is overwritten: drop all files.
           if (this.#segments.length > 0) {
+            // Make the removal durable before new files appear, so a crash
+            // cannot bring old segments back beside new ones.
             await this.#flushPending(pending);
             await this.#exclusively(() => this.#removeSegments(this.#segments.length));
-            dirty = true;
+            await syncDir(this.dir);
           }
           if (this.#start !== 0) {
             await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode("0"));
             this.#start = 0;
           }
         } else if (start <= last) {
+          // Make the cut durable before writing over it: otherwise a crash
+          // could leave new records followed by misaligned old ones, which
+          // reads as corruption rather than a torn tail.
           await this.#flushPending(pending);
-          if (await this.#exclusively(() => this.#truncateFrom(start))) dirty = true;
+          const removed = await this.#exclusively(() => this.#truncateFrom(start));
           const active = this.#segments.at(-1);
-          if (active) toSync.add(active);
+          if (active) await this.#sync(active);
+          if (removed) await syncDir(this.dir);
         }
         for (const e of op.entries) {
           const record = encodeEntryRecord(e);

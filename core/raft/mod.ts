@@ -41,3 +41,21 @@ export { MemoryLogStore } from "./log_store_memory.ts";
 export { MemoryStableStore } from "./stable_store_memory.ts";
 export { MemorySnapshotStore } from "./snapshot_store_memory.ts";
 export type { MemoryStoreOptions } from "./log_store_memory.ts";
+export { RaftCore } from "./raft.ts";
+export type {
+  ConfChange,
+  RaftConfig,
+  RaftInput,
+  RaftReady,
+  RaftRestore,
+  RaftStats,
+  ReadState,
+  Role,
+  SoftState,
+  StepResult,
+} from "./raft.ts";
+export { committedIndex, hasQuorum, majority, voteResult } from "./quorum.ts";
+export type { VoteResult } from "./quorum.ts";
+export { createRaftNode, RaftNode } from "./driver.ts";
+export type { Consensus, RaftNodeOptions, RaftNodeStats } from "./driver.ts";
+export { SimRaftTransport } from "./transport_sim.ts";

@@ -720,6 +720,13 @@ export class RaftCore {
       reply(0, true);
       return;
     }
+    if (this.#log.matchTerm(m.meta.index, m.meta.term)) {
+      // We already hold that entry (a late or duplicated snapshot): keep our
+      // log, whose tail we may have acknowledged, and just learn the commit.
+      this.#log.commitTo(m.meta.index);
+      this.#send({ type: "appendResp", from: this.id, to: m.from, term: this.#term, index: m.meta.index, reject: false, rejectHint: 0, hintTerm: 0 });
+      return;
+    }
     const data = new Uint8Array(inc.received);
     let off = 0;
     for (const c of inc.chunks) {
