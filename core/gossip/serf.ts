@@ -15,7 +15,7 @@ import type { Coordinate } from "./coordinate.ts";
 import type { GossipProfile, SerfTimings } from "./profiles.ts";
 import { serfTimings } from "./profiles.ts";
 import { estimateSize, SwimCore } from "./swim.ts";
-import type { GossipTypes, SwimEvent, SwimInput, SwimMember, SwimSend } from "./swim.ts";
+import type { GossipTypes, SwimEvent, SwimInput, SwimMember, SwimMessage, SwimSend } from "./swim.ts";
 import type {
   MessageJoin,
   MessageLeave,
@@ -124,6 +124,8 @@ export interface SerfConfig {
   logger: Logger;
   now: number;
   disableCoordinates?: boolean;
+  /** Encoded size of a message; pass the wire codec's `measure` for exact packing. */
+  measure?: (msg: SwimMessage<SerfTypes>) => number;
 }
 
 /** Serf's LamportClock: first used value is 1. */
@@ -251,15 +253,20 @@ export class SerfCore {
       rng: config.rng.fork(),
       logger: config.logger.named("memberlist"),
       now: config.now,
-      measure: estimateSize,
+      measure: config.measure ?? estimateSize,
     });
     this.swim.setDelegate({
       getBroadcasts: (overhead, limit) => this.#getBroadcasts(overhead, limit),
-      userSize: (m) => estimateSize(m),
+      userSize: (m) => this.#size(m),
       localState: () => this.#localState(),
       ackPayload: () => this.#vivaldi?.coordinate,
     });
     this.#drainSwim();
+  }
+
+  /** Size of a Serf message as carried in a memberlist user message. */
+  #size(msg: SerfMsg): number {
+    return this.#cfg.measure ? this.#cfg.measure({ type: "user", msg }) : estimateSize(msg);
   }
 
   // ---------------------------------------------------------------------------
@@ -563,16 +570,16 @@ export class SerfCore {
   #handleMessage(from: string, msg: SerfMsg): void {
     switch (msg.type) {
       case "join":
-        if (this.#handleJoinIntent(msg.body)) this.#intentQueue.push(msg, { sizeBytes: estimateSize(msg) });
+        if (this.#handleJoinIntent(msg.body)) this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
         return;
       case "leave":
-        if (this.#handleLeaveIntent(msg.body)) this.#intentQueue.push(msg, { sizeBytes: estimateSize(msg) });
+        if (this.#handleLeaveIntent(msg.body)) this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
         return;
       case "userEvent":
-        if (this.#handleUserEvent(msg.body)) this.#eventQueue.push(msg, { sizeBytes: estimateSize(msg) });
+        if (this.#handleUserEvent(msg.body)) this.#eventQueue.push(msg, { sizeBytes: this.#size(msg) });
         return;
       case "query":
-        if (this.#handleQuery(msg.body)) this.#queryQueue.push(msg, { sizeBytes: estimateSize(msg) });
+        if (this.#handleQuery(msg.body)) this.#queryQueue.push(msg, { sizeBytes: this.#size(msg) });
         return;
       case "queryResponse":
         this.#handleQueryResponse(msg.body);
@@ -644,7 +651,7 @@ export class SerfCore {
     const msg: SerfMsg = { type: "join", body: { lTime, node: this.name } };
     this.clock.witness(lTime);
     this.#handleJoinIntent(msg.body);
-    this.#intentQueue.push(msg, { sizeBytes: estimateSize(msg) });
+    this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
   }
 
   // ---------------------------------------------------------------------------
@@ -720,7 +727,7 @@ export class SerfCore {
     this.eventClock.increment();
     this.#handleUserEvent(body);
     const msg: SerfMsg = { type: "userEvent", body };
-    this.#eventQueue.push(msg, { sizeBytes: estimateSize(msg) });
+    this.#eventQueue.push(msg, { sizeBytes: this.#size(msg) });
   }
 
   #handleUserEvent(e: MessageUserEvent): boolean {
@@ -784,7 +791,7 @@ export class SerfCore {
       payload: p.payload,
     };
     const msg: SerfMsg = { type: "query", body: q };
-    const size = estimateSize(msg);
+    const size = this.#size(msg);
     if (size > this.#t.querySizeLimit) {
       this.#events.push({ kind: "error", input: "query", message: `Query exceeds limit of ${this.#t.querySizeLimit} bytes` });
       return;
@@ -914,7 +921,7 @@ export class SerfCore {
     let broadcastId: number | undefined;
     if (anyAlive) {
       const msg: SerfMsg = { type: "leave", body };
-      broadcastId = this.#intentQueue.push(msg, { sizeBytes: estimateSize(msg) });
+      broadcastId = this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
     }
     this.#leave = { phase: "intent", broadcastId, deadlineMs: this.#now + this.#t.broadcastTimeoutMs };
   }
@@ -944,7 +951,7 @@ export class SerfCore {
     this.#handleLeaveIntent(body);
     if (anyAlive) {
       const msg: SerfMsg = { type: "leave", body };
-      this.#intentQueue.push(msg, { sizeBytes: estimateSize(msg) });
+      this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
     }
   }
 

@@ -11,7 +11,9 @@ import { SimClock } from "../sim/sim_clock.ts";
 import { SimNetwork } from "../sim/sim_network.ts";
 import type { LinkFaults } from "../sim/sim_network.ts";
 import { GossipDriver, identityCodec } from "./driver.ts";
-import type { GossipTransport, StreamResult } from "./driver.ts";
+import type { GossipCodec, GossipTransport, StreamResult } from "./driver.ts";
+import { serfWireCodec } from "./wire/codec.ts";
+import type { WireCodec } from "./wire/codec.ts";
 import { lanProfile, serfAgentTimings, serfTimings } from "./profiles.ts";
 import type { GossipProfile, SerfTimings } from "./profiles.ts";
 import { SerfCore } from "./serf.ts";
@@ -19,17 +21,17 @@ import type { SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
 import type { SwimMessage } from "./swim.ts";
 
 type M = SwimMessage<SerfTypes>;
-type Env =
-  | { kind: "packet"; msg: M }
-  | { kind: "stream"; msg: M; reply?: (r: StreamResult<M>) => void }
-  | { kind: "reply"; msg: M | undefined; reply: (r: StreamResult<M>) => void };
+type Env<P = M> =
+  | { kind: "packet"; msg: P }
+  | { kind: "stream"; msg: P; reply?: (r: StreamResult<P>) => void }
+  | { kind: "reply"; msg: P | undefined; reply: (r: StreamResult<P>) => void };
 
 /**
  * A GossipTransport over two SimNetworks: lossy "UDP" and loss-free but
  * partitionable "TCP". A stream whose request or reply is cut (partition,
  * crashed peer) fails after the TCP timeout, like a real connect/read would.
  */
-function simTransport(clock: SimClock, udp: SimNetwork<Env>, tcp: SimNetwork<Env>, addr: string): GossipTransport<M> {
+function simTransport<P>(clock: SimClock, udp: SimNetwork<Env<P>>, tcp: SimNetwork<Env<P>>, addr: string): GossipTransport<P> {
   return {
     localAddr: addr,
     sendPacket: (to, msg) => udp.send(addr, to, { kind: "packet", msg }),
@@ -40,7 +42,7 @@ function simTransport(clock: SimClock, udp: SimNetwork<Env>, tcp: SimNetwork<Env
         return;
       }
       let done = false;
-      const finish = (r: StreamResult<M>) => {
+      const finish = (r: StreamResult<P>) => {
         if (done) return;
         done = true;
         timer.cancel();
@@ -74,7 +76,7 @@ interface SimNode {
   name: string;
   addr: string;
   serf: SerfCore;
-  driver: GossipDriver<SerfTypes, SerfInput, SerfEvent, M>;
+  driver: GossipDriver<SerfTypes, SerfInput, SerfEvent, unknown>;
   events: SerfEvent[];
   /** Answer queries automatically with the node name. */
   autoRespond: boolean;
@@ -86,14 +88,16 @@ interface ClusterOptions {
   timings?: SerfTimings;
   faults?: Partial<LinkFaults>;
   tags?: (i: number) => Tags;
+  /** Run over the real wire codec (bytes on the sim network) instead of message objects. */
+  wire?: WireCodec<SerfTypes>;
 }
 
 class SimCluster {
   readonly seed: number;
   readonly rng: Rng;
   readonly clock = new SimClock();
-  readonly udp: SimNetwork<Env>;
-  readonly tcp: SimNetwork<Env>;
+  readonly udp: SimNetwork<Env<unknown>>;
+  readonly tcp: SimNetwork<Env<unknown>>;
   readonly sink = new CaptureSink();
   readonly nodes = new Map<string, SimNode>();
   #opts: ClusterOptions;
@@ -102,8 +106,8 @@ class SimCluster {
     this.seed = opts.seed;
     this.#opts = opts;
     this.rng = new Rng(opts.seed);
-    this.udp = new SimNetwork<Env>(this.clock, this.rng.fork(), { delayMs: [1, 10], ...opts.faults });
-    this.tcp = new SimNetwork<Env>(this.clock, this.rng.fork(), { delayMs: [1, 10] });
+    this.udp = new SimNetwork<Env<unknown>>(this.clock, this.rng.fork(), { delayMs: [1, 10], ...opts.faults });
+    this.tcp = new SimNetwork<Env<unknown>>(this.clock, this.rng.fork(), { delayMs: [1, 10] });
   }
 
   addrOf(i: number): string {
@@ -122,13 +126,15 @@ class SimCluster {
       rng: this.rng.fork(),
       logger,
       now: this.clock.now(),
+      measure: this.#opts.wire?.measure,
     });
     const node: SimNode = { name, addr, serf, events: [], autoRespond: true, driver: undefined! };
-    node.driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, M>({
+    const wire = this.#opts.wire;
+    node.driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, unknown>({
       core: serf,
       clock: this.clock,
-      transport: simTransport(this.clock, this.udp, this.tcp, addr),
-      codec: identityCodec(),
+      transport: simTransport<unknown>(this.clock, this.udp, this.tcp, addr),
+      codec: (wire ?? identityCodec<SerfTypes>()) as GossipCodec<SerfTypes, unknown>,
       logger,
       onEvent: (e) => {
         node.events.push(e);
@@ -378,4 +384,27 @@ test("sim (h): tag-filtered query reaches matching nodes and collects their resp
   // Queries are gossip-only (not in push/pull): with N <= 9 each node sends
   // one 4 times, so a small cluster can miss a node now and then, as Serf does.
   assert.ok(partial.length <= Math.max(1, all.length * 0.1), `query missed a node in seeds ${partial}`);
+});
+
+test("sim: clusters over the real wire codec (bytes, LZW) join, gossip events, answer queries, detect a crash", () => {
+  for (const seed of seeds(25)) {
+    const wireErrors: string[] = [];
+    const wire = serfWireCodec({ compress: true, onWireError: (e) => wireErrors.push(`${e.code}: ${e.message}`) });
+    const c = makeCluster({ seed, n: 5, wire, faults: { loss: 0.02 }, tags: (i) => ({ role: i === 0 ? "web" : "db", dc: "dc1" }) });
+    c.runUntil(() => c.converged(), 90_000, "convergence over the wire codec");
+    for (const x of c.live()) assert.deepEqual(x.serf.member("n0")?.tags, { role: "web", dc: "dc1" }, `tags over the wire; seed=${seed}`);
+    c.node("n2").driver.input({ kind: "userEvent", name: "deploy", payload: text("v9"), coalesce: false });
+    c.runUntil(() => c.live().every((x) => userEvents(x).some((e) => e.name === "deploy")), 90_000, "event over the wire codec");
+    const q = c.node("n1");
+    q.driver.input({ kind: "query", name: "ping", payload: text("p"), requestAck: true, timeoutMs: 5_000 });
+    c.runUntil(() => q.events.some((e) => e.kind === "queryDone"), 10_000, "query done");
+    const responders = q.events.filter((e) => e.kind === "queryResponse").length;
+    assert.ok(responders >= 3, `only ${responders} responses over the wire codec; seed=${seed}`);
+    // Coordinates travel in acks and are decoded.
+    c.clock.advance(10_000);
+    assert.ok(c.live().some((x) => x.serf.coordinateOf("n0") !== undefined), `no coordinates learned; seed=${seed}`);
+    c.crash("n4");
+    c.runUntil(() => c.live().every((x) => x.serf.memberStatus("n4") === "failed"), 90_000, "crash over the wire codec");
+    assert.deepEqual(wireErrors, [], `wire errors; seed=${seed}`);
+  }
 });
