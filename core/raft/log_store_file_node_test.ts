@@ -314,3 +314,13 @@ test("file log: truncateSuffix and compact are deleteRange from either end", () 
     assert.deepEqual(await segments(dir), []);
     await s.close();
   }));
+
+test("file log: entries that could not be read back are refused up front", () =>
+  withDir(async (dir, sink) => {
+    const s = await open(dir, sink);
+    await assert.rejects(s.append([{ index: 0, term: 1, type: "normal", data: new Uint8Array(0) }]), TypeError);
+    await assert.rejects(s.append([{ index: 1, term: 1, type: "bogus" as "normal", data: new Uint8Array(0) }]), TypeError);
+    await assert.rejects(s.append([entry(1), entry(3)]), RangeError);
+    assert.equal(await s.lastIndex(), 0);
+    await s.close();
+  }));
