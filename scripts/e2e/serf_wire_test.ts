@@ -11,6 +11,13 @@ import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { after, test } from "node:test";
 import { nullLogger } from "../../core/log/mod.ts";
+import { systemClock } from "../../core/clock/mod.ts";
+import { Rng } from "../../core/sim/rng.ts";
+import { GossipDriver } from "../../core/gossip/driver.ts";
+import { SerfCore } from "../../core/gossip/serf.ts";
+import type { SerfEvent, SerfInput, SerfTypes } from "../../core/gossip/serf.ts";
+import { lanProfile } from "../../core/gossip/profiles.ts";
+import { serfWireCodec } from "../../core/gossip/wire/codec.ts";
 import { createNodeTransport } from "../../core/gossip/transport_node.ts";
 import type { NodeTransport } from "../../core/gossip/transport_node.ts";
 import type { StreamResult } from "../../core/gossip/driver.ts";
@@ -223,4 +230,66 @@ test("serf e2e: encrypted join with a serf keygen-style key", { skip }, async ()
   await waitFor(box, (m) => m.type === "ackResp" && m.body.seqNo === 7, "encrypted UDP ack");
   assert.equal(t.stats.packetsDecryptFailed, 0);
   assert.deepEqual(box.errors, []);
+});
+
+test("serf e2e: a full cairn Serf node (core + driver + codec + transport) joins and sees events", { skip }, async () => {
+  const port = await freePort();
+  const { rpc } = await startSerf("s3", port);
+  const serfAddr = `127.0.0.1:${port}`;
+  const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger() });
+  transports.push(t);
+  const codec = serfWireCodec();
+  const core = new SerfCore({
+    name: "c3",
+    addr: t.localAddr,
+    tags: { role: "cairn" },
+    profile: lanProfile,
+    rng: new Rng(3),
+    logger: nullLogger(),
+    now: systemClock.now(),
+    measure: codec.measure,
+  });
+  const events: SerfEvent[] = [];
+  const waiters: { pred: (e: SerfEvent) => boolean; resolve: () => void }[] = [];
+  const driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>({
+    core,
+    clock: systemClock,
+    transport: t,
+    codec,
+    logger: nullLogger(),
+    onEvent: (e) => {
+      events.push(e);
+      for (const w of waiters.splice(0)) (w.pred(e) ? w.resolve() : waiters.push(w));
+    },
+  });
+  const until = (pred: (e: SerfEvent) => boolean, what: string): Promise<void> =>
+    events.some(pred) ? Promise.resolve() : within(new Promise<void>((resolve) => waiters.push({ pred, resolve })), what);
+  driver.start();
+  try {
+    // The agent may still be starting: retry the join until it answers.
+    for (let i = 0; ; i++) {
+      driver.input({ kind: "join", addrs: [serfAddr] });
+      try {
+        await until((e) => e.kind === "joinDone" && e.contacted > 0, "join");
+        break;
+      } catch (err) {
+        if (i >= 5) throw new Error(`${String(err)}: ${JSON.stringify(events)}\n${serfOutput.join("")}`);
+      }
+    }
+    await until((e) => e.kind === "member" && e.type === "join" && e.members.some((m) => m.name === "s3"), "member s3");
+    // The agent lists us alive with our tags.
+    let listed = "";
+    for (let i = 0; i < 50 && !/c3\s+127\.0\.0\.1:\d+\s+alive\s+role=cairn/.test(listed); i++) {
+      listed = spawnSync(serfBin, ["members", `-rpc-addr=127.0.0.1:${rpc}`], { encoding: "utf8", timeout: 5000 }).stdout;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.match(listed, /c3\s+127\.0\.0\.1:\d+\s+alive\s+role=cairn/);
+    // A user event fired on the agent reaches our node by gossip.
+    const ev = spawnSync(serfBin, ["event", `-rpc-addr=127.0.0.1:${rpc}`, "deploy", "v9"], { encoding: "utf8", timeout: 5000 });
+    assert.equal(ev.status, 0, ev.stderr);
+    await until((e) => e.kind === "user" && e.name === "deploy", "user event from serf");
+    assert.equal(t.stats.packetsGarbage, 0);
+  } finally {
+    driver.stop();
+  }
 });
