@@ -1,0 +1,142 @@
+// Persistence of services and checks registered through the HTTP API
+// (consul agent.persistService / persistCheck): one JSON file per entry in
+// `<data-dir>/services/` and `<data-dir>/checks/`, named by a hash of the ID,
+// written to a temporary name, fsynced, then renamed, so a crash leaves the
+// old file or the new one, never half of one. Config-file definitions are
+// not persisted: they come back from the config.
+import { createHash } from "node:crypto";
+import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { join } from "node:path";
+import { errorMessage } from "../../errors.ts";
+import { isHealthStatus, type LocalCheck, type LocalService } from "./types.ts";
+
+export interface DefinitionStore {
+  saveService(service: LocalService): void;
+  removeService(id: string): void;
+  saveCheck(check: LocalCheck): void;
+  removeCheck(id: string): void;
+  /** Everything persisted; unreadable files are skipped and named in `errors`. */
+  load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] };
+}
+
+/** Dev mode: nothing survives a restart. */
+export class MemoryDefinitionStore implements DefinitionStore {
+  readonly services = new Map<string, LocalService>();
+  readonly checks = new Map<string, LocalCheck>();
+  saveService(s: LocalService): void {
+    this.services.set(s.id, structuredClone(s));
+  }
+  removeService(id: string): void {
+    this.services.delete(id);
+  }
+  saveCheck(c: LocalCheck): void {
+    this.checks.set(c.checkId, structuredClone(c));
+  }
+  removeCheck(id: string): void {
+    this.checks.delete(id);
+  }
+  load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] } {
+    return { services: [...this.services.values()].map((s) => structuredClone(s)), checks: [...this.checks.values()].map((c) => structuredClone(c)), errors: [] };
+  }
+}
+
+function fileName(id: string): string {
+  return `${createHash("sha256").update(id).digest("hex").slice(0, 40)}.json`;
+}
+
+function writeAtomic(dir: string, name: string, text: string): void {
+  mkdirSync(dir, { recursive: true });
+  const tmp = join(dir, `.${name}.tmp`);
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, join(dir, name));
+  // Make the rename itself durable.
+  try {
+    const dfd = openSync(dir, "r");
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
+  } catch {
+    // Some platforms cannot fsync a directory; the rename is still atomic.
+  }
+}
+
+const FORMAT_VERSION = 1;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function validService(v: unknown): v is LocalService {
+  return isObject(v) && typeof v.id === "string" && v.id !== "" && typeof v.service === "string" && Array.isArray(v.tags) &&
+    isObject(v.meta) && typeof v.port === "number" && isObject(v.weights);
+}
+
+function validCheck(v: unknown): v is LocalCheck {
+  return isObject(v) && typeof v.checkId === "string" && v.checkId !== "" && typeof v.name === "string" && isHealthStatus(v.status) &&
+    (v.checkType === undefined || (isObject(v.checkType) && typeof v.checkType.kind === "string"));
+}
+
+/** `<dataDir>/services/*.json` and `<dataDir>/checks/*.json`. */
+export class FileDefinitionStore implements DefinitionStore {
+  readonly #servicesDir: string;
+  readonly #checksDir: string;
+
+  constructor(dataDir: string) {
+    this.#servicesDir = join(dataDir, "services");
+    this.#checksDir = join(dataDir, "checks");
+  }
+
+  saveService(s: LocalService): void {
+    writeAtomic(this.#servicesDir, fileName(s.id), JSON.stringify({ version: FORMAT_VERSION, service: s }));
+  }
+
+  removeService(id: string): void {
+    rmSync(join(this.#servicesDir, fileName(id)), { force: true });
+  }
+
+  saveCheck(c: LocalCheck): void {
+    writeAtomic(this.#checksDir, fileName(c.checkId), JSON.stringify({ version: FORMAT_VERSION, check: c }));
+  }
+
+  removeCheck(id: string): void {
+    rmSync(join(this.#checksDir, fileName(id)), { force: true });
+  }
+
+  load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] } {
+    const errors: string[] = [];
+    const services: LocalService[] = [];
+    const checks: LocalCheck[] = [];
+    for (const [dir, key, valid, out] of [
+      [this.#servicesDir, "service", validService, services],
+      [this.#checksDir, "check", validCheck, checks],
+    ] as const) {
+      let names: string[];
+      try {
+        names = readdirSync(dir).filter((n) => n.endsWith(".json") && !n.startsWith(".")).sort();
+      } catch (err) {
+        if ((err as { code?: string }).code !== "ENOENT") errors.push(`Cannot read "${dir}": ${errorMessage(err)}`);
+        continue;
+      }
+      for (const name of names) {
+        const path = join(dir, name);
+        try {
+          const data: unknown = JSON.parse(readFileSync(path, "utf8"));
+          const value = isObject(data) ? data[key] : undefined;
+          if (!valid(value)) throw new Error(`not a persisted ${key}`);
+          (out as unknown[]).push(value);
+        } catch (err) {
+          errors.push(`Cannot load persisted ${key} "${path}": ${errorMessage(err)}`);
+        }
+      }
+    }
+    return { services, checks, errors };
+  }
+}

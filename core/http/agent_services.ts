@@ -1,0 +1,317 @@
+// The agent's local service and check endpoints (consul agent/agent_endpoint.go):
+// /v1/agent/services, /v1/agent/service/..., /v1/agent/checks,
+// /v1/agent/check/..., /v1/agent/maintenance, /v1/agent/health/service/...,
+// /v1/agent/reload. They read and change the agent's local state, not the
+// catalog; each write waits for the anti-entropy push (failures there are
+// logged and retried, the write itself succeeded), as Consul's syncChanges.
+import { decodeCheckDefinition, decodeServiceDefinition } from "../agent/local/definition.ts";
+import type { LocalAgent } from "../agent/local/local_agent.ts";
+import { aggregateStatus, isHealthStatus } from "../agent/local/types.ts";
+import type { CheckType, HealthStatus, LocalCheck, LocalService } from "../agent/local/types.ts";
+import { formatDuration } from "../config/duration.ts";
+import { BadRequestError, NotFoundError } from "../errors.ts";
+import type { Route } from "./routes.ts";
+import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
+
+export interface AgentServicesDeps {
+  local: LocalAgent;
+  datacenter: string;
+  /** Re-read the config files and apply them (`cairn reload`); absent: 500. */
+  reload?: () => Promise<void>;
+}
+
+const ok = (): HttpResponse => ({ status: 200, headers: {}, body: "" });
+
+/** consul api.AgentService as /v1/agent/services shows it. */
+export function agentServiceJson(s: LocalService, datacenter: string, options: { contentHash?: boolean } = {}): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (s.kind) out.Kind = s.kind;
+  out.ID = s.id;
+  out.Service = s.service;
+  out.Tags = s.tags;
+  out.Meta = s.meta;
+  out.Port = s.port;
+  out.Address = s.address;
+  if (Object.keys(s.taggedAddresses).length > 0) {
+    out.TaggedAddresses = Object.fromEntries(Object.entries(s.taggedAddresses).map(([k, v]) => [k, { Address: v.address, Port: v.port }]));
+  }
+  out.Weights = { Passing: s.weights.passing, Warning: s.weights.warning };
+  out.EnableTagOverride = s.enableTagOverride;
+  if (options.contentHash) out.ContentHash = contentHash(s);
+  out.Datacenter = datacenter;
+  return out;
+}
+
+/** A stable 16-hex-digit hash of a service (FNV-1a 64), for `ContentHash`. */
+export function contentHash(s: LocalService): string {
+  const text = JSON.stringify([s.kind, s.id, s.service, s.tags, Object.entries(s.meta).sort(), s.port, s.address,
+    Object.entries(s.taggedAddresses).sort(), s.weights.passing, s.weights.warning, s.enableTagOverride]);
+  let h = 0xcbf29ce484222325n;
+  const mask = 0xffffffffffffffffn;
+  for (const b of new TextEncoder().encode(text)) {
+    h ^= BigInt(b);
+    h = (h * 0x100000001b3n) & mask;
+  }
+  return h.toString(16).padStart(16, "0");
+}
+
+function definitionJson(t: CheckType | undefined): Record<string, unknown> {
+  if (!t) return {};
+  const d: Record<string, unknown> = {};
+  if (t.http) {
+    d.HTTP = t.http;
+    if (t.tlsServerName) d.TLSServerName = t.tlsServerName;
+    if (t.tlsSkipVerify) d.TLSSkipVerify = true;
+    if (Object.keys(t.header).length > 0) d.Header = t.header;
+    if (t.method) d.Method = t.method;
+    if (t.body) d.Body = t.body;
+  }
+  if (t.tcp) d.TCP = t.tcp;
+  if (t.intervalMs > 0) d.Interval = formatDuration(t.intervalMs);
+  if (t.outputMaxSize > 0) d.OutputMaxSize = t.outputMaxSize;
+  if (t.timeoutMs > 0) d.Timeout = formatDuration(t.timeoutMs);
+  if (t.deregisterCriticalServiceAfterMs > 0) d.DeregisterCriticalServiceAfter = formatDuration(t.deregisterCriticalServiceAfterMs);
+  if (t.args.length > 0) d.ScriptArgs = t.args;
+  if (t.aliasNode) d.AliasNode = t.aliasNode;
+  if (t.aliasService) d.AliasService = t.aliasService;
+  if (t.ttlMs > 0) d.TTL = formatDuration(t.ttlMs);
+  return d;
+}
+
+/** consul structs.HealthCheck as /v1/agent/checks shows it. */
+export function agentCheckJson(c: LocalCheck): Record<string, unknown> {
+  const t = c.checkType;
+  return {
+    Node: c.node,
+    CheckID: c.checkId,
+    Name: c.name,
+    Status: c.status,
+    Notes: c.notes,
+    Output: c.output,
+    ServiceID: c.serviceId,
+    ServiceName: c.serviceName,
+    ServiceTags: c.serviceTags,
+    Type: c.type,
+    Interval: t && t.intervalMs > 0 ? formatDuration(t.intervalMs) : "",
+    Timeout: t && t.timeoutMs > 0 ? formatDuration(t.timeoutMs) : "",
+    ExposedPort: 0,
+    Definition: definitionJson(t),
+    CreateIndex: 0,
+    ModifyIndex: 0,
+  };
+}
+
+function decodeJsonBody(req: HttpRequest): unknown {
+  const text = new TextDecoder().decode(req.body);
+  if (text.trim() === "") throw new BadRequestError("Request decode failed: EOF");
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new BadRequestError(`Request decode failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Go's strconv.ParseBool. */
+function parseGoBool(text: string): boolean | undefined {
+  if (["1", "t", "T", "TRUE", "true", "True"].includes(text)) return true;
+  if (["0", "f", "F", "FALSE", "false", "False"].includes(text)) return false;
+  return undefined;
+}
+
+function parseEnable(req: HttpRequest): boolean {
+  if (!req.query.has("enable")) throw new BadRequestError("Missing value for enable");
+  const raw = req.query.get("enable") ?? "";
+  const v = parseGoBool(raw);
+  if (v === undefined) throw new BadRequestError(`Invalid value for enable: "${raw}"`);
+  return v;
+}
+
+function wantsText(req: HttpRequest): boolean {
+  const accept = req.headers["accept"];
+  if (typeof accept === "string" && accept.startsWith("text/plain")) return true;
+  const format = req.query.get("format");
+  return format !== null && format !== "" ? format === "text" : false;
+}
+
+const statusCode: Record<string, number> = { passing: 200, warning: 429 };
+
+/** The routes, for Router.add / createRoutes. */
+export function agentServicesRoutes(deps: AgentServicesDeps): Route[] {
+  const { local, datacenter } = deps;
+  const after = (prefix: string, req: HttpRequest) => req.path.slice(prefix.length);
+
+  const serviceHealth = (s: LocalService) => {
+    const checks = local.state.checksForService(s.id, true);
+    const status = aggregateStatus(checks);
+    return { code: statusCode[status] ?? 503, status, json: { AggregatedStatus: status, Service: agentServiceJson(s, datacenter), Checks: checks.map(agentCheckJson) } };
+  };
+
+  const update = async (req: HttpRequest, prefix: string, status: HealthStatus, output: string) => {
+    const id = after(prefix, req);
+    local.updateTtlCheck(id, status, output);
+    await local.syncChanges();
+    return ok();
+  };
+
+  return [
+    {
+      pattern: "/v1/agent/services",
+      methods: ["GET"],
+      handler: async (req) => {
+        const out: Record<string, unknown> = {};
+        for (const s of local.state.services()) out[s.id] = agentServiceJson(s, datacenter);
+        return jsonResponse(out, { pretty: wantsPretty(req) });
+      },
+    },
+    {
+      pattern: "/v1/agent/service/",
+      methods: ["GET"],
+      handler: async (req) => {
+        const id = after("/v1/agent/service/", req);
+        const s = local.state.service(id);
+        if (!s) throw new NotFoundError(`unknown service ID: ${id}`);
+        return jsonResponse(agentServiceJson(s, datacenter, { contentHash: true }), { pretty: wantsPretty(req) });
+      },
+    },
+    {
+      pattern: "/v1/agent/service/register",
+      methods: ["PUT"],
+      handler: async (req) => {
+        const def = decodeServiceDefinition(decodeJsonBody(req));
+        const flag = req.query.get("replace-existing-checks");
+        const replace = req.query.has("replace-existing-checks") && (flag === "" || flag === "true");
+        local.addService(def, { source: "remote", replaceExistingChecks: replace });
+        await local.syncChanges();
+        return ok();
+      },
+    },
+    {
+      pattern: "/v1/agent/service/deregister/",
+      methods: ["PUT"],
+      handler: async (req) => {
+        local.removeService(after("/v1/agent/service/deregister/", req));
+        await local.syncChanges();
+        return ok();
+      },
+    },
+    {
+      pattern: "/v1/agent/service/maintenance/",
+      methods: ["PUT"],
+      handler: async (req) => {
+        const id = after("/v1/agent/service/maintenance/", req);
+        if (id === "") throw new BadRequestError("Missing service ID");
+        const enable = parseEnable(req);
+        if (enable) local.enableServiceMaintenance(id, req.query.get("reason") ?? "");
+        else local.disableServiceMaintenance(id);
+        await local.syncChanges();
+        return ok();
+      },
+    },
+    {
+      pattern: "/v1/agent/maintenance",
+      methods: ["PUT"],
+      handler: async (req) => {
+        const enable = parseEnable(req);
+        if (enable) local.enableNodeMaintenance(req.query.get("reason") ?? "");
+        else local.disableNodeMaintenance();
+        await local.syncChanges();
+        return ok();
+      },
+    },
+    {
+      pattern: "/v1/agent/checks",
+      methods: ["GET"],
+      handler: async (req) => {
+        const out: Record<string, unknown> = {};
+        for (const c of local.state.checks()) out[c.checkId] = agentCheckJson(c);
+        return jsonResponse(out, { pretty: wantsPretty(req) });
+      },
+    },
+    {
+      pattern: "/v1/agent/check/register",
+      methods: ["PUT"],
+      handler: async (req) => {
+        local.addCheck(decodeCheckDefinition(decodeJsonBody(req)), { source: "remote" });
+        await local.syncChanges();
+        return ok();
+      },
+    },
+    {
+      pattern: "/v1/agent/check/deregister/",
+      methods: ["PUT"],
+      handler: async (req) => {
+        local.removeCheck(after("/v1/agent/check/deregister/", req));
+        await local.syncChanges();
+        return ok();
+      },
+    },
+    { pattern: "/v1/agent/check/pass/", methods: ["PUT"], handler: (req) => update(req, "/v1/agent/check/pass/", "passing", req.query.get("note") ?? "") },
+    { pattern: "/v1/agent/check/warn/", methods: ["PUT"], handler: (req) => update(req, "/v1/agent/check/warn/", "warning", req.query.get("note") ?? "") },
+    { pattern: "/v1/agent/check/fail/", methods: ["PUT"], handler: (req) => update(req, "/v1/agent/check/fail/", "critical", req.query.get("note") ?? "") },
+    {
+      pattern: "/v1/agent/check/update/",
+      methods: ["PUT"],
+      handler: async (req) => {
+        const body = decodeJsonBody(req);
+        const obj = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+        let status: unknown;
+        let output: unknown = "";
+        for (const [k, v] of Object.entries(obj)) {
+          if (k.toLowerCase() === "status") status = v;
+          if (k.toLowerCase() === "output") output = v;
+        }
+        if (!isHealthStatus(status)) throw new BadRequestError(`Invalid check status: '${typeof status === "string" ? status : ""}'`);
+        if (typeof output !== "string") throw new BadRequestError("Request decode failed: Output must be a string");
+        return await update(req, "/v1/agent/check/update/", status, output);
+      },
+    },
+    {
+      pattern: "/v1/agent/health/service/id/",
+      methods: ["GET"],
+      handler: async (req) => {
+        const id = after("/v1/agent/health/service/id/", req);
+        if (id === "") throw new BadRequestError("Missing serviceID");
+        const s = local.state.service(id);
+        if (!s) {
+          const reason = `ServiceId ${id} not found`;
+          if (wantsText(req)) return textResponse(404, reason);
+          return jsonResponse({ AggregatedStatus: "critical", Service: null, Checks: null }, { status: 404, pretty: wantsPretty(req) });
+        }
+        const h = serviceHealth(s);
+        if (wantsText(req)) return textResponse(h.code, h.status);
+        return jsonResponse(h.json, { status: h.code, pretty: wantsPretty(req) });
+      },
+    },
+    {
+      pattern: "/v1/agent/health/service/name/",
+      methods: ["GET"],
+      handler: async (req) => {
+        const name = after("/v1/agent/health/service/name/", req);
+        if (name === "") throw new BadRequestError("Missing service Name");
+        let code = 404;
+        let status = `ServiceName ${name} Not Found`;
+        const result: unknown[] = [];
+        for (const s of local.state.servicesByName(name)) {
+          const h = serviceHealth(s);
+          result.push(h.json);
+          // The worst wins: passing 200 < warning 429 < critical/maintenance 503.
+          if (code === 404 || code < h.code) {
+            code = h.code;
+            status = h.status;
+          }
+        }
+        if (wantsText(req)) return textResponse(code, status);
+        return jsonResponse(result, { status: code, pretty: wantsPretty(req) });
+      },
+    },
+    {
+      pattern: "/v1/agent/reload",
+      methods: ["PUT"],
+      handler: async () => {
+        if (!deps.reload) throw new Error("Reload is not available on this agent");
+        await deps.reload();
+        return ok();
+      },
+    },
+  ];
+}
