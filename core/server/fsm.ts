@@ -15,6 +15,7 @@ import type { ByteStream } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
 import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
+import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "../state/catalog_commands.ts";
 
 /** Command types; numbers follow Consul's structs.MessageType. */
 export const MessageType = {
@@ -77,6 +78,9 @@ export class Fsm {
     this.register(MessageType.KVS, applyKvs);
     this.register(MessageType.Txn, applyTxn);
     this.register(MessageType.Tombstone, applyTombstone);
+    this.register(MessageType.Register, (c, cmd) => applyRegisterCommand(c.state, c.index, cmd));
+    this.register(MessageType.Deregister, (c, cmd) => applyDeregisterCommand(c.state, c.index, cmd));
+    this.register(MessageType.Session, (c, cmd) => applySessionCommand(c.state, c.index, cmd));
   }
 
   /** The current store (replaced by restore: read it again after a watch fires). */

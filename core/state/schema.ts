@@ -3,6 +3,9 @@
 // `Tables` and `createTables`; snapshot and restore pick it up from here.
 
 import type { DirEntry } from "../rpc/methods.ts";
+import type { HealthCheck, Node } from "../rpc/methods.ts";
+import { checksSchema, nodesSchema, servicesByNameSchema, servicesSchema } from "./catalog_schema.ts";
+import type { IndexRow, ServiceRow } from "./catalog_schema.ts";
 import { kvsSchema } from "./kvs_schema.ts";
 import { sessionsSchema } from "./session.ts";
 import type { Session } from "./session.ts";
@@ -14,6 +17,11 @@ export interface Tables {
   kvs: Table<DirEntry>;
   tombstones: Table<Tombstone>;
   sessions: Table<Session>;
+  nodes: Table<Node>;
+  services: Table<ServiceRow>;
+  checks: Table<HealthCheck>;
+  /** Secondary index: lower(service name) + "\x00" + services key. */
+  services_by_name: Table<IndexRow>;
 }
 
 export function createTables(): Tables {
@@ -21,6 +29,10 @@ export function createTables(): Tables {
     kvs: new Table(kvsSchema),
     tombstones: new Table(tombstonesSchema),
     sessions: new Table(sessionsSchema),
+    nodes: new Table(nodesSchema),
+    services: new Table(servicesSchema),
+    checks: new Table(checksSchema),
+    services_by_name: new Table(servicesByNameSchema),
   };
 }
 
