@@ -19,6 +19,9 @@ import { fromWireError, toWireError } from "./wire_error.ts";
 
 export const defaultRpcPort = 8300;
 
+/** TCP keep-alive probes start after this much silence, so a peer that vanished without a FIN is noticed. */
+const keepAliveMs = 30_000;
+
 export interface RpcContext {
   /** "ip:port" of the calling connection. */
   remoteAddress: string;
@@ -161,6 +164,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     stats.open++;
     sockets.add(socket);
     socket.setNoDelay(true);
+    socket.setKeepAlive(true, keepAliveMs);
     const remoteAddress = formatAddress(socket.remoteAddress ?? "?", socket.remotePort ?? 0);
     const writer = new BatchWriter(socket);
     const decoder = new FrameDecoder({ maxFrameBytes });
@@ -373,6 +377,7 @@ class ClientConnection {
     this.#decoder = new FrameDecoder({ maxFrameBytes: pool.maxFrameBytes });
     this.#socket = connect({ host, port });
     this.#socket.setNoDelay(true);
+    this.#socket.setKeepAlive(true, keepAliveMs);
     this.#writer = new BatchWriter(this.#socket, pool.stats);
     this.#socket.write(new Uint8Array([rpcProtocolV1]));
     this.#connectTimer = pool.clock.setTimer(pool.connectTimeoutMs, () => {
