@@ -288,7 +288,14 @@ test("serf e2e: a full cairn Serf node (core + driver + codec + transport) joins
     const ev = spawnSync(serfBin, ["event", `-rpc-addr=127.0.0.1:${rpc}`, "deploy", "v9"], { encoding: "utf8", timeout: 5000 });
     assert.equal(ev.status, 0, ev.stderr);
     await until((e) => e.kind === "user" && e.name === "deploy", "user event from serf");
+
+    // Another agent joins through us: we serve its push/pull.
+    const port4 = await freePort();
+    await startSerf("s4", port4, [`-join=${t.localAddr}`]);
+    await until((e) => e.kind === "member" && e.type === "join" && e.members.some((m) => m.name === "s4"), "member s4 via us");
+    assert.ok(t.stats.streamsAccepted >= 1);
     assert.equal(t.stats.packetsGarbage, 0);
+    assert.equal(t.stats.streamsGarbage, 0);
   } finally {
     driver.stop();
   }
