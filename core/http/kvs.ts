@@ -63,7 +63,8 @@ export function kvsHandler(options: KvsHandlerOptions): (req: HttpRequest) => Pr
     const query = parseQueryOptions(req);
     const headers: Record<string, string> = {};
     const pretty = wantsPretty(req);
-    const callOpts = req.signal ? { signal: req.signal } : undefined;
+    // Only blocking reads wait long enough to be worth cancelling.
+    const callOpts = query.minQueryIndex > 0 && req.signal ? { signal: req.signal } : undefined;
     if (req.query.has("keys")) {
       // Consul still honours its historic misspelling "seperator".
       const separator = req.query.get("separator") ?? req.query.get("seperator") ?? "";

@@ -37,7 +37,7 @@ export interface HttpServer {
   listen(addr: { host: string; port: number }): Promise<{ host: string; port: number }>;
   /** Stop accepting, cancel blocking queries, close connections. */
   close(options?: { graceMs?: number }): Promise<void>;
-  /** Requests being served right now. */
+  /** Requests handed to a handler and not yet answered. */
   inFlight(): number;
   readonly server: Server;
 }
@@ -63,7 +63,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   const { router } = options;
   const logger = options.logger ?? nullLogger();
   const discardLimit = options.discardLimitBytes ?? 8 * 1024 * 1024;
-  const inflight = new Set<AbortController>();
+  /** Requests handed to a handler and not yet answered. */
+  let active = 0;
+  /** Controllers of requests whose handler took the AbortSignal. */
+  const cancellable = new Set<AbortController>();
   let closing = false;
   let onIdle: (() => void) | undefined;
 
@@ -124,12 +127,25 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       return;
     }
 
-    const ac = new AbortController();
-    inflight.add(ac);
-    res.once("close", () => {
-      inflight.delete(ac);
-      if (!res.writableFinished) ac.abort();
-      if (closing && inflight.size === 0) onIdle?.();
+    // The AbortSignal is made only when a handler asks for it (blocking
+    // queries do); most requests never pay for a controller and a listener.
+    let ac: AbortController | undefined;
+    const signal = (): AbortSignal => {
+      if (ac) return ac.signal;
+      const controller = new AbortController();
+      ac = controller;
+      cancellable.add(controller);
+      res.once("close", () => {
+        cancellable.delete(controller);
+        if (!res.writableFinished) controller.abort();
+      });
+      // The client may already be gone (a body upload that was cut off).
+      if (req.socket.destroyed) controller.abort();
+      return controller.signal;
+    };
+    req.once("error", (err) => {
+      logger.debug("request read failed", { path, error: err.message });
+      ac?.abort();
     });
 
     const run = (body: Uint8Array): void => {
@@ -139,20 +155,22 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         query: new URLSearchParams(rawQuery),
         headers: req.headers,
         body,
-        signal: ac.signal,
+        get signal() {
+          return signal();
+        },
       };
-      if (!logger.isEnabled("trace")) {
-        void router.dispatch(found.route, request).then((r) => send(res, r));
-        return;
-      }
-      const startedMs = performance.now();
+      active++;
+      const startedMs = logger.isEnabled("trace") ? performance.now() : 0;
       void router.dispatch(found.route, request).then((r) => {
+        active--;
         send(res, r);
+        if (closing && active === 0) onIdle?.();
+        if (startedMs === 0) return;
         // Consul logs "Request finished" at debug; here it is trace so dev
         // mode (debug) does not pay a log line per request.
         logger.trace("request finished", {
           method,
-          url: url,
+          url,
           from: `${req.socket.remoteAddress ?? ""}:${req.socket.remotePort ?? ""}`,
           status: r.status,
           latencyMs: Math.round((performance.now() - startedMs) * 1000) / 1000,
@@ -192,10 +210,6 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         run(body);
       }
     });
-    req.once("error", (err) => {
-      logger.debug("request read failed", { path, error: err.message });
-      ac.abort();
-    });
   }
 
   server.on("request", onRequest);
@@ -232,7 +246,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
   return {
     server,
-    inFlight: () => inflight.size,
+    inFlight: () => active,
     listen: ({ host, port }) =>
       new Promise((resolve, reject) => {
         const onError = (err: Error): void => {
@@ -251,10 +265,10 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       if (!server.listening) return;
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const ac of inflight) ac.abort(new Error("HTTP server is shutting down"));
+      for (const ac of cancellable) ac.abort(new Error("HTTP server is shutting down"));
       server.closeIdleConnections();
       const drained = new Promise<void>((resolve) => {
-        if (inflight.size === 0) resolve();
+        if (active === 0) resolve();
         else onIdle = resolve;
       });
       let timer: ReturnType<typeof setTimeout> | undefined;

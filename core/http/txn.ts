@@ -133,7 +133,7 @@ export function txnHandler(options: { rpc: Rpc; maxValueBytes?: number }): (req:
     const stale = req.query.has("stale");
     const consistent = req.query.has("consistent");
     if (readOnly && stale && consistent) throw new BadRequestError("Cannot specify ?stale with ?consistent, conflicting semantics.");
-    const reply = await options.rpc.call("Txn.Apply", { ops, ...parseWriteOptions(req) }, req.signal ? { signal: req.signal } : undefined);
+    const reply = await options.rpc.call("Txn.Apply", { ops, ...parseWriteOptions(req) });
     const headers: Record<string, string> = {};
     if (readOnly) {
       // Read-only transactions are answered like reads (consul Txn.Read + setMeta).
