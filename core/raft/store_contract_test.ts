@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nullLogger } from "../log/logger.ts";
+import { Rng, seeds } from "../sim/rng.ts";
 import { FileLogStore } from "./log_store_file_node.ts";
 import { MemoryLogStore } from "./log_store_memory.ts";
 import { FileSnapshotStore } from "./snapshot_store_file_node.ts";
@@ -338,3 +339,64 @@ for (const [name, factory] of snapshotStores) {
     }
   });
 }
+
+// ---------------------------------------------------------------- model check
+
+test("file log store matches the memory store under random operations and reopens", async () => {
+  for (const seed of seeds(4)) {
+    const rng = new Rng(seed);
+    const dir = await tempDir();
+    const open = () =>
+      FileLogStore.open({ dir, logger: nullLogger(), segmentSizeBytes: rng.pick([200, 600, 4096]), cacheEntries: rng.pick([1, 8, 64]) });
+    const model = new MemoryLogStore();
+    let file: LogStore = await open();
+    const trace: string[] = [];
+    try {
+      let term = 1;
+      for (let step = 0; step < 40; step++) {
+        const first = await model.firstIndex();
+        const last = await model.lastIndex();
+        const roll = rng.int(100);
+        if (roll < 55) {
+          // Append: usually at the end, sometimes over a suffix, sometimes anywhere on an empty log.
+          let start = last + 1;
+          if (last === 0) start = rng.range(1, 50);
+          else if (rng.chance(0.3)) start = rng.range(first, last);
+          if (rng.chance(0.2)) term++;
+          const n = rng.range(1, 8);
+          const entries = Array.from({ length: n }, (_, i) => entry(start + i, term, `s${seed}-${step}-${i}`));
+          trace.push(`append ${start}..${start + n - 1} t${term}`);
+          await model.append(entries);
+          await file.append(entries);
+        } else if (roll < 70 && last > 0) {
+          const max = rng.range(first, last);
+          trace.push(`compact ..${max}`);
+          await model.deleteRange(0, max);
+          await file.deleteRange(0, max);
+        } else if (roll < 80 && last > 0) {
+          const min = rng.range(first, last);
+          trace.push(`truncate ${min}..`);
+          await model.deleteRange(min, Number.MAX_SAFE_INTEGER);
+          await file.deleteRange(min, Number.MAX_SAFE_INTEGER);
+        } else if (roll < 85) {
+          trace.push("delete all");
+          await model.deleteRange(0, Number.MAX_SAFE_INTEGER);
+          await file.deleteRange(0, Number.MAX_SAFE_INTEGER);
+        } else {
+          trace.push("reopen");
+          await file.close();
+          file = await open();
+        }
+        const why = `seed ${seed}, after: ${trace.join("; ")}`;
+        assert.equal(await file.firstIndex(), await model.firstIndex(), `firstIndex, ${why}`);
+        assert.equal(await file.lastIndex(), await model.lastIndex(), `lastIndex, ${why}`);
+        const lo = Math.max(0, (await model.firstIndex()) - 2);
+        const hi = (await model.lastIndex()) + 3;
+        assert.equal(summary(await file.getEntries(lo, hi)), summary(await model.getEntries(lo, hi)), `entries, ${why}`);
+      }
+    } finally {
+      await file.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+});
