@@ -20,6 +20,9 @@ import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeTa
 import { lzwCompress, lzwDecompress } from "./lzw.ts";
 import { decodeValue, MpWriter } from "./msgpack_go.ts";
 import { decryptPayload, Keyring, peekEncryptedStream } from "./crypto.ts";
+import { serfWireCodec } from "./codec.ts";
+
+const codec = serfWireCodec();
 
 function corpus(): Uint8Array[] {
   const out: Uint8Array[] = [];
@@ -78,6 +81,8 @@ function everyDecoder(bytes: Uint8Array): void {
   decodeCompress(bytes, { maxBytes: 1 << 20 });
   peekEncryptedStream(bytes);
   decodeValue(bytes);
+  codec.decode(bytes, { stream: false });
+  codec.decode(bytes, { stream: true });
 }
 
 test("wire fuzz: mutated vectors never make a decoder throw", () => {
