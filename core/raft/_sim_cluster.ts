@@ -96,6 +96,7 @@ export class SimCluster {
   writes = { sent: 0, acked: 0, failed: 0 };
   #o: ClusterOptions;
   #writeSeq = 0;
+  #stormLimit = 300_000;
   #maxAckedIndex = 0;
   #maxAckedData = "";
 
@@ -177,8 +178,12 @@ export class SimCluster {
     return best;
   }
 
-  /** Election safety: at most one leader per term, ever. */
+  /** Election safety: at most one leader per term, ever. Also flags message storms. */
   sample(): void {
+    if (this.net.stats.sent > this.#stormLimit) {
+      this.#violate(`message storm: ${this.net.stats.sent} messages sent`);
+      this.#stormLimit = Infinity;
+    }
     for (const s of this.live()) {
       const c = s.node!.core;
       if (c.role !== "leader") continue;
@@ -309,7 +314,7 @@ export class SimCluster {
   async run(ms: number): Promise<void> {
     await this.clock.runUntil(() => {
       this.sample();
-      return false;
+      return this.violations.length > 0;
     }, { maxMs: ms }).catch(() => {});
   }
 
@@ -317,9 +322,9 @@ export class SimCluster {
     try {
       await this.clock.runUntil(() => {
         this.sample();
-        return this.converged();
+        return this.converged() || this.violations.length > 0;
       }, { maxMs });
-      return true;
+      return this.violations.length === 0;
     } catch {
       return false;
     }

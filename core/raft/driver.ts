@@ -70,6 +70,7 @@ export interface RaftNodeStats {
   applied: number;
   snapshotsTaken: number;
   proposalsRejected: number;
+  badMessages: number;
 }
 
 interface PendingApply {
@@ -92,7 +93,7 @@ export class RaftNode implements Consensus {
   readonly id: ServerId;
   readonly address: string;
   readonly core: RaftCore;
-  readonly stats: RaftNodeStats = { readies: 0, logSyncs: 0, applied: 0, snapshotsTaken: 0, proposalsRejected: 0 };
+  readonly stats: RaftNodeStats = { readies: 0, logSyncs: 0, applied: 0, snapshotsTaken: 0, proposalsRejected: 0, badMessages: 0 };
   #o: RaftNodeOptions;
   #log: Logger;
   #tickMs: number;
@@ -311,7 +312,14 @@ export class RaftNode implements Consensus {
     if (msg.type === "append" || msg.type === "heartbeat" || msg.type === "snapshot") {
       if (msg.term >= this.core.term) this.#lastContact = this.#o.clock.now();
     }
-    this.core.step({ kind: "message", msg });
+    try {
+      this.core.step({ kind: "message", msg });
+    } catch (err) {
+      // The core validates nothing twice: transports must hand over messages
+      // from decodeRaftMessage. Never let one bad message kill the node.
+      this.stats.badMessages++;
+      this.#log.warn("dropped a raft message the core could not handle", { from: msg.from, type: msg.type, error: errorMessage(err) });
+    }
     this.#schedule();
   }
 
