@@ -220,3 +220,23 @@ test("serve_node: requests are logged at trace with status and latency", async (
     await s.close();
   }
 });
+
+test("serve_node: Expect: 100-continue gets 413 instead of Continue when the declared body is too big", async () => {
+  const talk = (length: number): Promise<string> =>
+    new Promise((resolve, reject) => {
+      const sock = connect(port, "127.0.0.1", () => {
+        sock.write(`PUT /v1/kv/expect HTTP/1.1\r\nHost: x\r\nContent-Length: ${length}\r\nExpect: 100-continue\r\n\r\n`);
+      });
+      let text = "";
+      sock.on("data", (d: Buffer) => {
+        text += d.toString();
+        if (text.includes("\r\n\r\n")) {
+          sock.destroy();
+          resolve(text);
+        }
+      });
+      sock.on("error", reject);
+    });
+  assert.match(await talk(1024 * 1024), /^HTTP\/1\.1 413 /);
+  assert.match(await talk(10), /^HTTP\/1\.1 100 Continue\r\n/);
+});
