@@ -124,6 +124,8 @@ export class AliasCheck implements CheckRunner {
       try {
         const reply = await rpc.call("Health.NodeChecks", { node: this.#o.aliasNode, query }, { signal: abort.signal });
         if (!this.#running) return;
+        const blocked = this.#index > 0 && reply.meta.index > this.#index;
+        const unchanged = this.#index > 0 && reply.meta.index === this.#index;
         // An index that went backwards (snapshot restore) restarts the watch.
         this.#index = reply.meta.index < this.#index ? 0 : reply.meta.index;
         let exists = false;
@@ -133,17 +135,23 @@ export class AliasCheck implements CheckRunner {
         }
         const r = aliasResult(reply.checks, { node: this.#o.aliasNode, serviceId: this.#o.aliasService }, () => exists);
         this.#o.notify.updateCheck(this.#o.checkId, r.status, r.output);
+        // A server that answered at once with nothing new did not block: do not spin on it.
+        if (unchanged && !blocked) await this.#wait(this.#o.retryMs ?? 1_000);
       } catch (err) {
         if (!this.#running) return;
         this.#o.logger.warn("alias check failed to query the catalog", { check: this.#o.checkId, error: errorMessage(err) });
         this.#index = 0;
-        await new Promise<void>((resolve) => {
-          this.#pending = this.#o.clock.setTimer(this.#o.retryMs ?? 1_000, () => {
-            this.#pending = undefined;
-            resolve();
-          });
-        });
+        await this.#wait(this.#o.retryMs ?? 1_000);
       }
     }
+  }
+
+  #wait(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#pending = this.#o.clock.setTimer(ms, () => {
+        this.#pending = undefined;
+        resolve();
+      });
+    });
   }
 }

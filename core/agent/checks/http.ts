@@ -39,6 +39,8 @@ export function httpProbe(t: Pick<CheckType, "http" | "method" | "header" | "bod
       method,
       headers,
       signal,
+      // No connection reuse between runs (Consul's check client disables keep-alives).
+      agent: false as const,
       ...(url.protocol === "https:" ? { rejectUnauthorized: !t.tlsSkipVerify, servername: t.tlsServerName || undefined } : {}),
     };
     const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
