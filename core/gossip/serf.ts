@@ -124,6 +124,8 @@ export interface SerfConfig {
   logger: Logger;
   now: number;
   disableCoordinates?: boolean;
+  /** Consul-style veto of alive messages / join push-pulls by tags (reason text, or undefined to accept). */
+  vetoMember?: (member: { name: string; addr: string; tags: Tags; vsn: readonly number[] }) => string | undefined;
   /** Encoded size of a message; pass the wire codec's `measure` for exact packing. */
   measure?: (msg: SwimMessage<SerfTypes>) => number;
 }
@@ -218,6 +220,7 @@ export class SerfCore {
   #nextQueueCheckMs: number;
 
   #memberCoalesce = new Map<string, { type: MemberEventType; member: SerfMember }>();
+  #memberLastFlushed = new Map<string, MemberEventType>();
   #memberCoalesceFirst = 0;
   #memberCoalesceLast = 0;
   #userCoalesce = new Map<string, { lTime: number; events: SerfEvent[] }>();
@@ -260,6 +263,18 @@ export class SerfCore {
       userSize: (m) => this.#size(m),
       localState: () => this.#localState(),
       ackPayload: () => this.#vivaldi?.coordinate,
+      vetoAlive: config.vetoMember
+        ? (a) => config.vetoMember!({ name: a.node, addr: a.addr, tags: a.meta, vsn: a.vsn })
+        : undefined,
+      vetoMerge: config.vetoMember
+        ? (nodes) => {
+          for (const n of nodes) {
+            const r = config.vetoMember!({ name: n.name, addr: n.addr, tags: n.meta, vsn: n.vsn });
+            if (r) return `Member "${n.name}" rejected: ${r}`;
+          }
+          return undefined;
+        }
+        : undefined,
     });
     this.#drainSwim();
   }
@@ -556,6 +571,9 @@ export class SerfCore {
   #flushMembers(): void {
     const byType = new Map<MemberEventType, SerfMember[]>();
     for (const { type, member } of this.#memberCoalesce.values()) {
+      // Serf's coalescer: skip an event equal to the last one sent for this member (updates always go).
+      if (type !== "update" && this.#memberLastFlushed.get(member.name) === type) continue;
+      this.#memberLastFlushed.set(member.name, type);
       const list = byType.get(type) ?? [];
       list.push(member);
       byType.set(type, list);

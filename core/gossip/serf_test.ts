@@ -136,3 +136,22 @@ test("serf: intents for unknown members are kept and applied when the member joi
   assert.equal(s.memberStatus("b"), "leaving");
   assert.equal(s.member("b")?.statusLTime, 7);
 });
+
+test("serf: vetoMember rejects alive messages and join push/pulls from another datacenter", () => {
+  const veto = (m: { tags: Readonly<Record<string, string>> }) => (m.tags.dc === "dc1" ? undefined : `Member is in "${m.tags.dc}"`);
+  const mk = (name: string, addr: string, dc: string) =>
+    new SerfCore({ name, addr, tags: { dc }, profile: lanProfile, rng: new Rng(2), logger: nullLogger(), now: 0, vetoMember: veto });
+  const a = mk("a", "10.0.0.1:7946", "dc1");
+  a.ready();
+  a.step({ kind: "packet", now: 1, from: "10.0.0.3:7946", msg: { type: "alive", node: "c", addr: "10.0.0.3:7946", incarnation: 1, meta: { dc: "dc2" }, vsn: [1, 5, 2, 2, 5, 5] } });
+  assert.equal(a.member("c"), undefined);
+  a.step({ kind: "packet", now: 1, from: "10.0.0.4:7946", msg: { type: "alive", node: "d", addr: "10.0.0.4:7946", incarnation: 1, meta: { dc: "dc1" }, vsn: [1, 5, 2, 2, 5, 5] } });
+  assert.equal(a.memberStatus("d"), "alive");
+  const b = mk("b", "10.0.0.2:7946", "dc2");
+  b.ready();
+  a.ready();
+  b.step({ kind: "join", now: 2, addrs: [a.swim.addr] });
+  const req = b.ready().sends[0]!;
+  a.step({ kind: "stream", now: 3, from: b.swim.addr, msg: req.msg, streamId: 5 });
+  assert.equal(a.member("b"), undefined);
+});

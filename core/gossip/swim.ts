@@ -188,6 +188,10 @@ export interface SwimDelegate<T extends GossipTypes> {
   userSize(msg: T["user"]): number;
   localState(join: boolean): T["state"];
   ackPayload(): T["ack"] | undefined;
+  /** Consul's alive delegate: a reason to ignore this alive (e.g. another dc), or undefined. */
+  vetoAlive?(alive: AliveMsg<T["meta"]>): string | undefined;
+  /** Consul's merge delegate: a reason to reject a whole join push/pull, or undefined. */
+  vetoMerge?(nodes: readonly PushNodeState<T["meta"]>[]): string | undefined;
 }
 
 export interface SwimConfig<T extends GossipTypes> {
@@ -649,8 +653,8 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         this.#streamDone(requestId, kind, `Unexpected reply "${msg.type}" to push/pull`);
         return;
       }
-      this.#mergeRemote(from, msg);
-      this.#streamDone(requestId, kind, undefined);
+      const err = this.#mergeRemote(from, msg);
+      this.#streamDone(requestId, kind, err);
       return;
     }
     switch (msg.type) {
@@ -662,7 +666,10 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         if (streamId !== undefined) {
           this.#sends.push({ to: from, msg: this.#localPushPull(msg.join), reliable: true, replyTo: streamId });
         }
-        this.#mergeRemote(from, msg);
+        {
+          const err = this.#mergeRemote(from, msg);
+          if (err) this.#log.warn("rejected remote state", { from, error: err });
+        }
         return;
       case "user":
         this.#events.push({ kind: "user", from, msg: msg.msg });
@@ -713,7 +720,14 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     return msg;
   }
 
-  #mergeRemote(from: string, msg: PushPullMsg<T["meta"], T["state"]>): void {
+  /** Merge a push/pull; returns an error text if the whole state was rejected. */
+  #mergeRemote(from: string, msg: PushPullMsg<T["meta"], T["state"]>): string | undefined {
+    const versionError = verifyProtocol(msg.nodes, this.#nodes);
+    if (versionError) return versionError;
+    if (msg.join && this.#delegate?.vetoMerge) {
+      const veto = this.#delegate.vetoMerge(msg.nodes);
+      if (veto) return veto;
+    }
     for (const n of msg.nodes) {
       switch (n.state) {
         case "alive":
@@ -730,6 +744,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     if (msg.userState !== undefined) {
       this.#events.push({ kind: "remoteState", from, join: msg.join, state: msg.userState });
     }
+    return undefined;
   }
 
   #join(addrs: readonly string[], tag: string | undefined): void {
@@ -813,6 +828,13 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     if (a.vsn.length >= 3 && (a.vsn[0] === 0 || a.vsn[1] === 0 || a.vsn[0]! > a.vsn[1]!)) {
       this.#log.warn("ignoring alive with invalid protocol versions", { node: a.node, vsn: [...a.vsn] });
       return;
+    }
+    if (!bootstrap && !isLocal && this.#delegate?.vetoAlive) {
+      const veto = this.#delegate.vetoAlive(a);
+      if (veto) {
+        this.#log.warn("ignoring alive message", { node: a.node, reason: veto });
+        return;
+      }
     }
     let state = this.#byName.get(a.node);
     let updatesNode = false;
@@ -1012,6 +1034,37 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   #nextRequestId(): number {
     return ++this.#requestId;
   }
+}
+
+/**
+ * memberlist verifyProtocol: the protocol and delegate ranges common to every
+ * alive node on both sides must contain every node's current versions.
+ * Returns the error text (the join fails) or undefined.
+ */
+export function verifyProtocol(
+  remote: readonly { name: string; state: NodeStateName; vsn: readonly number[] }[],
+  local: readonly { name: string; state: NodeStateName; vsn: readonly number[] }[],
+): string | undefined {
+  let maxPMin = 0, minPMax = 255, maxDMin = 0, minDMax = 255;
+  const widen = (v: readonly number[]) => {
+    maxPMin = Math.max(maxPMin, v[0] ?? 0);
+    minPMax = Math.min(minPMax, v[1] ?? 0);
+    maxDMin = Math.max(maxDMin, v[3] ?? 0);
+    minDMax = Math.min(minDMax, v[4] ?? 0);
+  };
+  for (const n of remote) if (n.state === "alive" && n.vsn.length > 0) widen(n.vsn);
+  for (const n of local) if (n.state === "alive" && n.vsn.length > 0) widen(n.vsn);
+  for (const n of [...remote, ...local]) {
+    const pCur = n.vsn[2] ?? 0;
+    const dCur = n.vsn[5] ?? 0;
+    if (pCur < maxPMin || pCur > minPMax) {
+      return `Node "${n.name}" protocol version (${pCur}) is incompatible: [${maxPMin}, ${minPMax}]`;
+    }
+    if (dCur < maxDMin || dCur > minDMax) {
+      return `Node "${n.name}" delegate protocol version (${dCur}) is incompatible: [${maxDMin}, ${minDMax}]`;
+    }
+  }
+  return undefined;
 }
 
 /** memberlist pushPullScale: x1 up to 32 nodes, then +1 per doubling. */

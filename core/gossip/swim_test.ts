@@ -7,7 +7,7 @@ import { SimNetwork } from "../sim/sim_network.ts";
 import { GossipDriver, identityCodec } from "./driver.ts";
 import type { GossipTransport, StreamResult } from "./driver.ts";
 import { lanProfile } from "./profiles.ts";
-import { pushPullScaleMs, SwimCore } from "./swim.ts";
+import { pushPullScaleMs, SwimCore, verifyProtocol } from "./swim.ts";
 import type { BytesGossipTypes, SwimEvent, SwimInput, SwimMessage } from "./swim.ts";
 
 type M = SwimMessage<BytesGossipTypes>;
@@ -89,4 +89,36 @@ test("swim: small cluster joins, detects a crash, and sees a leave as left", () 
       assert.equal(n.core.members().filter((m) => m.state === "alive").length, 3, ctx());
     }
   }
+});
+
+test("swim: verifyProtocol accepts compatible versions and names the first incompatible node", () => {
+  const n = (name: string, vsn: number[], state: "alive" | "dead" = "alive") => ({ name, state, vsn });
+  const serf = [1, 5, 2, 2, 5, 5];
+  const consul = [1, 5, 2, 2, 5, 4];
+  assert.equal(verifyProtocol([n("a", serf)], [n("b", consul)]), undefined);
+  assert.equal(verifyProtocol([n("a", [])], [n("b", serf)]), 'Node "a" protocol version (0) is incompatible: [1, 5]');
+  assert.match(verifyProtocol([n("a", [3, 5, 3, 2, 5, 5])], [n("b", serf)]) ?? "", /Node "b" protocol version \(2\) is incompatible: \[3, 5\]/);
+  assert.equal(verifyProtocol([n("a", [1, 5, 2, 5, 5, 5])], [n("b", consul)]), 'Node "b" delegate protocol version (4) is incompatible: [5, 5]');
+  // Dead nodes don't narrow the range but must still fit it.
+  assert.equal(verifyProtocol([n("a", [9, 9, 3, 2, 5, 5], "dead")], [n("b", serf)]), undefined);
+  assert.equal(verifyProtocol([n("a", [1, 5, 6, 2, 5, 5], "dead")], [n("b", serf)]), 'Node "a" protocol version (6) is incompatible: [1, 5]');
+});
+
+test("swim: a join push/pull with an incompatible node fails the join and merges nothing", () => {
+  const mk = (name: string, addr: string, vsn?: number[]) =>
+    new SwimCore<BytesGossipTypes>({ name, addr, meta: new Uint8Array(), vsn, profile: lanProfile, rng: new Rng(1), now: 0, logger: createLogger({ sink: new CaptureSink() }) });
+  const a = mk("a", "10.0.0.1:7946");
+  const b = mk("b", "10.0.0.2:7946", [1, 1, 1, 2, 5, 5]);
+  a.ready();
+  b.ready();
+  b.step({ kind: "join", now: 1, addrs: [a.addr] });
+  const req = b.ready().sends[0]!;
+  assert.ok(req.requestId !== undefined && req.msg.type === "pushPull");
+  a.step({ kind: "stream", now: 2, from: b.addr, msg: req.msg, streamId: 1 });
+  const reply = a.ready().sends.find((x) => x.replyTo === 1)!;
+  assert.equal(a.member("b"), undefined, "server rejected the state too");
+  b.step({ kind: "stream", now: 3, from: a.addr, msg: reply.msg, requestId: req.requestId });
+  const done = b.ready().events.find((e) => e.kind === "joinDone");
+  assert.ok(done && done.kind === "joinDone" && done.contacted === 0 && /incompatible/.test(done.errors[0] ?? ""), JSON.stringify(done));
+  assert.equal(b.member("a"), undefined);
 });
