@@ -280,7 +280,7 @@ class Parser {
       return { kind: "match", op, selector };
     }
     let negate = false;
-    let w = o;
+    let w: Tok = o;
     if (this.isWord(o, "not")) {
       negate = true;
       w = this.next();
