@@ -46,13 +46,14 @@ export {
   RemoteRpc,
   RpcClientPool,
   rpcHandlers,
+  serveRpcHandlers,
 } from "./transport_node.ts";
 export type {
   CallOptions,
   RpcClientPoolOptions,
   RpcClientStats,
   RpcContext,
-  RpcHandler,
+  RpcServerHandler,
   RpcServer,
   RpcServerOptions,
   RpcServerStats,

@@ -12,7 +12,7 @@ import type { Clock, Timer } from "../clock/clock.ts";
 import { systemClock } from "../clock/system_clock.ts";
 import { errorMessage, RpcError, RpcTimeoutError, TooLargeError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
-import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "./methods.ts";
+import type { Rpc, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "./methods.ts";
 import { defaultMaxFrameBytes, encodeFrame, FrameDecoder, FrameKind, rpcProtocolV1 } from "./frame.ts";
 import type { Frame } from "./frame.ts";
 import { fromWireError, toWireError } from "./wire_error.ts";
@@ -27,10 +27,12 @@ export interface RpcContext {
   remoteAddress: string;
   /** True for a one-way message (the result is discarded). */
   oneWay: boolean;
+  /** Aborted when the calling connection closes (a blocking query can stop waiting). */
+  signal: AbortSignal;
 }
 
 /** Answers one method. Thrown errors go back to the caller as wire errors. */
-export type RpcHandler = (body: unknown, ctx: RpcContext) => unknown;
+export type RpcServerHandler = (body: unknown, ctx: RpcContext) => unknown;
 
 export interface RpcServerStats {
   accepted: number;
@@ -55,7 +57,7 @@ export interface RpcServer {
   readonly address: string;
   readonly stats: Readonly<RpcServerStats>;
   /** Adds or replaces the handler for a method; `undefined` removes it. */
-  handle(method: string, handler: RpcHandler | undefined): void;
+  handle(method: string, handler: RpcServerHandler | undefined): void;
   close(): Promise<void>;
 }
 
@@ -64,7 +66,7 @@ export interface RpcServerOptions {
   host?: string;
   /** Default 8300; 0 picks a free port. */
   port?: number;
-  handlers?: Record<string, RpcHandler> | Map<string, RpcHandler>;
+  handlers?: Record<string, RpcServerHandler> | Map<string, RpcServerHandler>;
   logger: Logger;
   maxFrameBytes?: number;
   /** A connection whose unsent replies exceed this is closed (a client that does not read). Default 64 MiB. */
@@ -141,7 +143,7 @@ class BatchWriter {
 export async function createRpcServer(options: RpcServerOptions): Promise<RpcServer> {
   const log = options.logger;
   const maxFrameBytes = options.maxFrameBytes ?? defaultMaxFrameBytes;
-  const handlers = new Map<string, RpcHandler>(
+  const handlers = new Map<string, RpcServerHandler>(
     options.handlers instanceof Map ? options.handlers : Object.entries(options.handlers ?? {}),
   );
   const stats: RpcServerStats = {
@@ -170,6 +172,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     const decoder = new FrameDecoder({ maxFrameBytes });
     let sawMarker = false;
     let closed = false;
+    const connectionGone = new AbortController();
 
     const drop = (why: string, fields: Record<string, unknown>): void => {
       if (closed) return;
@@ -235,7 +238,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
       }
       let result: Promise<unknown>;
       try {
-        result = Promise.resolve(handler(frame.body, { remoteAddress, oneWay }));
+        result = Promise.resolve(handler(frame.body, { remoteAddress, oneWay, signal: connectionGone.signal }));
       } catch (err) {
         result = Promise.reject(err);
       }
@@ -276,6 +279,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     socket.on("error", (err) => log.debug("RPC connection error", { remote: remoteAddress, error: err.message }));
     socket.on("close", () => {
       closed = true;
+      connectionGone.abort(new RpcError(`Connection from "${remoteAddress}" closed`));
       stats.open--;
       sockets.delete(socket);
     });
@@ -669,14 +673,29 @@ function blockingWaitMs(args: unknown): number {
 }
 
 /**
+ * Server-side handlers for every `Family.Verb` in a handler table (core/server
+ * `Server.handlers`). Arguments come from the network: the endpoints must
+ * validate them. The handler's signal aborts when the caller disconnects.
+ */
+export function serveRpcHandlers(handlers: Partial<RpcHandlers>): Map<string, RpcServerHandler> {
+  const out = new Map<string, RpcServerHandler>();
+  for (const [method, h] of Object.entries(handlers)) {
+    if (typeof h !== "function") continue;
+    const fn = h as (args: unknown, options?: { signal?: AbortSignal }) => Promise<unknown>;
+    out.set(method, (body, ctx) => fn(body, { signal: ctx.signal }));
+  }
+  return out;
+}
+
+/**
  * Server-side handlers that answer the listed `Family.Verb` methods from a
  * local `Rpc` (the server's endpoints). Arguments come from the network:
  * the endpoints must validate them.
  */
-export function rpcHandlers(rpc: Rpc, methods: readonly RpcMethod[]): Map<string, RpcHandler> {
-  const out = new Map<string, RpcHandler>();
+export function rpcHandlers(rpc: Rpc, methods: readonly RpcMethod[]): Map<string, RpcServerHandler> {
+  const out = new Map<string, RpcServerHandler>();
   for (const m of methods) {
-    out.set(m, (body) => rpc.call(m, body as RpcArgs<typeof m>));
+    out.set(m, (body, ctx) => rpc.call(m, body as RpcArgs<typeof m>, { signal: ctx.signal }));
   }
   return out;
 }

@@ -7,9 +7,9 @@ import { CaptureSink, createLogger } from "../log/logger.ts";
 import type { Logger } from "../log/logger.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { encodeFrame, FrameKind, rpcProtocolV1 } from "./frame.ts";
-import { createRpcServer, parseAddress, RpcClientPool, rpcHandlers } from "./transport_node.ts";
-import type { RpcHandler, RpcServer } from "./transport_node.ts";
-import type { Rpc } from "./methods.ts";
+import { createRpcServer, parseAddress, RpcClientPool, rpcHandlers, serveRpcHandlers } from "./transport_node.ts";
+import type { RpcServerHandler, RpcServer } from "./transport_node.ts";
+import type { Rpc, RpcHandlers } from "./methods.ts";
 
 function logger(sink = new CaptureSink()): Logger {
   return createLogger({ sink, level: "debug" });
@@ -24,7 +24,7 @@ async function until(pred: () => boolean, what: string): Promise<void> {
   }
 }
 
-async function server(handlers: Record<string, RpcHandler>, options: { port?: number; maxFrameBytes?: number } = {}): Promise<RpcServer> {
+async function server(handlers: Record<string, RpcServerHandler>, options: { port?: number; maxFrameBytes?: number } = {}): Promise<RpcServer> {
   return createRpcServer({ host: "127.0.0.1", port: options.port ?? 0, handlers, logger: logger(), maxFrameBytes: options.maxFrameBytes });
 }
 
@@ -274,6 +274,37 @@ test("rpc: Family.Verb calls through rpcHandlers and remote()", async () => {
     const remote = pool.remote(s.address);
     assert.equal(await remote.call("Status.Leader", {}), "10.0.0.1:8300");
     assert.deepEqual(await remote.call("Status.Peers", { datacenter: "dc1" }), ['{"datacenter":"dc1"}']);
+  } finally {
+    pool.close();
+    await s.close();
+  }
+});
+
+test("rpc: serveRpcHandlers serves a handler table; a caller's disconnect aborts the handler's signal", async () => {
+  let aborted: unknown;
+  let started = false;
+  const table: Partial<RpcHandlers> = {
+    "Status.Leader": async () => "10.0.0.7:8300",
+    "Status.Peers": (_args, options) =>
+      new Promise((_resolve, reject) => {
+        started = true;
+        options?.signal?.addEventListener("abort", () => {
+          aborted = options.signal?.reason;
+          reject(options.signal?.reason);
+        });
+      }),
+  };
+  const s = await createRpcServer({ host: "127.0.0.1", port: 0, handlers: serveRpcHandlers(table), logger: logger() });
+  const pool = new RpcClientPool({ logger: logger() });
+  try {
+    assert.equal(await pool.remote(s.address).call("Status.Leader", {}), "10.0.0.7:8300");
+    const blocked = pool.call(s.address, "Status.Peers", {});
+    const failed = assert.rejects(blocked, RpcError);
+    await until(() => started, "the blocking handler to start");
+    pool.closeAddress(s.address);
+    await failed;
+    await until(() => aborted !== undefined, "the handler's signal to abort");
+    assert.ok(aborted instanceof RpcError);
   } finally {
     pool.close();
     await s.close();
