@@ -9,6 +9,10 @@ import { createRoutes, createHttpServer, memberStatus, type AgentInfo, type Http
 import { createLogger, FanoutSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { createLocalRpc } from "../rpc/local.ts";
+import { agentServicesRoutes } from "../http/agent_services.ts";
+import { readConfigSources } from "../config/load_node.ts";
+import { parseConfigText } from "../config/load.ts";
+import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
 import { createDevServer } from "../server/mod.ts";
 import { Rng } from "../sim/rng.ts";
 import { revision, version } from "../version.ts";
@@ -23,11 +27,18 @@ export interface RunningAgent {
   readonly logger: Logger;
   /** Bound HTTP address (port 0 resolves to the real one). */
   readonly httpAddr: { host: string; port: number } | undefined;
+  /** Local services and checks (registration, runners, anti-entropy). */
+  readonly local: LocalAgent;
+  /** Re-read the config and apply its service and check definitions (`cairn reload`, SIGHUP). */
+  reload(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /** Start every component of an agent; throws (with a clear message) if one cannot start. */
-export async function startAgent(config: AgentConfig, options: { io: AgentIo; clock?: Clock; logSink?: FanoutSink }): Promise<RunningAgent> {
+export async function startAgent(
+  config: AgentConfig,
+  options: { io: AgentIo; clock?: Clock; logSink?: FanoutSink; reloadConfig?: () => AgentConfig },
+): Promise<RunningAgent> {
   const clock = options.clock ?? systemClock;
   const sink = options.logSink ?? new FanoutSink();
   if (!options.logSink) sink.sinks.add(new StreamSink({ json: config.logJson, write: options.io.stdout }));
@@ -44,6 +55,30 @@ export async function startAgent(config: AgentConfig, options: { io: AgentIo; cl
   const rpcAddr = `${config.bindAddr}:${config.ports.server}`;
   const { server } = createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr });
   const rpc = createLocalRpc(server);
+
+  const advertise = config.advertiseAddr || config.bindAddr;
+  const local = new LocalAgent({
+    node: { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: { lan: advertise, wan: config.advertiseAddrWan || advertise }, meta: config.nodeMeta },
+    clock,
+    rng: new Rng(seed ^ 0x5bd1e995),
+    logger: logger.named("agent"),
+    rpc,
+    store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
+    enableScriptChecks: config.enableScriptChecks,
+    enableLocalScriptChecks: config.enableLocalScriptChecks,
+  });
+  local.start({ services: config.services, checks: config.checks });
+  // Without a CLI-provided loader, reload re-reads the files the agent started with.
+  const reloadConfig = options.reloadConfig ?? (() => {
+    const sources = readConfigSources(config.configFiles.map((path) => ({ kind: "file" as const, path })));
+    const layers = sources.map((src) => parseConfigText(src.text, { file: src.name, format: src.format }));
+    return { ...config, services: layers.flatMap((l) => l.services ?? []), checks: layers.flatMap((l) => l.checks ?? []) };
+  });
+  const reload = async (): Promise<void> => {
+    const next = reloadConfig();
+    local.reload({ services: next.services, checks: next.checks });
+    await local.syncChanges();
+  };
 
   const agentInfo: AgentInfo = {
     datacenter: config.datacenter,
@@ -71,7 +106,7 @@ export async function startAgent(config: AgentConfig, options: { io: AgentIo; cl
       status: memberStatus.alive,
     }),
     stats: () => ({
-      agent: { check_monitors: "0", check_ttls: "0", checks: "0", services: "0" },
+      agent: local.stats(),
       raft: { state: "Leader", num_peers: "0" },
       build: { version, revision, prerelease: "" },
     }),
@@ -96,6 +131,7 @@ export async function startAgent(config: AgentConfig, options: { io: AgentIo; cl
       logger: logger.named("agent.http"),
       kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
     });
+    for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload })) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });
     httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
   }
@@ -107,8 +143,11 @@ export async function startAgent(config: AgentConfig, options: { io: AgentIo; cl
     config,
     logger,
     httpAddr,
+    local,
+    reload,
     async stop() {
       logger.named("agent").info("shutting down");
+      local.stop();
       await http?.close({ graceMs: 1_000 });
     },
   };
@@ -139,19 +178,26 @@ function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; 
  * Run an agent until SIGINT or SIGTERM: the `cairn agent` command. Returns
  * the process exit code (1 when it cannot start, with the reason on stderr).
  */
-export async function runAgent(config: AgentConfig, io: AgentIo): Promise<number> {
+export async function runAgent(config: AgentConfig, io: AgentIo, options: { reloadConfig?: () => AgentConfig } = {}): Promise<number> {
   let agent: RunningAgent;
   try {
-    agent = await startAgent(config, { io });
+    agent = await startAgent(config, { io, reloadConfig: options.reloadConfig });
   } catch (err) {
     io.stderr(`==> ${errorMessage(err)}\n`);
     return 1;
   }
+  // SIGHUP reloads service and check definitions (Consul: "Caught signal: hangup").
+  const onHangup = (): void => {
+    io.stdout("==> Caught signal: hangup\n==> Reloading configuration...\n");
+    agent.reload().catch((err: unknown) => io.stderr(`==> Failed to reload configs: ${errorMessage(err)}\n`));
+  };
+  process.on("SIGHUP", onHangup);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     const onSignal = (s: NodeJS.Signals) => resolve(s);
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
   });
+  process.off("SIGHUP", onHangup);
   io.stdout(`==> Caught signal: ${signal === "SIGINT" ? "interrupt" : "terminated"}\n`);
   io.stdout("==> Gracefully shutting down agent...\n");
   try {
