@@ -3,7 +3,8 @@
 // confirmation; here the deadline is state, and the core checks it on tick.
 
 /** memberlist suspicionTimeout: mult * max(1, log10(max(1, n))) * interval, ms precision. */
-export function suspicionTimeoutMs(suspicionMult: number, n: number, intervalMs: number): number {
+export function suspicionTimeoutMs(n: number, options: { suspicionMult: number; probeIntervalMs: number }): number {
+  const { suspicionMult, probeIntervalMs: intervalMs } = options;
   const nodeScale = Math.max(1, Math.log10(Math.max(1, n)));
   // Go: Duration(mult) * Duration(nodeScale*1000) * interval / 1000
   return Math.floor((suspicionMult * Math.floor(nodeScale * 1000) * intervalMs) / 1000);
@@ -16,9 +17,9 @@ export function suspicionTimeoutMs(suspicionMult: number, n: number, intervalMs:
 export function remainingSuspicionTimeMs(
   n: number,
   k: number,
-  elapsedMs: number,
-  bounds: { minMs: number; maxMs: number },
+  options: { elapsedMs: number; minMs: number; maxMs: number },
 ): number {
+  const { elapsedMs, ...bounds } = options;
   const frac = k <= 0 ? 1 : Math.log(n + 1) / Math.log(k + 1);
   const raw = bounds.maxMs / 1000 - frac * (bounds.maxMs / 1000 - bounds.minMs / 1000);
   let timeout = Math.floor(1000 * raw);
@@ -65,7 +66,7 @@ export class Suspicion {
     if (this.#confirmations.has(from)) return false;
     this.#confirmations.add(from);
     this.#n++;
-    const remaining = remainingSuspicionTimeMs(this.#n, this.k, 0, { minMs: this.minMs, maxMs: this.maxMs });
+    const remaining = remainingSuspicionTimeMs(this.#n, this.k, { elapsedMs: 0, minMs: this.minMs, maxMs: this.maxMs });
     this.#deadlineMs = this.startMs + remaining;
     return true;
   }

@@ -14,12 +14,12 @@ test("suspicionTimeoutMs: mult * max(1, log10(n)) * interval", () => {
     [6, 10, 5000, 30000],
   ];
   for (const [mult, n, interval, want] of cases) {
-    assert.equal(suspicionTimeoutMs(mult, n, interval), want, `mult=${mult} n=${n}`);
+    assert.equal(suspicionTimeoutMs(n, { suspicionMult: mult, probeIntervalMs: interval }), want, `mult=${mult} n=${n}`);
   }
 });
 
 test("remainingSuspicionTimeMs: memberlist table", () => {
-  const bounds = { minMs: 2000, maxMs: 30000 };
+
   const cases: [n: number, k: number, elapsedMs: number, want: number][] = [
     [0, 3, 0, 30000],
     [1, 3, 2000, 14000],
@@ -29,7 +29,7 @@ test("remainingSuspicionTimeMs: memberlist table", () => {
     [5, 3, 10000, -8000],
   ];
   for (const [n, k, elapsed, want] of cases) {
-    assert.equal(remainingSuspicionTimeMs(n, k, elapsed, bounds), want, `n=${n} k=${k}`);
+    assert.equal(remainingSuspicionTimeMs(n, k, { elapsedMs: elapsed, minMs: 2000, maxMs: 30000 }), want, `n=${n} k=${k}`);
   }
 });
 

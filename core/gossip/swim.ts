@@ -915,7 +915,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     state.state = "suspect";
     state.stateChangeMs = this.#now;
     const n = this.numNodes;
-    const minMs = suspicionTimeoutMs(this.#p.suspicionMult, n, this.#p.probeIntervalMs);
+    const minMs = suspicionTimeoutMs(n, this.#p);
     this.#suspicions.set(s.node, new Suspicion({
       from: s.from,
       k: expectedConfirmations(this.#p.suspicionMult, n),
