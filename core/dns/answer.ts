@@ -1,0 +1,564 @@
+// Question → answer for Consul's DNS names (agent/dns.go). Pure: the data a
+// question needs is looked up first (`planQuestion` says what), then
+// `buildAnswer` makes the records and `fitAnswer` trims them to the
+// transport's size. Randomness comes from the injected Rng, time as input.
+import type { CheckServiceNode, Node } from "../rpc/methods.ts";
+import type { Rng } from "../sim/rng.ts";
+import type { SoaConfig } from "../config/types.ts";
+import { addressToHex, canonicalName, normalizeAddress, parseIpv4, parseName, type ParsedName } from "./names.ts";
+
+export type DnsRcode = "NOERROR" | "FORMERR" | "SERVFAIL" | "NXDOMAIN" | "NOTIMP" | "REFUSED";
+
+interface RecordBase {
+  name: string;
+  ttl: number;
+  class: "IN";
+}
+
+/** Records in dns-packet's shapes, so the server encodes them as they are. */
+export type DnsRecord =
+  | (RecordBase & { type: "A" | "AAAA" | "CNAME" | "NS" | "PTR"; data: string })
+  | (RecordBase & { type: "SRV"; data: { priority: number; weight: number; port: number; target: string } })
+  | (RecordBase & { type: "TXT"; data: string[] })
+  | (RecordBase & {
+    type: "SOA";
+    data: { mname: string; rname: string; serial: number; refresh: number; retry: number; expire: number; minimum: number };
+  });
+
+export interface DnsQuestion {
+  name: string;
+  /** Record type name as dns-packet gives it ("A", "SRV", "UNKNOWN_65280", …). */
+  type: string;
+}
+
+export interface DnsAnswer {
+  rcode: DnsRcode;
+  /** AA: the name is in one of our domains. */
+  authoritative: boolean;
+  /** TC: records were trimmed to fit and the client should retry over TCP. */
+  truncated: boolean;
+  answers: DnsRecord[];
+  authorities: DnsRecord[];
+  additionals: DnsRecord[];
+  /** The name is outside our domains and recursors are configured: forward the query. */
+  forward: boolean;
+}
+
+/** The dns_config subset answers depend on (AgentConfig → `dnsAnswerConfig`). */
+export interface DnsAnswerConfig {
+  /** Canonical, with trailing dot: "consul.". */
+  domain: string;
+  /** "" when none. */
+  altDomain: string;
+  datacenter: string;
+  nodeTtlMs: number;
+  /** Service name, `prefix*` or `*` → TTL; exact beats the longest prefix. */
+  serviceTtlMs: Record<string, number>;
+  onlyPassing: boolean;
+  enableTruncate: boolean;
+  udpAnswerLimit: number;
+  aRecordLimit: number;
+  soa: SoaConfig;
+  hasRecursors: boolean;
+}
+
+/** What to look up before answering. */
+export type DnsLookup =
+  | { kind: "node"; node: string; datacenter: string }
+  | { kind: "service"; service: string; tag: string; datacenter: string }
+  | { kind: "reverse"; address: string };
+
+export interface DnsPlan {
+  parsed: ParsedName;
+  lookup?: DnsLookup;
+}
+
+/** Results of the plan's lookup (only the one the plan asked for is read). */
+export interface DnsData {
+  /** null: no such node. */
+  node?: Node | null;
+  /** Every instance, unfiltered (health filtering happens here); null: unknown datacenter. */
+  instances?: CheckServiceNode[] | null;
+  /** Nodes and services whose address is the reverse-looked-up one. */
+  reverse?: { nodes: Node[]; services: Array<{ service: string; datacenter: string }> };
+}
+
+export interface AnswerContext {
+  config: DnsAnswerConfig;
+  rng: Rng;
+  /** Wall clock in ms (the SOA serial is its seconds). */
+  nowMs: number;
+}
+
+/** Name of the service that lists the servers (`consul.service.consul`). */
+export const serversServiceName = "consul";
+
+export function planQuestion(question: DnsQuestion, config: DnsAnswerConfig): DnsPlan {
+  const parsed = parseName(question.name, {
+    domains: config.altDomain ? [config.domain, config.altDomain] : [config.domain],
+    datacenter: config.datacenter,
+  });
+  switch (parsed.kind) {
+    case "node":
+      return { parsed, lookup: { kind: "node", node: parsed.node, datacenter: parsed.datacenter } };
+    case "service":
+      return { parsed, lookup: { kind: "service", service: parsed.service, tag: parsed.tag, datacenter: parsed.datacenter } };
+    case "apex": {
+      const t = question.type;
+      if (t === "SOA" || t === "NS" || t === "ANY") {
+        return { parsed, lookup: { kind: "service", service: serversServiceName, tag: "", datacenter: config.datacenter } };
+      }
+      return { parsed };
+    }
+    case "ptr":
+      return { parsed, lookup: { kind: "reverse", address: parsed.address } };
+    default:
+      return { parsed };
+  }
+}
+
+function empty(rcode: DnsRcode, authoritative: boolean): DnsAnswer {
+  return { rcode, authoritative, truncated: false, answers: [], authorities: [], additionals: [], forward: false };
+}
+
+/** An answer with only an rcode (SERVFAIL on a failed lookup, FORMERR, …). */
+export function rcodeAnswer(rcode: DnsRcode, authoritative = false): DnsAnswer {
+  return empty(rcode, authoritative);
+}
+
+/** Build the full (untrimmed) answer from the plan and the looked-up data. */
+export function buildAnswer(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: AnswerContext): DnsAnswer {
+  const { parsed } = plan;
+  const cfg = ctx.config;
+  const qtype = question.type;
+  switch (parsed.kind) {
+    case "outside": {
+      const a = empty(cfg.hasRecursors ? "NOERROR" : "REFUSED", false);
+      a.forward = cfg.hasRecursors;
+      return a;
+    }
+    case "nxdomain":
+      return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
+    case "apex":
+      return apexAnswer(question, parsed.domain, data.instances ?? [], ctx);
+    case "node":
+      return nodeAnswer(question, parsed, data.node ?? null, ctx);
+    case "service":
+      return serviceAnswer(question, parsed, data.instances ?? null, ctx);
+    case "addr": {
+      const a = empty("NOERROR", true);
+      const wanted = parsed.family === 4 ? "A" : "AAAA";
+      if (qtype === wanted || qtype === "ANY") {
+        a.answers.push({ name: question.name, type: wanted, class: "IN", ttl: seconds(cfg.nodeTtlMs), data: parsed.address });
+      }
+      return a.answers.length > 0 ? a : withSoa(a, parsed.domain, ctx);
+    }
+    case "ptr": {
+      const found = data.reverse ?? { nodes: [], services: [] };
+      const a = empty("NOERROR", false);
+      if (qtype === "PTR" || qtype === "ANY") {
+        const seen = new Set<string>();
+        const add = (target: string) => {
+          if (seen.has(target) || !isValidName(target)) return;
+          seen.add(target);
+          a.answers.push({ name: question.name, type: "PTR", class: "IN", ttl: seconds(cfg.nodeTtlMs), data: target });
+        };
+        for (const n of found.nodes) add(nodeTarget(n.node, n.datacenter || cfg.datacenter, cfg.domain));
+        if (a.answers.length === 0) {
+          for (const s of found.services) add(`${s.service.toLowerCase()}.service.${cfg.domain}`);
+        }
+      }
+      if (a.answers.length > 0) {
+        a.authoritative = true;
+        return a;
+      }
+      if (cfg.hasRecursors) {
+        a.forward = true;
+        return a;
+      }
+      a.rcode = "NXDOMAIN";
+      return a;
+    }
+  }
+}
+
+function seconds(ms: number): number {
+  return Math.max(0, Math.floor(ms / 1000));
+}
+
+export function soaRecord(domain: string, ctx: AnswerContext): DnsRecord {
+  const soa = ctx.config.soa;
+  return {
+    name: domain,
+    type: "SOA",
+    class: "IN",
+    ttl: soa.min,
+    data: {
+      mname: `ns.${domain}`,
+      rname: `hostmaster.${domain}`,
+      serial: Math.floor(ctx.nowMs / 1000) >>> 0,
+      refresh: soa.refresh,
+      retry: soa.retry,
+      expire: soa.expire,
+      minimum: soa.min,
+    },
+  };
+}
+
+function withSoa(a: DnsAnswer, domain: string, ctx: AnswerContext): DnsAnswer {
+  a.authorities.push(soaRecord(domain, ctx));
+  return a;
+}
+
+function nodeTarget(node: string, datacenter: string, domain: string): string {
+  return `${node.toLowerCase()}.node.${datacenter.toLowerCase()}.${domain}`;
+}
+
+/** Labels of 1–63 bytes, at most 253 in all; what dns-packet can encode without corruption. */
+export function isValidName(name: string): boolean {
+  const n = name.endsWith(".") ? name.slice(0, -1) : name;
+  if (n.length === 0) return true;
+  if (utf8Length(n) > 253) return false;
+  for (const label of n.split(".")) {
+    const len = utf8Length(label);
+    if (len === 0 || len > 63) return false;
+  }
+  return true;
+}
+
+/** A, AAAA or CNAME records for an address, as the question type allows. */
+function addressRecords(address: string, qtype: string, name: string, ttl: number): DnsRecord[] {
+  const ip = normalizeAddress(address);
+  if (ip !== undefined) {
+    const type = parseIpv4(ip) ? "A" : "AAAA";
+    if (qtype === type || qtype === "ANY") return [{ name, type, class: "IN", ttl, data: ip }];
+    return [];
+  }
+  if (!address || !isValidName(address)) return [];
+  if (qtype === "A" || qtype === "AAAA" || qtype === "ANY" || qtype === "CNAME") {
+    return [{ name, type: "CNAME", class: "IN", ttl, data: canonicalName(address) }];
+  }
+  return [];
+}
+
+/** Node meta as TXT records: `key=value`, or just the value for `rfc1035-` keys (Consul generateMeta). */
+function metaRecords(meta: Record<string, string>, name: string, ttl: number): DnsRecord[] {
+  const out: DnsRecord[] = [];
+  for (const key of Object.keys(meta).sort()) {
+    const text = key.startsWith("rfc1035-") ? meta[key]! : `${key}=${meta[key]!}`;
+    out.push({ name, type: "TXT", class: "IN", ttl, data: txtChunks(text) });
+  }
+  return out;
+}
+
+/** Split text into character-strings of at most 255 bytes. */
+function txtChunks(text: string): string[] {
+  if (text.length <= 85 || utf8Length(text) <= 255) return [text];
+  const out: string[] = [];
+  let cur = "", curLen = 0;
+  for (const ch of text) {
+    const l = utf8Length(ch);
+    if (curLen + l > 255) {
+      out.push(cur);
+      cur = "";
+      curLen = 0;
+    }
+    cur += ch;
+    curLen += l;
+  }
+  out.push(cur);
+  return out;
+}
+
+function nodeAnswer(question: DnsQuestion, parsed: { domain: string }, node: Node | null, ctx: AnswerContext): DnsAnswer {
+  if (!node) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
+  const ttl = seconds(ctx.config.nodeTtlMs);
+  const a = empty("NOERROR", true);
+  a.answers.push(...addressRecords(node.address, question.type, question.name, ttl));
+  const meta = metaRecords(node.meta ?? {}, question.name, ttl);
+  if (question.type === "TXT" || question.type === "ANY") a.answers.push(...meta);
+  else if (a.answers.length > 0) a.additionals.push(...meta);
+  return a.answers.length > 0 ? a : withSoa(a, parsed.domain, ctx);
+}
+
+/** Consul CheckServiceNodes.Filter: any critical check drops an instance; only_passing also drops warning. */
+export function healthyInstances(instances: readonly CheckServiceNode[], onlyPassing: boolean): CheckServiceNode[] {
+  return instances.filter((inst) =>
+    (inst.checks ?? []).every((c) => c.status !== "critical" && (!onlyPassing || c.status !== "warning"))
+  );
+}
+
+/** dns_config.service_ttl: exact name, else the longest matching `prefix*` (`*` matches all), else 0. */
+export function serviceTtlMs(service: string, table: Record<string, number>): number {
+  const exact = table[service];
+  if (exact !== undefined) return exact;
+  let best = -1, ttl = 0;
+  for (const [pattern, ms] of Object.entries(table)) {
+    if (!pattern.endsWith("*")) continue;
+    const prefix = pattern.slice(0, -1);
+    if (service.startsWith(prefix) && prefix.length > best) {
+      best = prefix.length;
+      ttl = ms;
+    }
+  }
+  return ttl;
+}
+
+function serviceAnswer(
+  question: DnsQuestion,
+  parsed: { domain: string; service: string; datacenter: string },
+  instances: CheckServiceNode[] | null,
+  ctx: AnswerContext,
+): DnsAnswer {
+  const cfg = ctx.config;
+  const healthy = instances ? healthyInstances(instances, cfg.onlyPassing) : [];
+  if (healthy.length === 0) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
+  ctx.rng.shuffle(healthy);
+  const ttl = seconds(serviceTtlMs(parsed.service, cfg.serviceTtlMs));
+  const a = empty("NOERROR", true);
+  const qtype = question.type;
+  if (qtype === "SRV") {
+    const extraSeen = new Set<string>();
+    for (const inst of healthy) {
+      const dc = (inst.node.datacenter || parsed.datacenter).toLowerCase();
+      const svcAddr = inst.service.address;
+      let target: string;
+      let extras: DnsRecord[];
+      if (svcAddr && svcAddr !== inst.node.address) {
+        const hex = addressToHex(svcAddr);
+        if (hex) {
+          target = `${hex}.addr.${dc}.${parsed.domain}`;
+          extras = addressRecords(svcAddr, "ANY", target, ttl);
+        } else {
+          if (!isValidName(svcAddr)) continue;
+          target = canonicalName(svcAddr);
+          extras = [];
+        }
+      } else {
+        target = nodeTarget(inst.node.node, dc, parsed.domain);
+        extras = [...addressRecords(inst.node.address, "ANY", target, ttl), ...metaRecords(inst.node.meta ?? {}, target, ttl)];
+      }
+      if (!isValidName(target)) continue;
+      const warning = (inst.checks ?? []).some((c) => c.status === "warning");
+      const w = inst.service.weights;
+      const weight = w ? (warning ? w.warning : w.passing) : 1;
+      a.answers.push({
+        name: question.name,
+        type: "SRV",
+        class: "IN",
+        ttl,
+        data: { priority: 1, weight: clampU16(weight), port: clampU16(inst.service.port), target },
+      });
+      if (!extraSeen.has(target)) {
+        extraSeen.add(target);
+        a.additionals.push(...extras);
+      }
+    }
+  } else if (qtype === "A" || qtype === "AAAA" || qtype === "ANY" || qtype === "CNAME") {
+    const seen = new Set<string>();
+    for (const inst of healthy) {
+      const addr = inst.service.address || inst.node.address;
+      if (seen.has(addr)) continue;
+      seen.add(addr);
+      a.answers.push(...addressRecords(addr, qtype, question.name, ttl));
+      if (cfg.aRecordLimit > 0 && a.answers.length >= cfg.aRecordLimit) {
+        a.answers.length = cfg.aRecordLimit;
+        break;
+      }
+    }
+  }
+  return a.answers.length > 0 ? a : withSoa(a, parsed.domain, ctx);
+}
+
+function clampU16(n: number): number {
+  return Number.isInteger(n) && n >= 0 ? Math.min(n, 65535) : 0;
+}
+
+function apexAnswer(question: DnsQuestion, domain: string, servers: CheckServiceNode[], ctx: AnswerContext): DnsAnswer {
+  const cfg = ctx.config;
+  const a = empty("NOERROR", true);
+  const ttl = seconds(cfg.nodeTtlMs);
+  const ns: DnsRecord[] = [];
+  const glue: DnsRecord[] = [];
+  const seen = new Set<string>();
+  for (const s of healthyInstances(servers, false)) {
+    const target = nodeTarget(s.node.node, s.node.datacenter || cfg.datacenter, domain);
+    if (seen.has(target) || !isValidName(target)) continue;
+    seen.add(target);
+    ns.push({ name: domain, type: "NS", class: "IN", ttl, data: target });
+    glue.push(...addressRecords(s.node.address, "ANY", target, ttl));
+    if (ns.length >= 3) break; // Consul lists at most three name servers
+  }
+  switch (question.type) {
+    case "SOA":
+      a.answers.push(soaRecord(domain, ctx));
+      a.authorities.push(...ns);
+      a.additionals.push(...glue);
+      return a;
+    case "NS":
+      a.answers.push(...ns);
+      a.additionals.push(...glue);
+      return a.answers.length > 0 ? a : withSoa(a, domain, ctx);
+    case "ANY":
+      a.answers.push(soaRecord(domain, ctx), ...ns);
+      a.additionals.push(...glue);
+      return a;
+    default:
+      return withSoa(a, domain, ctx);
+  }
+}
+
+// ---- sizes and trimming ----
+
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/** Encoded length of a name (dns-packet does not compress names). */
+export function nameSize(name: string): number {
+  let n = name;
+  if (n.startsWith(".")) n = n.slice(1);
+  if (n.endsWith(".")) n = n.slice(0, -1);
+  return n.length === 0 ? 1 : utf8Length(n) + 2;
+}
+
+export function recordSize(r: DnsRecord): number {
+  let rdata: number;
+  switch (r.type) {
+    case "A":
+      rdata = 4;
+      break;
+    case "AAAA":
+      rdata = 16;
+      break;
+    case "CNAME":
+    case "NS":
+    case "PTR":
+      rdata = nameSize(r.data);
+      break;
+    case "SRV":
+      rdata = 6 + nameSize(r.data.target);
+      break;
+    case "TXT":
+      rdata = r.data.reduce((s, t) => s + 1 + utf8Length(t), 0);
+      break;
+    case "SOA":
+      rdata = nameSize(r.data.mname) + nameSize(r.data.rname) + 20;
+      break;
+  }
+  return nameSize(r.name) + 10 + rdata;
+}
+
+/** Size of the encoded message: header, one question, the records and an OPT record (11 bytes) when present. */
+export function messageSize(question: DnsQuestion, a: DnsAnswer, hasOpt: boolean): number {
+  let n = 12 + nameSize(question.name) + 4 + (hasOpt ? 11 : 0);
+  for (const r of a.answers) n += recordSize(r);
+  for (const r of a.authorities) n += recordSize(r);
+  for (const r of a.additionals) n += recordSize(r);
+  return n;
+}
+
+export interface FitOptions {
+  transport: "udp" | "tcp";
+  /** The client's EDNS0 UDP payload size, when it sent an OPT record. */
+  ednsSize?: number;
+  config: Pick<DnsAnswerConfig, "udpAnswerLimit" | "enableTruncate">;
+}
+
+export const maxUdpSizeWithoutEdns = 512;
+export const maxTcpMessageSize = 65535;
+
+/**
+ * Trim an answer to its transport (Consul trimUDPResponse): without EDNS0
+ * a UDP answer keeps at most `udpAnswerLimit` records and 512 bytes; with
+ * EDNS0 the client's size; TCP only the 64 KiB frame. Additional records
+ * follow the answers they support. TC is set when records were cut and
+ * `enableTruncate` is on (always when even one record did not fit).
+ */
+export function fitAnswer(question: DnsQuestion, answer: DnsAnswer, options: FitOptions): DnsAnswer {
+  const hasOpt = options.ednsSize !== undefined;
+  const maxSize = options.transport === "tcp"
+    ? maxTcpMessageSize
+    : Math.min(maxTcpMessageSize, Math.max(maxUdpSizeWithoutEdns, options.ednsSize ?? 0));
+  const original = answer.answers.length;
+  let answers = answer.answers;
+  let additionals = answer.additionals;
+  let authorities = answer.authorities;
+  const limit = options.config.udpAnswerLimit;
+  if (options.transport === "udp" && !hasOpt && limit > 0 && answers.length > limit) {
+    answers = answers.slice(0, limit);
+    additionals = syncExtra(answers, additionals);
+  }
+  let size = messageSize(question, { ...answer, answers, authorities, additionals }, hasOpt);
+  if (size > maxSize && answers.length > 1) {
+    authorities = [];
+    additionals = syncExtra(answers, additionals);
+    // Sizes are additive: the fixed part, then each answer with the
+    // additional records it is the first to point at.
+    const pointsAt = answers.some((r) => r.type === "SRV" || r.type === "NS");
+    const extraByName = new Map<string, number>();
+    let unreferenced = 0;
+    for (const r of additionals) {
+      const key = r.name.toLowerCase();
+      if (pointsAt) extraByName.set(key, (extraByName.get(key) ?? 0) + recordSize(r));
+      else unreferenced += recordSize(r);
+    }
+    let total = messageSize(question, { ...answer, answers: [], authorities, additionals: [] }, hasOpt) + unreferenced;
+    const counted = new Set<string>();
+    let n = 0;
+    for (; n < answers.length; n++) {
+      const r = answers[n]!;
+      let add = recordSize(r);
+      const ref = r.type === "SRV" ? r.data.target.toLowerCase() : r.type === "NS" ? r.data.toLowerCase() : undefined;
+      if (ref !== undefined && !counted.has(ref)) add += extraByName.get(ref) ?? 0;
+      if (n >= 1 && total + add > maxSize) break;
+      total += add;
+      if (ref !== undefined) counted.add(ref);
+    }
+    answers = answers.slice(0, n);
+    additionals = syncExtra(answers, additionals);
+    size = messageSize(question, { ...answer, answers, authorities, additionals }, hasOpt);
+  }
+  let tooBig = false;
+  if (size > maxSize) {
+    additionals = [];
+    authorities = [];
+    size = messageSize(question, { ...answer, answers, authorities, additionals }, hasOpt);
+    if (size > maxSize) {
+      answers = [];
+      tooBig = true;
+    }
+  }
+  const trimmed = answers.length < original;
+  const truncated = answer.truncated || tooBig || (trimmed && (options.config.enableTruncate || options.transport === "tcp"));
+  return { ...answer, answers, authorities, additionals, truncated };
+}
+
+/** Names that answers point at (SRV targets, NS hosts), lower-case. */
+function referencedNames(answers: readonly DnsRecord[]): Set<string> {
+  const out = new Set<string>();
+  for (const r of answers) {
+    if (r.type === "SRV") out.add(r.data.target.toLowerCase());
+    else if (r.type === "NS") out.add(r.data.toLowerCase());
+  }
+  return out;
+}
+
+/** Keep only additional records for names the answers still point at (when they point at any). */
+function syncExtra(answers: readonly DnsRecord[], additionals: DnsRecord[]): DnsRecord[] {
+  if (additionals.length === 0) return additionals;
+  const pointsAt = answers.some((r) => r.type === "SRV" || r.type === "NS");
+  if (!pointsAt) return answers.length === 0 ? [] : additionals;
+  const refs = referencedNames(answers);
+  return additionals.filter((r) => refs.has(r.name.toLowerCase()));
+}
