@@ -537,8 +537,17 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
   const hardState = await o.stableStore.load();
   const first = await o.logStore.firstIndex();
   const last = await o.logStore.lastIndex();
-  const from = Math.max(first, (snap?.meta.index ?? 0) + 1);
-  const entries = last >= from && first > 0 ? await o.logStore.getEntries(from, last + 1) : [];
+  const snapIndex = snap?.meta.index ?? 0;
+  let entries = first > 0 && last > snapIndex ? await o.logStore.getEntries(Math.max(first, snapIndex + 1), last + 1) : [];
+  if (snap && first > 0 && first <= snapIndex && snapIndex <= last) {
+    // A crash between storing a leader's snapshot and dropping the old log
+    // leaves a tail from another history: keep it only if it continues the snapshot.
+    const [atSnap] = await o.logStore.getEntries(snapIndex, snapIndex + 1);
+    if (atSnap && atSnap.term !== snap.meta.term) {
+      entries = [];
+      await o.logStore.deleteRange(0, Number.MAX_SAFE_INTEGER);
+    }
+  }
   const logger = o.logger ?? nullLogger();
   const core = new RaftCore(
     {
