@@ -10,6 +10,11 @@ import { kvExport } from "./kv_export.ts";
 import { kvGet } from "./kv_get.ts";
 import { kvImport } from "./kv_import.ts";
 import { kvPut } from "./kv_put.ts";
+import { maintCommand } from "./maint.ts";
+import { reloadCommand } from "./reload.ts";
+import { servicesDeregister } from "./services_deregister.ts";
+import { servicesRegister } from "./services_register.ts";
+import { validateCommand } from "./validate.ts";
 import { versionCommand } from "./version.ts";
 
 /** A command that only groups subcommands (`cairn kv`). */
@@ -67,6 +72,32 @@ Usage: cairn kv <subcommand> [options] [args]
   kvGet,
   kvImport,
   kvPut,
+  maintCommand,
+  reloadCommand,
+  parentCommand(
+    "services",
+    "Interact with services",
+    `
+Usage: cairn services <subcommand> [options] [args]
+
+  This command has subcommands for interacting with services. The subcommands
+  default to working with services registered with the local agent. Please see
+  the "cairn catalog" command for interacting with the entire catalog.
+
+  Register a service:
+
+      $ cairn services register web.json
+
+  Deregister a service:
+
+      $ cairn services deregister web.json
+
+  For more examples, ask for subcommand help or view the documentation.
+`,
+  ),
+  servicesDeregister,
+  servicesRegister,
+  validateCommand,
   versionCommand,
 ];
 

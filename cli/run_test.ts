@@ -23,7 +23,7 @@ test("usage and exit codes", async () => {
   let io = testIo();
   assert.equal(await runCli([], io), 1);
   assert.match(io.stderrText, /^Usage: cairn \[--version\] \[--help\] <command> \[<args>\]/);
-  assert.match(io.stderrText, /\n    kv         Interact with the key-value store\n/);
+  assert.match(io.stderrText, /\n    kv +Interact with the key-value store\n/);
   assert.doesNotMatch(io.stderrText, /kv get/);
 
   io = testIo();

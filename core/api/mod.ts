@@ -1,4 +1,6 @@
 export { Agent } from "./agent.ts";
+export { AgentServices } from "./agent_services.ts";
+export type { AgentCheck, AgentCheckRegistration, AgentService, AgentServiceRegistration } from "./agent_services.ts";
 export type { AgentSelf } from "./agent.ts";
 export { decodeBase64, encodeBase64 } from "./base64.ts";
 export { ApiClient, ApiConnectionError, ApiError, DEFAULT_HTTP_ADDR, normalizeAddress } from "./client.ts";

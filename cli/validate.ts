@@ -1,0 +1,70 @@
+// `cairn validate`, as consul command/validate: load config files and
+// directories the way the agent would, and report every problem.
+import { decodeConfigDefinitions } from "../core/agent/local/local_agent.ts";
+import { buildConfig, validateConfig } from "../core/config/mod.ts";
+import { readConfigSources, type ConfigPath } from "../core/config/load_node.ts";
+import { errorMessage } from "../core/errors.ts";
+import { parseCommandFlags } from "./_command.ts";
+import { bool, formatHelp } from "./_flags.ts";
+import type { FlagSpec } from "./_flags.ts";
+import type { CliIo, Command } from "./_io.ts";
+import { statSync } from "node:fs";
+
+const flags: readonly FlagSpec[] = [
+  { name: "quiet", kind: "bool", usage: "When given, a successful run will produce no output." },
+];
+
+const HELP = `
+Usage: cairn validate [options] FILE_OR_DIRECTORY...
+
+  Performs a thorough sanity test on configuration files. For each file
+  or directory given, the validate command will attempt to parse the
+  contents just as the "cairn agent" command would, and catch any errors.
+
+  This is useful to do a test of the configuration only, without actually
+  starting the agent. This performs all of the validation the agent would, so
+  this should be given the complete set of configuration files that are going
+  to be loaded by the agent. This command cannot operate on partial
+  configuration fragments since those won't pass the full agent validation.
+
+  Returns 0 if the configuration is valid, or 1 if there are problems.
+
+      $ cairn validate /etc/cairn.d/
+`;
+
+export const validateCommand: Command = {
+  name: "validate",
+  synopsis: "Validate config files/directories",
+  help: () => formatHelp(HELP, flags),
+  async run(args: string[], io: CliIo): Promise<number> {
+    const p = parseCommandFlags(validateCommand, args, flags, io);
+    if (typeof p === "number") return p;
+    if (p.positionals.length === 0) {
+      io.stderr("Must specify at least one config file or directory\n");
+      return 1;
+    }
+    const problems: string[] = [];
+    try {
+      const paths: ConfigPath[] = p.positionals.map((path) => {
+        let dir = false;
+        try {
+          dir = statSync(path).isDirectory();
+        } catch {
+          // readConfigSources reports the missing file.
+        }
+        return { kind: dir ? "dir" : "file", path };
+      });
+      const config = buildConfig({ sources: readConfigSources(paths) });
+      problems.push(...validateConfig(config).map((e) => e.message));
+      problems.push(...decodeConfigDefinitions({ services: config.services, checks: config.checks }).errors.map((e) => e.message));
+    } catch (err) {
+      problems.push(errorMessage(err));
+    }
+    if (problems.length > 0) {
+      io.stderr(`Config validation failed: ${problems.join("\n")}\n`);
+      return 1;
+    }
+    if (!bool(p, "quiet")) io.stdout("Configuration is valid!\n");
+    return 0;
+  },
+};
