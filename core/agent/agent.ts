@@ -15,6 +15,7 @@ import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
 import { createDevServer } from "../server/mod.ts";
 import { Rng } from "../sim/rng.ts";
+import { startDnsServer, type StartedDns } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 
 export interface AgentIo {
@@ -136,6 +137,15 @@ export async function startAgent(
     httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
   }
 
+  let dns: StartedDns | undefined;
+  try {
+    dns = await startDnsServer({ config, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0 });
+  } catch (err) {
+    local.stop();
+    await http?.close({ graceMs: 0 });
+    throw err;
+  }
+
   printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
   logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
 
@@ -149,6 +159,7 @@ export async function startAgent(
       logger.named("agent").info("shutting down");
       local.stop();
       await http?.close({ graceMs: 1_000 });
+      await dns?.server.close();
     },
   };
 }

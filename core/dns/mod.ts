@@ -35,3 +35,5 @@ export { addressToHex, addressToReverse, canonicalName, hexToAddress, normalizeA
 export type { ParsedName } from "./names.ts";
 export { createDnsServer, DnsListenError, parseRecursor } from "./serve_node.ts";
 export type { DnsCounters, DnsServer, DnsServerOptions } from "./serve_node.ts";
+export { startDnsServer } from "./start_node.ts";
+export type { StartedDns } from "./start_node.ts";
