@@ -18,6 +18,10 @@ export interface ServerContext {
   clock: Clock;
   rng: Rng;
   logger: Logger;
+  /** This server's datacenter (stamped on catalog nodes); "" when not configured. */
+  datacenter?: string;
+  /** Known datacenters (WAN pool), for Catalog.ListDatacenters. */
+  datacenters?: () => string[];
 }
 
 /** Writes go to the leader; a follower says where the leader is (the RPC layer forwards). */

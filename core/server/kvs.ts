@@ -3,6 +3,7 @@
 import { BadRequestError } from "../errors.ts";
 import type { KvsOp, RpcHandlers } from "../rpc/methods.ts";
 import { isIndex } from "../state/kvs_schema.ts";
+import { kvsLockDelayUntil } from "../state/session_ops.ts";
 import type { ServerContext } from "./context.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
@@ -31,7 +32,10 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
       if (entry.value !== undefined && !(entry.value instanceof Uint8Array)) throw new BadRequestError("Value must be bytes");
       if (entry.session !== undefined && typeof entry.session !== "string") throw new BadRequestError("Session must be a string");
       requireLeader(ctx);
-      // TODO(sessions): lock-delay check (kvsPreApply) goes here, on the leader, before Raft.
+      // kvsPreApply: a key whose lock was just freed by an invalidated session stays unlockable for the lock delay.
+      if (op === "lock" && kvsLockDelayUntil(ctx.fsm.state, entry.key, ctx.clock.wallNow()) > 0) {
+        return { ok: false, index: Math.max(1, ctx.fsm.state.lastIndex()) };
+      }
       const command = encodeCommand(MessageType.KVS, {
         op,
         entry: {

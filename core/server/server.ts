@@ -13,6 +13,7 @@ import { catalogEndpoints } from "./catalog.ts";
 import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
 import { sessionEndpoints } from "./session.ts";
+import { SessionTimers } from "./session_timers.ts";
 import { statusEndpoints } from "./status.ts";
 import { txnEndpoints } from "./txn.ts";
 
@@ -23,10 +24,16 @@ export interface ServerOptions {
   /** Jitter for blocking queries. */
   rng: Rng;
   logger?: Logger;
+  /** Datacenter name stamped on catalog nodes (default "dc1"). */
+  datacenter?: string;
+  /** Known datacenters, nearest first (WAN gossip); default: just ours. */
+  datacenters?: () => string[];
 }
 
 export class Server {
   readonly handlers: RpcHandlers;
+  /** Session TTL timers (leader only); the agent calls `start()` on servers so a new leader re-arms them. */
+  readonly sessionTimers: SessionTimers;
   readonly #ctx: ServerContext;
 
   constructor(options: ServerOptions) {
@@ -36,14 +43,17 @@ export class Server {
       clock: options.clock,
       rng: options.rng,
       logger: (options.logger ?? nullLogger()).named("server"),
+      datacenter: options.datacenter ?? "dc1",
+      datacenters: options.datacenters,
     };
+    this.sessionTimers = new SessionTimers(this.#ctx);
     this.handlers = {
       ...kvsEndpoints(this.#ctx),
       ...txnEndpoints(this.#ctx),
       ...statusEndpoints(this.#ctx),
       ...catalogEndpoints(this.#ctx),
       ...healthEndpoints(this.#ctx),
-      ...sessionEndpoints(this.#ctx),
+      ...sessionEndpoints(this.#ctx, this.sessionTimers),
     };
   }
 

@@ -315,16 +315,22 @@ export function nodeTxn(tx: ReadTxn, ws: WatchSet | undefined, node: string): No
 }
 
 /** Service name → union of tags (Consul ServiceList / Services). */
-export function servicesTxn(tx: ReadTxn, ws: WatchSet | undefined, metaFilters?: Record<string, string>): Indexed<Record<string, string[]>> {
+export function servicesTxn(
+  tx: ReadTxn,
+  ws: WatchSet | undefined,
+  metaFilters?: Record<string, string>,
+  keep?: (sn: ServiceNode) => boolean,
+): Indexed<Record<string, string[]>> {
   if (ws) {
     tx.tables.services.watches.watchPrefix(ws, "");
-    if (metaFilters) tx.tables.nodes.watches.watchPrefix(ws, "");
+    if (metaFilters || keep) tx.tables.nodes.watches.watchPrefix(ws, "");
   }
   const tags = new Map<string, Set<string>>();
   tx.tables.services.scan("", (s) => {
-    if (metaFilters) {
+    if (metaFilters || keep) {
       const n = tx.tables.nodes.get(nodeKey(s.node));
       if (!n || !matchesNodeMeta(n, metaFilters)) return;
+      if (keep && !keep({ node: n, service: toNodeService(s) })) return;
     }
     let set = tags.get(s.service);
     if (!set) tags.set(s.service, (set = new Set()));

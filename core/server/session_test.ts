@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { BadRequestError, CairnError } from "../errors.ts";
+import { createLocalRpc } from "../rpc/local.ts";
+import type { QueryOptions } from "../rpc/methods.ts";
+import { Rng } from "../sim/rng.ts";
+import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
+import { createDevServer } from "./dev.ts";
+
+const q = (): QueryOptions => ({ minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: false });
+
+async function world() {
+  const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
+  const d = createDevServer({ clock, rng: new Rng(3) });
+  const rpc = createLocalRpc(d.server);
+  await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", check: { name: "Serf Health Status", checkId: "serfHealth", status: "passing" } });
+  return { clock, rpc, ...d };
+}
+
+const base = { node: "n1", nodeChecks: ["serfHealth"], lockDelayMs: 15_000, behavior: "release" as const };
+
+test("sessions: create, info, list, node, destroy; TTL bounds and behavior are validated", async () => {
+  const { rpc } = await world();
+  const { id } = await rpc.call("Session.Apply", { op: "create", session: { ...base, name: "s1", ttl: "30s" } });
+  assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  const got = await rpc.call("Session.Get", { sessionId: id, query: q() });
+  assert.deepEqual(got.sessions.map((s) => [s.name, s.node, s.ttl, s.lockDelayMs, s.behavior]), [["s1", "n1", "30s", 15_000, "release"]]);
+  assert.equal((await rpc.call("Session.List", { query: q() })).sessions.length, 1);
+  assert.equal((await rpc.call("Session.NodeSessions", { node: "n1", query: q() })).sessions.length, 1);
+  await rpc.call("Session.Apply", { op: "destroy", session: { id } });
+  assert.equal((await rpc.call("Session.Get", { sessionId: id, query: q() })).sessions.length, 0);
+  for (const ttl of ["5s", "25h", "abc"]) {
+    await assert.rejects(rpc.call("Session.Apply", { op: "create", session: { ...base, ttl } }), BadRequestError, ttl);
+  }
+  await assert.rejects(rpc.call("Session.Apply", { op: "create", session: { ...base, behavior: "keep" as "delete" } }), /Invalid Behavior setting 'keep'/);
+  await assert.rejects(rpc.call("Session.Apply", { op: "create", session: { ...base, node: "ghost" } }), (e: unknown) =>
+    e instanceof CairnError && /Missing node registration/.test(e.message));
+});
+
+test("sessions: TTL expires at 2x TTL unless renewed, releasing locks with a lock delay", async () => {
+  const { rpc, clock, server } = await world();
+  const { id } = await rpc.call("Session.Apply", { op: "create", session: { ...base, ttl: "10s" } });
+  assert.equal((await rpc.call("KVS.Apply", { op: "lock", entry: { key: "leader", session: id } })).ok, true);
+  clock.advance(15_000);
+  const renewed = await rpc.call("Session.Renew", { sessionId: id });
+  assert.equal(renewed.sessions[0]!.id, id);
+  clock.advance(19_000);
+  await drainMicrotasks();
+  assert.equal((await rpc.call("Session.Get", { sessionId: id, query: q() })).sessions.length, 1, "renew pushed expiry to 2x TTL from the renew");
+  clock.advance(2_000);
+  await drainMicrotasks();
+  assert.equal(server.sessionTimers.expired, 1);
+  assert.equal((await rpc.call("Session.Get", { sessionId: id, query: q() })).sessions.length, 0, "expired");
+  const e = await rpc.call("KVS.Get", { key: "leader", query: q() });
+  assert.equal(e.entries[0]!.session, "", "lock released on expiry");
+  // Lock delay: 15 s during which nobody can take the key.
+  const { id: other } = await rpc.call("Session.Apply", { op: "create", session: { ...base, nodeChecks: [] } });
+  assert.equal((await rpc.call("KVS.Apply", { op: "lock", entry: { key: "leader", session: other } })).ok, false, "lock delay holds");
+  clock.advance(15_001);
+  assert.equal((await rpc.call("KVS.Apply", { op: "lock", entry: { key: "leader", session: other } })).ok, true, "lock delay over");
+  assert.deepEqual((await rpc.call("Session.Renew", { sessionId: "nope" })).sessions, []);
+});
+
+test("sessions: a bound check going critical invalidates; behavior delete removes the key", async () => {
+  const { rpc } = await world();
+  const { id } = await rpc.call("Session.Apply", { op: "create", session: { ...base, behavior: "delete", lockDelayMs: 0 } });
+  await rpc.call("KVS.Apply", { op: "lock", entry: { key: "svc/leader", session: id, value: new Uint8Array([1]) } });
+  await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", check: { name: "Serf Health Status", checkId: "serfHealth", status: "critical" } });
+  assert.equal((await rpc.call("Session.Get", { sessionId: id, query: q() })).sessions.length, 0);
+  assert.equal((await rpc.call("KVS.Get", { key: "svc/leader", query: q() })).entries.length, 0);
+  await assert.rejects(rpc.call("Session.Apply", { op: "create", session: base }), /Check 'serfHealth' is in critical state/);
+});
