@@ -368,10 +368,23 @@ export class SerfCore {
       case "leave":
         this.#startLeave();
         break;
-      case "setTags":
+      case "setTags": {
+        const metaBytes = this.#cfg.measure
+          ? this.#cfg.measure({ type: "alive", node: "", addr: this.swim.addr, incarnation: 0, meta: input.tags, vsn: [] }) -
+            this.#cfg.measure({ type: "alive", node: "", addr: this.swim.addr, incarnation: 0, meta: {}, vsn: [] }) + 2
+          : estimateSize(input.tags);
+        if (metaBytes > this.#cfg.profile.metaMaxSize) {
+          this.#events.push({
+            kind: "error",
+            input: "setTags",
+            message: `Encoded tags exceed the ${this.#cfg.profile.metaMaxSize} byte limit: ${metaBytes} bytes`,
+          });
+          break;
+        }
         this.#tags = { ...input.tags };
         this.swim.step({ kind: "setMeta", now, meta: this.#tags });
         break;
+      }
       case "userEvent":
         this.#userEvent(input.name, input.payload, input.coalesce);
         break;

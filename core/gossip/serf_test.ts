@@ -155,3 +155,17 @@ test("serf: vetoMember rejects alive messages and join push/pulls from another d
   a.step({ kind: "stream", now: 3, from: b.swim.addr, msg: req.msg, streamId: 5 });
   assert.equal(a.member("b"), undefined);
 });
+
+test("serf: tags over the 512-byte meta limit are refused with an error event", () => {
+  const s = serf();
+  s.ready();
+  s.step({ kind: "setTags", now: 1, tags: { big: "x".repeat(600) } });
+  const evs = s.ready().events;
+  assert.equal(evs.length, 1);
+  assert.equal(evs[0]!.kind, "error");
+  assert.deepEqual(s.tags, {});
+  s.step({ kind: "setTags", now: 2, tags: { role: "web" } });
+  assert.deepEqual(s.tags, { role: "web" });
+  assert.ok(s.ready().events.some((e) => e.kind === "member" && e.type === "update"));
+  assert.equal(s.swim.incarnation, 2, "a metadata update bumps the incarnation");
+});

@@ -581,13 +581,8 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   #handlePacket(from: string, msg: SwimMessage<T>): void {
     switch (msg.type) {
       case "compound":
-        for (const part of msg.parts) {
-          if (part.type === "compound") {
-            this.#log.debug("nested compound dropped", { from });
-            continue;
-          }
-          this.#handlePacket(from, part);
-        }
+        // memberlist handles nested compounds recursively; decoded values are finite.
+        for (const part of msg.parts) this.#handlePacket(from, part);
         return;
       case "ping": {
         if (msg.node !== "" && msg.node !== this.name) {

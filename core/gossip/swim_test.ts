@@ -122,3 +122,175 @@ test("swim: a join push/pull with an incompatible node fails the join and merges
   assert.ok(done && done.kind === "joinDone" && done.contacted === 0 && /incompatible/.test(done.errors[0] ?? ""), JSON.stringify(done));
   assert.equal(b.member("a"), undefined);
 });
+
+// -----------------------------------------------------------------------------
+// Interaction scripts (etcd-io/raft interaction_test.go style): testdata/*.txt
+// holds commands and their expected output; REWRITE=1 regenerates the output.
+//
+//   add-nodes N          nodes n1..nN at 10.0.0.i:7946 (fixed seeds)
+//   join A B             nA joins through nB
+//   tick MS              advance every live node's clock by MS and tick it
+//   deliver [drop=N,…]   deliver queued messages until quiet; drop those to/from listed nodes
+//   crash N / revive N   stop / resume delivering to and from nN
+//   members N            nN's member list
+
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join as pathJoin } from "node:path";
+import type { SwimSend } from "./swim.ts";
+
+interface Pending {
+  from: string;
+  send: SwimSend<BytesGossipTypes>;
+  /** For a stream reply: the requester's request id. */
+  replyFor?: number;
+}
+
+class Interaction {
+  now = 0;
+  nodes = new Map<string, SwimCore<BytesGossipTypes>>();
+  byAddr = new Map<string, string>();
+  crashed = new Set<string>();
+  pending: Pending[] = [];
+  out: string[] = [];
+
+  run(cmd: string, rawArgs: string[]): void {
+    const args = rawArgs.map((a) => (/^\d+$/.test(a) && cmd !== "add-nodes" && cmd !== "tick" ? `n${a}` : a));
+    switch (cmd) {
+      case "add-nodes": {
+        const n = Number(args[0]);
+        for (let i = this.nodes.size + 1; this.nodes.size < n; i++) {
+          const name = `n${i}`;
+          const addr = `10.0.0.${i}:7946`;
+          this.nodes.set(name, new SwimCore<BytesGossipTypes>({
+            name, addr, meta: new Uint8Array(), profile: lanProfile, rng: new Rng(i), now: this.now,
+            logger: createLogger({ sink: new CaptureSink() }),
+          }));
+          this.byAddr.set(addr, name);
+          this.collect(name);
+        }
+        break;
+      }
+      case "join":
+        this.nodes.get(args[0]!)!.step({ kind: "join", now: this.now, addrs: [this.nodes.get(args[1]!)!.addr] });
+        this.collect(args[0]!);
+        break;
+      case "tick":
+        this.now += Number(args[0]);
+        for (const [name, core] of this.nodes) {
+          if (this.crashed.has(name)) continue;
+          core.step({ kind: "tick", now: this.now });
+          this.collect(name);
+        }
+        break;
+      case "deliver": {
+        const drop = new Set((args.find((a) => a.startsWith("drop="))?.slice(5) ?? "").split(",").filter(Boolean).map((a) => `n${a}`));
+        for (let round = 0; round < 20 && this.pending.length > 0; round++) {
+          const batch = this.pending;
+          this.pending = [];
+          for (const p of batch) this.deliverOne(p, drop);
+        }
+        break;
+      }
+      case "crash":
+        this.crashed.add(args[0]!);
+        break;
+      case "revive":
+        this.crashed.delete(args[0]!);
+        break;
+      case "members":
+        for (const m of this.nodes.get(args[0]!)!.members().sort((a, b) => a.name.localeCompare(b.name))) {
+          this.out.push(`${m.name} ${m.state} inc=${m.incarnation}`);
+        }
+        break;
+      default:
+        throw new Error(`Unknown command "${cmd}"`);
+    }
+  }
+
+  deliverOne(p: Pending, drop: Set<string>): void {
+    const to = this.byAddr.get(p.send.to) ?? p.send.to;
+    const how = p.send.reliable ? (p.replyFor !== undefined ? " (tcp reply)" : " (tcp)") : "";
+    const lost = drop.has(to) || drop.has(p.from) || this.crashed.has(to) || this.crashed.has(p.from);
+    this.out.push(`${p.from} -> ${to}${how}: ${render(p.send.msg)}${lost ? "  DROPPED" : ""}`);
+    const core = this.nodes.get(to);
+    if (lost || !core) {
+      if (p.send.requestId !== undefined) {
+        this.nodes.get(p.from)!.step({ kind: "streamError", now: this.now, requestId: p.send.requestId, error: "connection refused" });
+        this.collect(p.from);
+      }
+      return;
+    }
+    const from = this.nodes.get(p.from)!.addr;
+    if (p.replyFor !== undefined) {
+      core.step({ kind: "stream", now: this.now, from, msg: p.send.msg, requestId: p.replyFor });
+    } else if (p.send.reliable) {
+      core.step({ kind: "stream", now: this.now, from, msg: p.send.msg, streamId: 1 });
+    } else {
+      core.step({ kind: "packet", now: this.now, from, msg: p.send.msg });
+    }
+    const rd = core.ready();
+    for (const s of rd.sends) {
+      if (s.replyTo !== undefined) this.pending.push({ from: to, send: { ...s, to: from }, replyFor: p.send.requestId });
+      else this.pending.push({ from: to, send: s });
+    }
+    for (const e of rd.events) this.out.push(`${to} event ${renderEvent(e)}`);
+  }
+
+  collect(name: string): void {
+    const rd = this.nodes.get(name)!.ready();
+    for (const s of rd.sends) this.pending.push({ from: name, send: s });
+    for (const e of rd.events) this.out.push(`${name} event ${renderEvent(e)}`);
+  }
+}
+
+function render(m: SwimMessage<BytesGossipTypes>): string {
+  switch (m.type) {
+    case "ping": return `ping seq=${m.seqNo} node=${m.node}`;
+    case "indirectPing": return `indirect-ping seq=${m.seqNo} node=${m.node}${m.nack ? " nack" : ""}`;
+    case "ack": return `ack seq=${m.seqNo}`;
+    case "nack": return `nack seq=${m.seqNo}`;
+    case "alive": return `alive ${m.node} inc=${m.incarnation}`;
+    case "suspect": return `suspect ${m.node} inc=${m.incarnation} from=${m.from}`;
+    case "dead": return `dead ${m.node} inc=${m.incarnation} from=${m.from}`;
+    case "user": return `user ${m.msg.length} bytes`;
+    case "err": return `err ${m.error}`;
+    case "pushPull": return `push-pull${m.join ? " join" : ""} [${m.nodes.map((n) => `${n.name}:${n.state}:${n.incarnation}`).sort().join(" ")}]`;
+    case "compound": return `[${m.parts.map(render).join(", ")}]`;
+  }
+}
+
+function renderEvent(e: SwimEvent<BytesGossipTypes>): string {
+  switch (e.kind) {
+    case "join": case "leave": case "update": return `${e.kind} ${e.member.name} ${e.member.state} inc=${e.member.incarnation}`;
+    case "joinDone": return `joinDone contacted=${e.contacted}${e.errors.length ? ` errors=${e.errors.join("; ")}` : ""}`;
+    default: return e.kind;
+  }
+}
+
+test("swim: interaction scripts in testdata/*.txt", () => {
+  const dir = pathJoin(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "testdata");
+  const files = readdirSync(dir).filter((f) => f.endsWith(".txt"));
+  assert.ok(files.length > 0, "no interaction scripts");
+  for (const file of files) {
+    const text = readFileSync(pathJoin(dir, file), "utf8");
+    const env = new Interaction();
+    const outText: string[] = [];
+    // Blocks: a command line, then its expected output up to a line "----" … blank line.
+    const blocks = text.split(/\n\n+/).filter((b) => b.trim() !== "");
+    for (const block of blocks) {
+      const [cmdLine] = block.split("\n");
+      if (cmdLine!.startsWith("#")) {
+        outText.push(block.trimEnd());
+        continue;
+      }
+      const [cmd, ...args] = cmdLine!.trim().split(/\s+/);
+      env.out = [];
+      env.run(cmd!, args);
+      const got = `${cmdLine}\n----\n${env.out.length ? env.out.join("\n") : "ok"}`;
+      outText.push(got);
+    }
+    const rendered = `${outText.join("\n\n")}\n`;
+    if (process.env.REWRITE === "1") writeFileSync(pathJoin(dir, file), rendered);
+    else assert.equal(rendered, text, `${file} differs; run with REWRITE=1 and review the diff`);
+  }
+});
