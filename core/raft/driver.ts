@@ -161,7 +161,9 @@ export class RaftNode implements Consensus {
     const r = this.core.step({ kind: "propose", data: command });
     if (!r.ok || r.index === undefined) {
       this.stats.proposalsRejected++;
-      return Promise.reject(new NotLeaderError(this.leaderAddr() || undefined));
+      // During a leadership transfer we are still leader but refuse writes:
+      // name no leader, so callers retry instead of forwarding to us.
+      return Promise.reject(new NotLeaderError(this.core.isLeader() ? undefined : this.leaderAddr() || undefined));
     }
     const index = r.index;
     const term = r.term!;

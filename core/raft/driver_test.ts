@@ -126,3 +126,24 @@ test("driver: a new server joins with addVoter and catches up", async () => {
   await na.stop();
   await nb.stop();
 });
+
+test("driver: leadership transfer hands over to the named server and notifies listeners", async () => {
+  const w = world(5);
+  const ids = ["a", "b", "c"];
+  const nodes: RaftNode[] = [];
+  for (const id of ids) nodes.push(await w.boot(w.stores(id), ids));
+  await w.clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+  const leader = nodes.find((n) => n.isLeader())!;
+  const target = nodes.find((n) => !n.isLeader())!;
+  await w.clock.runFor(50); // the "gained" notification comes with the next Ready
+  const events: boolean[] = [];
+  leader.onLeadershipChange((is) => events.push(is));
+  const r = leader.transferLeadership(target.id);
+  assert.equal(r.ok, true);
+  await w.clock.runUntil(() => target.isLeader(), { maxMs: 2_000, what: "target leads" });
+  await w.clock.runFor(100);
+  assert.equal(leader.isLeader(), false);
+  assert.deepEqual(events, [false]);
+  assert.equal(leader.leaderAddr(), target.address);
+  for (const n of nodes) await n.stop();
+});
