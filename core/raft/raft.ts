@@ -696,7 +696,12 @@ export class RaftCore {
       this.#send({ type: "appendResp", from: this.id, to: m.from, term: this.#term, index: this.#log.committed, reject: false, rejectHint: 0, hintTerm: 0 });
       return;
     }
-    if (m.offset === 0) this.#incoming = { from: m.from, meta: m.meta, chunks: [], received: 0 };
+    const cur = this.#incoming;
+    const sameSnap = cur !== undefined && cur.meta.index === m.meta.index && cur.meta.term === m.meta.term;
+    // A first chunk starts a transfer, unless it is a late duplicate of the one in progress.
+    if (m.offset === 0 && !(sameSnap && cur.received > 0)) {
+      this.#incoming = { from: m.from, meta: m.meta, chunks: [], received: 0 };
+    }
     const inc = this.#incoming;
     if (!inc || inc.meta.index !== m.meta.index || inc.meta.term !== m.meta.term || inc.received !== m.offset) {
       reply(inc && inc.meta.index === m.meta.index ? inc.received : 0);
