@@ -185,8 +185,8 @@ export class GossipDriver<T extends GossipTypes, I extends { now: number }, E, P
       for (;;) {
         const rd = this.core.ready();
         if (rd.sends.length === 0 && rd.events.length === 0) break;
-        for (const s of rd.sends) this.#send(s);
-        for (const e of rd.events) this.#onEvent(e);
+        for (const s of rd.sends) this.#guard("send", () => this.#send(s));
+        for (const e of rd.events) this.#guard("event handler", () => this.#onEvent(e));
         if (!this.#running) return;
       }
     } finally {
@@ -220,6 +220,15 @@ export class GossipDriver<T extends GossipTypes, I extends { now: number }, E, P
       }
       this.#pump();
     });
+  }
+
+  /** A throwing transport or application callback must not stop the gossip loop. */
+  #guard(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#log.error(`gossip ${what} failed`, { error: err instanceof Error ? err.message : String(err) });
+    }
   }
 
   #schedule(): void {
