@@ -17,6 +17,8 @@ import { createDevServer } from "../server/mod.ts";
 import { Rng } from "../sim/rng.ts";
 import { startDnsServer, type StartedDns } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
+import type { Rpc } from "../rpc/methods.ts";
+import { readOrCreateNodeId, startServerNode } from "./server_node.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -45,17 +47,18 @@ export async function startAgent(
   if (!options.logSink) sink.sinks.add(new StreamSink({ json: config.logJson, write: options.io.stdout }));
   const logger = createLogger({ sink, level: config.logLevel, now: () => clock.wallNow() });
 
-  if (!config.dev) {
+  if (!config.dev && !config.server) {
     throw new Error(
-      "Only -dev mode is available in this build: server and client agents need the gossip and Raft layers, which are not wired in yet; run `cairn agent -dev`",
+      "Only -dev and -server modes are available in this build: client agents need the gossip layer, which is not wired in yet; run `cairn agent -dev`",
     );
   }
 
-  const nodeId = config.nodeId || randomUUID();
+  const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
   const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
   const rpcAddr = `${config.bindAddr}:${config.ports.server}`;
-  const { server } = createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr });
-  const rpc = createLocalRpc(server);
+  // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev keeps the in-memory DevConsensus.
+  const serverNode = config.dev ? undefined : await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
+  const rpc: Rpc = serverNode ? serverNode.router : createLocalRpc(createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr }).server);
 
   const advertise = config.advertiseAddr || config.bindAddr;
   const local = new LocalAgent({
@@ -108,7 +111,7 @@ export async function startAgent(
     }),
     stats: () => ({
       agent: local.stats(),
-      raft: { state: "Leader", num_peers: "0" },
+      raft: serverNode ? serverNode.raftStats() : { state: "Leader", num_peers: "0" },
       build: { version, revision, prerelease: "" },
     }),
     debugConfig: () => ({
@@ -159,6 +162,7 @@ export async function startAgent(
       logger.named("agent").info("shutting down");
       local.stop();
       await http?.close({ graceMs: 1_000 });
+      await serverNode?.stop();
       await dns?.server.close();
     },
   };

@@ -1,0 +1,161 @@
+// Where an agent's RPC goes (consul agent/consul/rpc.go `forward`,
+// agent/router): a server answers locally when it can — it is the leader,
+// the read allows stale answers, or the method never needs the leader — and
+// forwards to the leader otherwise; a client sends everything to a server it
+// learned from gossip, trying another when one fails. With no leader (or no
+// reachable server) a request is retried until `holdTimeoutMs` (Consul's
+// rpc_hold_timeout, 7 s) and then fails with NoLeaderError → HTTP 500
+// "No cluster leader".
+import type { Clock } from "../clock/clock.ts";
+import { NoLeaderError, NotLeaderError, RpcError, errorMessage } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "../rpc/methods.ts";
+import type { Rng } from "../sim/rng.ts";
+
+/** Answers a call locally (a server's handler table). Methods named by string so operator calls ride along. */
+export interface LocalHandler {
+  handle(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown>;
+}
+
+/** Sends a call to another server (RpcClientPool fits). */
+export interface RemoteCaller {
+  call(address: string, method: string, body: unknown, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<unknown>;
+}
+
+export interface RpcRouterOptions {
+  /** Present on servers: the local endpoints. Absent on clients. */
+  local?: LocalHandler;
+  remote: RemoteCaller;
+  /** Server RPC addresses known from gossip (clients pick from these). */
+  servers: () => string[];
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+  /** Consul's limits.rpc_hold_timeout. Default 7 s. */
+  holdTimeoutMs?: number;
+  /** Per forwarded call timeout, before any blocking wait is added. Default 30 s. */
+  callTimeoutMs?: number;
+}
+
+export interface RpcRouterStats {
+  local: number;
+  forwarded: number;
+  retries: number;
+  holdTimeouts: number;
+}
+
+/** True for errors that mean "try again shortly": no leader yet, leader moved, server unreachable. */
+function isRetryable(err: unknown): boolean {
+  if (err instanceof NoLeaderError || err instanceof NotLeaderError) return true;
+  // A transport failure carries no remote code; an error the remote server answered with does.
+  return err instanceof RpcError && err.remoteCode === undefined && !/over the limit|Cannot encode/.test(err.message);
+}
+
+/** The longest a blocking read may wait on the server, plus Consul's jitter (1/16). */
+function blockingWaitMs(args: unknown): number {
+  if (typeof args !== "object" || args === null) return 0;
+  const q = (args as { query?: { minQueryIndex?: unknown; maxQueryTimeMs?: unknown } }).query;
+  if (!q || typeof q.maxQueryTimeMs !== "number" || !(Number(q.minQueryIndex) > 0)) return 0;
+  return Math.ceil(q.maxQueryTimeMs * (1 + 1 / 16));
+}
+
+export class RpcRouter implements Rpc {
+  readonly stats: RpcRouterStats = { local: 0, forwarded: 0, retries: 0, holdTimeouts: 0 };
+  readonly #o: RpcRouterOptions;
+  readonly #holdMs: number;
+  readonly #callMs: number;
+  /** The server a client used last with success; tried first. */
+  #preferred = "";
+
+  constructor(options: RpcRouterOptions) {
+    this.#o = options;
+    this.#holdMs = options.holdTimeoutMs ?? 7_000;
+    this.#callMs = options.callTimeoutMs ?? 30_000;
+  }
+
+  call<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>> {
+    return this.callRaw(method, args, options) as Promise<RpcReply<M>>;
+  }
+
+  /** Route any method by name (operator calls outside the typed contract use this). */
+  async callRaw(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
+    const { clock } = this.#o;
+    const deadline = clock.now() + this.#holdMs;
+    const tried = new Set<string>();
+    let lastErr: unknown;
+    for (let attempt = 0; ; attempt++) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      try {
+        return await this.#once(method, args, options, tried);
+      } catch (err) {
+        if (!isRetryable(err)) throw err;
+        lastErr = err;
+      }
+      const remaining = deadline - clock.now();
+      if (remaining <= 0) {
+        this.stats.holdTimeouts++;
+        this.#o.logger.debug("giving up on RPC after the hold timeout", { method, error: errorMessage(lastErr) });
+        if (lastErr instanceof RpcError && this.#o.local === undefined) {
+          throw new RpcError(`No known Consul servers could answer: ${lastErr.message}`, { cause: lastErr });
+        }
+        throw new NoLeaderError();
+      }
+      this.stats.retries++;
+      // Consul waits a jittered slice of the hold timeout (rpcHoldTimeout / 16) between tries.
+      const slice = Math.max(10, Math.floor(this.#holdMs / 16));
+      await this.#sleep(Math.min(remaining, slice / 2 + this.#o.rng.int(slice)), options.signal);
+    }
+  }
+
+  async #once(method: string, args: unknown, options: { signal?: AbortSignal }, tried: Set<string>): Promise<unknown> {
+    const { local } = this.#o;
+    if (local) {
+      try {
+        this.stats.local++;
+        return await local.handle(method, args, options);
+      } catch (err) {
+        if (!(err instanceof NotLeaderError) || !err.leader) throw err;
+        return await this.#forward(err.leader, method, args, options);
+      }
+    }
+    // Client: one server, the preferred one first, then others not yet tried in this request.
+    const servers = this.#o.servers();
+    if (servers.length === 0) throw new RpcError("No known Consul servers");
+    let target = this.#preferred !== "" && servers.includes(this.#preferred) && !tried.has(this.#preferred) ? this.#preferred : "";
+    if (target === "") {
+      const fresh = servers.filter((s) => !tried.has(s));
+      target = fresh.length > 0 ? this.#o.rng.pick(fresh) : this.#o.rng.pick(servers);
+    }
+    try {
+      const reply = await this.#forward(target, method, args, options);
+      this.#preferred = target;
+      return reply;
+    } catch (err) {
+      if (err instanceof NotLeaderError && err.leader) return await this.#forward(err.leader, method, args, options);
+      if (err instanceof RpcError && err.remoteCode === undefined) {
+        tried.add(target);
+        if (this.#preferred === target) this.#preferred = "";
+      }
+      throw err;
+    }
+  }
+
+  #forward(address: string, method: string, args: unknown, options: { signal?: AbortSignal }): Promise<unknown> {
+    this.stats.forwarded++;
+    return this.#o.remote.call(address, method, args, { timeoutMs: this.#callMs + blockingWaitMs(args), signal: options.signal });
+  }
+
+  #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        timer.cancel();
+        reject(signal!.reason);
+      };
+      const timer = this.#o.clock.setTimer(ms, () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      });
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}

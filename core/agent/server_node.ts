@@ -1,0 +1,577 @@
+// Server mode: the Raft peer (core/raft driver) with its file stores under
+// `<dataDir>/raft/`, the FSM and endpoints (core/server), the server RPC on
+// `bindAddr:ports.server` (endpoints + `Raft.Message`), forwarding to the
+// leader (rpc_router.ts), bootstrap-expect from LAN gossip and the leader's
+// reconciliation of gossip servers into the Raft configuration.
+import { existsSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { Clock, Timer } from "../clock/clock.ts";
+import type { AgentConfig } from "../config/types.ts";
+import { BadRequestError, CairnError, NoLeaderError, NotLeaderError, errorMessage } from "../errors.ts";
+import type { Logger } from "../log/logger.ts";
+import { createRaftNode, type RaftNode } from "../raft/driver.ts";
+import { FileLogStore } from "../raft/log_store_file_node.ts";
+import { FileSnapshotStore } from "../raft/snapshot_store_file_node.ts";
+import { FileStableStore } from "../raft/stable_store_file_node.ts";
+import type { Configuration } from "../raft/types.ts";
+import { TcpRaftTransport } from "../rpc/raft_transport_node.ts";
+import { createRpcServer, RpcClientPool, type RpcServer } from "../rpc/transport_node.ts";
+import type { Consensus } from "../server/consensus.ts";
+import { Fsm } from "../server/fsm.ts";
+import { Server } from "../server/server.ts";
+import type { Rng } from "../sim/rng.ts";
+import {
+  aliveServers,
+  bootstrapConfiguration,
+  decideBootstrap,
+  parsePeersJson,
+  reconcileAction,
+  serverFromMember,
+  type LanPoolLike,
+} from "./bootstrap.ts";
+import { RpcRouter } from "./rpc_router.ts";
+
+/** One server in `operator raft` output (Consul's `RaftServer`, camelCase). */
+export interface RaftServerInfo {
+  id: string;
+  node: string;
+  address: string;
+  leader: boolean;
+  protocolVersion: string;
+  voter: boolean;
+  /** Last log index this server is known to hold (the leader's view of it). */
+  lastIndex: number;
+}
+
+export interface RaftConfigurationReply {
+  servers: RaftServerInfo[];
+  index: number;
+}
+
+/** Operator methods served over the server RPC (outside the typed KV/catalog contract). */
+export const operatorMethods = {
+  getConfiguration: "Operator.RaftGetConfiguration",
+  removePeer: "Operator.RaftRemovePeer",
+  transferLeader: "Operator.RaftTransferLeader",
+} as const;
+
+export interface ServerNodeOptions {
+  config: AgentConfig;
+  nodeId: string;
+  clock: Clock;
+  rng: Rng;
+  logger: Logger;
+  /** Address other servers dial for RPC and Raft (host only); default advertiseAddr, else bindAddr. */
+  advertiseAddr?: string;
+  /** Take a snapshot after this many entries (Consul raft_snapshot_threshold). Default 16,384; env CAIRN_RAFT_SNAPSHOT_THRESHOLD. */
+  snapshotThreshold?: number;
+  /** Entries kept behind a snapshot (Consul raft_trailing_logs). Default 10,240; env CAIRN_RAFT_TRAILING_LOGS. */
+  trailingLogs?: number;
+}
+
+/** Consensus for the endpoints: the Raft node once it exists, "no leader" before. */
+class RaftConsensus implements Consensus {
+  node: RaftNode | undefined;
+
+  apply(command: Uint8Array, options?: { signal?: AbortSignal }): Promise<{ index: number; result: unknown }> {
+    if (!this.node) return Promise.reject(new NoLeaderError());
+    return this.node.apply(command, options);
+  }
+  isLeader(): boolean {
+    return this.node?.isLeader() ?? false;
+  }
+  leaderAddr(): string {
+    return this.node?.leaderAddr() ?? "";
+  }
+  lastContactMs(): number {
+    return this.node?.lastContactMs() ?? 0;
+  }
+  peers(): string[] {
+    return this.node?.peers() ?? [];
+  }
+  readBarrier(options?: { signal?: AbortSignal }): Promise<void> {
+    if (!this.node) return Promise.reject(new NoLeaderError());
+    return this.node.readBarrier(options);
+  }
+}
+
+function envInt(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === "") return undefined;
+  const n = Number(v);
+  return Number.isInteger(n) && n > 0 ? n : undefined;
+}
+
+export class ServerNode {
+  readonly fsm: Fsm;
+  readonly server: Server;
+  readonly router: RpcRouter;
+  readonly rpcServer: RpcServer;
+  readonly pool: RpcClientPool;
+  /** "host:port" other servers dial. */
+  readonly rpcAddr: string;
+  readonly #o: ServerNodeOptions;
+  readonly #log: Logger;
+  readonly #consensus: RaftConsensus;
+  readonly #stores: { log: FileLogStore; stable: FileStableStore; snaps: FileSnapshotStore };
+  readonly #transport: TcpRaftTransport;
+  #lan: LanPoolLike | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #timer: Timer | undefined;
+  #starting = false;
+  #bootstrapNote = "";
+  #reconciling = false;
+  #stopped = false;
+
+  constructor(
+    o: ServerNodeOptions,
+    parts: {
+      fsm: Fsm;
+      consensus: RaftConsensus;
+      rpcServer: RpcServer;
+      pool: RpcClientPool;
+      transport: TcpRaftTransport;
+      stores: { log: FileLogStore; stable: FileStableStore; snaps: FileSnapshotStore };
+      rpcAddr: string;
+    },
+  ) {
+    this.#o = o;
+    this.#log = o.logger;
+    this.fsm = parts.fsm;
+    this.#consensus = parts.consensus;
+    this.rpcServer = parts.rpcServer;
+    this.pool = parts.pool;
+    this.#transport = parts.transport;
+    this.#stores = parts.stores;
+    this.rpcAddr = parts.rpcAddr;
+    this.server = new Server({
+      fsm: this.fsm,
+      consensus: this.#consensus,
+      clock: o.clock,
+      rng: o.rng.fork(),
+      logger: o.logger,
+      datacenter: o.config.datacenter,
+    });
+    const local = {
+      handle: (method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> => this.#handleLocal(method, args, options),
+    };
+    this.router = new RpcRouter({
+      local,
+      remote: this.pool,
+      servers: () => this.#serverAddrs(),
+      clock: o.clock,
+      rng: o.rng.fork(),
+      logger: o.logger.named("rpc"),
+      holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
+    });
+    // Calls from other agents: answer here, or forward once to the leader (the caller retries).
+    const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods)];
+    for (const m of methods) {
+      this.rpcServer.handle(m, async (body, ctx) => {
+        try {
+          return await local.handle(m, body, { signal: ctx.signal });
+        } catch (err) {
+          if (!(err instanceof NotLeaderError) || !err.leader || err.leader === this.rpcAddr) throw err;
+          return await this.pool.call(err.leader, m, body, { signal: ctx.signal });
+        }
+      });
+    }
+    this.server.sessionTimers.start();
+  }
+
+  /** The Raft node, once bootstrapped or restored. */
+  get raft(): RaftNode | undefined {
+    return this.#consensus.node;
+  }
+
+  get consensus(): Consensus {
+    return this.#consensus;
+  }
+
+  /** Follow the LAN pool: bootstrap-expect, and (on the leader) add/remove servers as gossip sees them. */
+  attachLan(lan: LanPoolLike): void {
+    this.#lan = lan;
+    this.#unsubscribe = lan.onMemberEvent(() => this.#onMembership());
+    this.#onMembership();
+  }
+
+  /** Start Raft now: from disk, as the single bootstrap voter (`-bootstrap`), or waiting to be added. */
+  async startRaft(peers?: Configuration): Promise<void> {
+    if (this.#consensus.node || this.#stopped) return;
+    const { config, clock } = this.#o;
+    // The core keeps a bootstrap configuration in memory only (until a config
+    // entry or snapshot supersedes it): keep it on disk so a restart uses it again.
+    const bootstrapPath = join(config.dataDir, "raft", bootstrapFile);
+    if (peers) await writeDurably(bootstrapPath, JSON.stringify(peers.servers));
+    else peers = await readBootstrap(bootstrapPath, this.#log);
+    const node = await createRaftNode({
+      id: this.#o.nodeId,
+      address: this.rpcAddr,
+      peers: peers?.servers.map((s) => ({ id: s.id, address: s.address })),
+      fsm: this.fsm,
+      logStore: this.#stores.log,
+      stableStore: this.#stores.stable,
+      snapshotStore: this.#stores.snaps,
+      transport: this.#transport,
+      clock,
+      rng: this.#o.rng.fork(),
+      logger: this.#log.named("raft"),
+      raftMultiplier: config.performance.raftMultiplier,
+      snapshotThreshold: this.#o.snapshotThreshold ?? envInt("CAIRN_RAFT_SNAPSHOT_THRESHOLD"),
+      raft: { trailingLogs: this.#o.trailingLogs ?? envInt("CAIRN_RAFT_TRAILING_LOGS") },
+    });
+    if (this.#stopped) {
+      await node.stop();
+      return;
+    }
+    this.#consensus.node = node;
+    node.onLeadershipChange((leader) => {
+      this.server.sessionTimers.sync();
+      if (leader) this.#onMembership();
+    });
+    this.#log.info("raft started", { id: this.#o.nodeId, address: this.rpcAddr, voters: node.peers().length });
+  }
+
+  #serverAddrs(): string[] {
+    const lan = this.#lan;
+    if (!lan) return [];
+    return aliveServers(lan.members(), this.#o.config.datacenter).map((s) => s.address);
+  }
+
+  #onMembership(): void {
+    if (this.#stopped) return;
+    if (!this.#consensus.node) void this.#maybeBootstrap();
+    else if (this.#consensus.node.isLeader()) void this.#reconcile();
+    this.#armTimer();
+  }
+
+  #armTimer(): void {
+    if (this.#timer || this.#stopped) return;
+    this.#timer = this.#o.clock.setTimer(1_000, () => {
+      this.#timer = undefined;
+      this.#onMembership();
+    });
+  }
+
+  async #maybeBootstrap(): Promise<void> {
+    const { config } = this.#o;
+    const lan = this.#lan;
+    if (this.#starting || !lan || config.bootstrapExpect <= 0) return;
+    const d = decideBootstrap(lan.members(), { expect: config.bootstrapExpect, datacenter: config.datacenter });
+    if (d.kind !== "bootstrap") {
+      const note = `${d.kind}: ${d.reason}`;
+      if (note !== this.#bootstrapNote) {
+        this.#bootstrapNote = note;
+        if (d.kind === "refuse") this.#log.error("not bootstrapping", { reason: d.reason });
+        else this.#log.info("waiting for servers to bootstrap", { reason: d.reason });
+      }
+      return;
+    }
+    this.#starting = true;
+    try {
+      // A server joining a cluster that already exists must not bootstrap a second one (consul maybeBootstrap).
+      for (const s of d.servers) {
+        if (s.id === this.#o.nodeId) continue;
+        let peers: unknown;
+        try {
+          peers = await this.pool.call(s.address, "Status.Peers", {}, { timeoutMs: 2_000 });
+        } catch (err) {
+          this.#log.warn("cannot ask server for its peers; will retry bootstrap", { server: s.name, error: errorMessage(err) });
+          return;
+        }
+        if (Array.isArray(peers) && peers.length > 0) {
+          this.#log.info("existing Raft peers reported; disabling bootstrap mode", { server: s.name });
+          await this.startRaft();
+          return;
+        }
+      }
+      const configuration = bootstrapConfiguration(d.servers);
+      this.#log.info("found expected number of peers, bootstrapping", {
+        peers: configuration.servers.map((s) => `${s.id}@${s.address}`).join(","),
+      });
+      await this.startRaft(configuration);
+    } finally {
+      this.#starting = false;
+    }
+  }
+
+  async #reconcile(): Promise<void> {
+    const node = this.#consensus.node;
+    const lan = this.#lan;
+    if (!node || !lan || this.#reconciling || !node.isLeader()) return;
+    this.#reconciling = true;
+    try {
+      const action = reconcileAction(lan.members(), node.configuration(), { datacenter: this.#o.config.datacenter, selfId: this.#o.nodeId });
+      if (!action) return;
+      if (action.op === "addVoter") {
+        this.#log.info("adding server to the Raft configuration", { server: action.name, id: action.id, address: action.address });
+        await node.addVoter(action.id, action.address);
+      } else {
+        this.#log.info("removing server from the Raft configuration", { server: action.name, id: action.id });
+        await node.removeServer(action.id);
+      }
+    } catch (err) {
+      this.#log.warn("cannot reconcile the Raft configuration; will retry", { error: errorMessage(err) });
+    } finally {
+      this.#reconciling = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- operator
+
+  #handleLocal(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> {
+    switch (method) {
+      case operatorMethods.getConfiguration:
+        return this.#opConfiguration(args);
+      case operatorMethods.removePeer:
+        return this.#opRemovePeer(args);
+      case operatorMethods.transferLeader:
+        return this.#opTransferLeader(args);
+      default:
+        return (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
+    }
+  }
+
+  #requireLeader(node: RaftNode | undefined): RaftNode {
+    if (!node || !node.isLeader()) {
+      const leader = node?.leaderAddr() ?? "";
+      if (leader === "") throw new NoLeaderError();
+      throw new NotLeaderError(leader);
+    }
+    return node;
+  }
+
+  #opConfiguration(args: unknown): Promise<RaftConfigurationReply> {
+    const stale = typeof args === "object" && args !== null && (args as { allowStale?: unknown }).allowStale === true;
+    const node = this.#consensus.node;
+    if (!stale) this.#requireLeader(node);
+    if (!node) return Promise.resolve({ servers: [], index: 1 });
+    const names = new Map<string, string>();
+    for (const m of this.#lan?.members() ?? []) {
+      const s = serverFromMember(m);
+      if (s && s.id !== "") names.set(s.id, s.name);
+    }
+    names.set(this.#o.nodeId, this.#o.config.nodeName);
+    const leaderId = node.leaderId();
+    const core = node.core;
+    const servers = node.configuration().servers.map((s): RaftServerInfo => ({
+      id: s.id,
+      node: names.get(s.id) ?? "(unknown)",
+      address: s.address,
+      leader: s.id === leaderId,
+      protocolVersion: "3",
+      voter: s.suffrage === "voter",
+      lastIndex: s.id === this.#o.nodeId ? core.lastIndex : core.progressOf(s.id)?.match ?? 0,
+    }));
+    return Promise.resolve({ servers, index: Math.max(1, core.commitIndex) });
+  }
+
+  async #opRemovePeer(args: unknown): Promise<{ removed: string }> {
+    const a = (typeof args === "object" && args !== null ? args : {}) as { id?: unknown; address?: unknown };
+    const id = typeof a.id === "string" ? a.id : "";
+    const address = typeof a.address === "string" ? a.address : "";
+    if ((id === "") === (address === "")) throw new BadRequestError("Must specify either ?id with the server's ID or ?address with IP:port of peer to remove");
+    const node = this.#requireLeader(this.#consensus.node);
+    const entry = node.configuration().servers.find((s) => (id !== "" ? s.id === id : s.address === address));
+    if (!entry) {
+      throw new CairnError("not_found_peer", id !== "" ? `id "${id}" was not found in the Raft configuration` : `address "${address}" was not found in the Raft configuration`);
+    }
+    await node.removeServer(entry.id);
+    this.#log.info("removed peer from the Raft configuration", { id: entry.id, address: entry.address });
+    return { removed: entry.id };
+  }
+
+  async #opTransferLeader(args: unknown): Promise<{ success: boolean }> {
+    const a = (typeof args === "object" && args !== null ? args : {}) as { id?: unknown };
+    const to = typeof a.id === "string" && a.id !== "" ? a.id : undefined;
+    const node = this.#requireLeader(this.#consensus.node);
+    if (to !== undefined && !node.configuration().servers.some((s) => s.id === to && s.suffrage === "voter")) {
+      throw new BadRequestError(`Cannot transfer leadership to "${to}": not a voter in the Raft configuration`);
+    }
+    const r = node.transferLeadership(to);
+    if (!r.ok) throw new CairnError("transfer_failed", `Cannot transfer leadership: ${r.reason}`);
+    // Wait for the outcome: up to two election timeouts.
+    const { clock, config } = this.#o;
+    const deadline = clock.now() + 2 * 1_000 * config.performance.raftMultiplier + 500;
+    while (node.isLeader() && clock.now() < deadline) {
+      await new Promise<void>((resolve) => clock.setTimer(20, resolve));
+    }
+    if (node.isLeader()) throw new CairnError("transfer_failed", "Leadership transfer did not complete in time");
+    return { success: true };
+  }
+
+  /** Raft facts for `/v1/agent/self` `Stats.raft` (Consul's keys, string values). */
+  raftStats(): Record<string, string> {
+    const node = this.#consensus.node;
+    if (!node) return { state: "Follower", num_peers: "0", term: "0", commit_index: "0", applied_index: "0", last_log_index: "0", last_contact: "never" };
+    const core = node.core;
+    const role = core.role;
+    const voters = node.configuration().servers.filter((s) => s.suffrage === "voter");
+    return {
+      state: role === "leader" ? "Leader" : role === "candidate" || role === "preCandidate" ? "Candidate" : "Follower",
+      term: String(core.term),
+      commit_index: String(core.commitIndex),
+      applied_index: String(node.appliedIndex()),
+      last_log_index: String(core.lastIndex),
+      last_snapshot_index: String(core.snapshotMeta?.index ?? 0),
+      num_peers: String(Math.max(0, voters.length - (voters.some((s) => s.id === this.#o.nodeId) ? 1 : 0))),
+      last_contact: core.isLeader() ? "0" : `${node.lastContactMs()}ms`,
+      protocol_version: "3",
+      leader_addr: node.leaderAddr(),
+    };
+  }
+
+  /** Graceful leave: a leader with other voters removes itself first (consul Server.Leave). */
+  async leave(): Promise<void> {
+    const node = this.#consensus.node;
+    if (!node || !node.isLeader()) return;
+    if (node.configuration().servers.filter((s) => s.suffrage === "voter").length <= 1) return;
+    try {
+      await node.removeServer(this.#o.nodeId);
+    } catch (err) {
+      this.#log.warn("cannot remove self from the Raft configuration on leave", { error: errorMessage(err) });
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#timer?.cancel();
+    this.#unsubscribe?.();
+    this.server.sessionTimers.stop();
+    await this.#consensus.node?.stop();
+    await this.#transport.close();
+    this.pool.close();
+    await this.rpcServer.close();
+    await this.#stores.log.close();
+    await this.#stores.stable.close();
+    await this.#stores.snaps.close();
+  }
+}
+
+const bootstrapFile = "bootstrap.json";
+
+async function writeDurably(path: string, text: string): Promise<void> {
+  const tmp = `${path}.tmp`;
+  const fh = await open(tmp, "w", 0o600);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, path);
+  const dir = await open(dirname(path), "r");
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+async function readBootstrap(path: string, logger: Logger): Promise<Configuration | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch {
+    return undefined;
+  }
+  const parsed = parsePeersJson(text.replaceAll('"suffrage":"nonvoter"', '"non_voter":true'));
+  if (typeof parsed === "string") {
+    logger.error("ignoring unreadable bootstrap configuration", { file: path, error: parsed });
+    return undefined;
+  }
+  return parsed;
+}
+
+/** Rebuild the stores from `raft/peers.json` (Consul's manual outage recovery), then rename it to peers.info. */
+async function recoverFromPeersJson(
+  raftDir: string,
+  stores: { log: FileLogStore; stable: FileStableStore; snaps: FileSnapshotStore },
+  logger: Logger,
+): Promise<void> {
+  const path = join(raftDir, "peers.json");
+  if (!existsSync(path)) return;
+  const parsed = parsePeersJson(await readFile(path, "utf8"));
+  if (typeof parsed === "string") throw new Error(`${parsed} (${path})`);
+  // Replay everything stored into a fresh FSM and store it as a snapshot with the new configuration.
+  const fsm = new Fsm({ logger });
+  const snap = await stores.snaps.latest();
+  if (snap) await fsm.restore(snap.data);
+  let index = snap?.meta.index ?? 0;
+  let term = snap?.meta.term ?? 0;
+  const first = await stores.log.firstIndex();
+  const last = await stores.log.lastIndex();
+  if (first > 0 && last > index) {
+    for (const e of await stores.log.getEntries(Math.max(first, index + 1), last + 1)) {
+      if (e.type === "normal") fsm.apply(e.index, e.data);
+      index = e.index;
+      term = e.term;
+    }
+  }
+  if (index === 0) {
+    logger.warn("peers.json found but there is no Raft state to recover; ignoring it", { file: path });
+  } else {
+    const data = await fsm.snapshot();
+    await stores.snaps.create({ index, term, configuration: parsed, sizeBytes: data.length }, data);
+    await stores.log.deleteRange(0, Number.MAX_SAFE_INTEGER);
+    logger.info("recovered Raft configuration from peers.json", { index, term, servers: parsed.servers.map((s) => s.id).join(",") });
+  }
+  await rename(path, join(raftDir, "peers.info"));
+}
+
+/** Open the stores, bind the server RPC port and decide how Raft starts (see ServerNode.attachLan for bootstrap-expect). */
+export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode> {
+  const { config, logger } = o;
+  if (config.dataDir === "") throw new Error("A server agent needs -data-dir (or run `cairn agent -dev`)");
+  const raftDir = join(config.dataDir, "raft");
+  await mkdir(raftDir, { recursive: true });
+  const stores = {
+    log: await FileLogStore.open({ dir: raftDir, logger: logger.named("raft.log") }),
+    stable: await FileStableStore.open({ dir: raftDir, logger: logger.named("raft.stable") }),
+    snaps: await FileSnapshotStore.open({ dir: join(raftDir, "snapshots"), logger: logger.named("raft.snapshots") }),
+  };
+  await recoverFromPeersJson(raftDir, stores, logger.named("raft"));
+  let rpcServer: RpcServer;
+  try {
+    rpcServer = await createRpcServer({ host: config.bindAddr, port: config.ports.server, logger: logger.named("rpc") });
+  } catch (err) {
+    await stores.log.close();
+    await stores.stable.close();
+    await stores.snaps.close();
+    throw new Error(`Cannot listen for server RPC on ${config.bindAddr}:${config.ports.server}: ${errorMessage(err)}`);
+  }
+  const host = o.advertiseAddr || config.advertiseAddr || (config.bindAddr === "0.0.0.0" ? "127.0.0.1" : config.bindAddr);
+  const rpcAddr = `${host.includes(":") ? `[${host}]` : host}:${rpcServer.port}`;
+  const pool = new RpcClientPool({ logger: logger.named("rpc.pool") });
+  const transport = new TcpRaftTransport({ server: rpcServer, pool, logger: logger.named("raft.transport"), localAddress: rpcAddr });
+  const node = new ServerNode(o, { fsm: new Fsm({ logger: logger.named("fsm") }), consensus: new RaftConsensus(), rpcServer, pool, transport, stores, rpcAddr });
+
+  const hasState = (await stores.stable.load()) !== undefined || (await stores.log.lastIndex()) > 0 || (await stores.snaps.latest()) !== undefined;
+  if (hasState) await node.startRaft();
+  else if (config.bootstrap || config.bootstrapExpect === 1) {
+    await node.startRaft({ servers: [{ id: o.nodeId, address: rpcAddr, suffrage: "voter" }] });
+  } else if (config.bootstrapExpect <= 0) {
+    // Not bootstrapping: wait for a leader to add us (it sees us in gossip).
+    await node.startRaft();
+  }
+  return node;
+}
+
+/** The node's UUID from `<dataDir>/node-id`, created once (Consul keeps it there too). */
+export async function readOrCreateNodeId(dataDir: string): Promise<string> {
+  if (dataDir === "") return randomUUID();
+  const path = join(dataDir, "node-id");
+  try {
+    const text = (await readFile(path, "utf8")).trim();
+    if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)) return text.toLowerCase();
+  } catch {
+    // Not there yet: create it below.
+  }
+  await mkdir(dataDir, { recursive: true });
+  const id = randomUUID();
+  await writeFile(path, id + "\n", { mode: 0o600 });
+  return id;
+}
