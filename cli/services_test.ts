@@ -27,7 +27,7 @@ function agentFetch(options: { reloads?: string[] } = {}) {
     const headers: Record<string, string> = {};
     req.headers.forEach((v, k) => (headers[k] = v));
     const res = await router.handle(makeRequest(req.method, url.pathname + url.search, { body, headers }));
-    return new Response(res.status === 204 ? null : res.body, { status: res.status, headers: res.headers });
+    return new Response(res.status === 204 ? null : (res.body as BodyInit), { status: res.status, headers: res.headers });
   };
   return { local, fetch };
 }

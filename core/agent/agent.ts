@@ -71,7 +71,7 @@ export async function startAgent(
     enableScriptChecks: config.enableScriptChecks,
     enableLocalScriptChecks: config.enableLocalScriptChecks,
   });
-  local.start({ services: config.services, checks: config.checks });
+  local.start({ services: config.services, checks: config.checks }, { sync: false });
   // Without a CLI-provided loader, reload re-reads the files the agent started with.
   const reloadConfig = options.reloadConfig ?? (() => {
     const sources = readConfigSources(config.configFiles.map((path) => ({ kind: "file" as const, path })));
@@ -151,6 +151,7 @@ export async function startAgent(
 
   printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
   logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
+  local.startSync();
 
   return {
     config,

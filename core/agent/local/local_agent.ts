@@ -153,7 +153,7 @@ export class LocalAgent {
    * the reaper and anti-entropy. Throws ConfigError for bad config
    * definitions; unreadable persisted files are logged and skipped.
    */
-  start(config: ConfigDefinitions = { services: [], checks: [] }): void {
+  start(config: ConfigDefinitions = { services: [], checks: [] }, options: { sync?: boolean } = {}): void {
     this.#loadConfig(config);
     const persisted = this.#store.load();
     for (const e of persisted.errors) this.#logger.warn("skipping persisted definition", { error: e });
@@ -174,6 +174,11 @@ export class LocalAgent {
       this.checkManager.start(check);
     }
     this.#scheduleReap();
+    if (options.sync !== false) this.antiEntropy?.start();
+  }
+
+  /** Start anti-entropy when `start` was told not to (the agent does once it is up). */
+  startSync(): void {
     this.antiEntropy?.start();
   }
 

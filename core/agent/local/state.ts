@@ -92,8 +92,11 @@ export class LocalState {
   // ---- services ----
 
   addService(service: LocalService): void {
-    this.#services.set(service.id, { service: structuredClone(service), inSync: false, deleted: false });
-    this.#changed();
+    const prev = this.#services.get(service.id);
+    // Re-registering the same definition (a reload) is not a change for the catalog.
+    const unchanged = prev !== undefined && !prev.deleted && prev.inSync && sameService(prev.service, service);
+    this.#services.set(service.id, { service: structuredClone(service), inSync: unchanged, deleted: false });
+    if (!unchanged) this.#changed();
   }
 
   /** Marks the service for deletion from the catalog; false when unknown. */
@@ -134,9 +137,11 @@ export class LocalState {
     c.node = this.#node.node;
     const prev = this.#checks.get(c.checkId);
     prev?.deferTimer?.cancel();
-    const criticalSince = c.status === "critical" ? (prev && !prev.deleted && prev.check.status === "critical" ? prev.criticalSince : this.#clock.now()) : undefined;
-    this.#checks.set(c.checkId, { check: c, inSync: false, deleted: false, criticalSince });
-    this.#changed();
+    const live = prev && !prev.deleted ? prev : undefined;
+    const criticalSince = c.status === "critical" ? (live?.check.status === "critical" ? live.criticalSince : this.#clock.now()) : undefined;
+    const unchanged = live !== undefined && live.inSync && sameLocalCheck(live.check, c);
+    this.#checks.set(c.checkId, { check: c, inSync: unchanged, deleted: false, criticalSince });
+    if (!unchanged) this.#changed();
   }
 
   removeCheck(id: string): boolean {
@@ -383,6 +388,12 @@ export function sameService(a: LocalService, b: LocalService): boolean {
     JSON.stringify(sortKeys(a.meta)) === JSON.stringify(sortKeys(b.meta)) &&
     JSON.stringify(sortKeys(a.taggedAddresses)) === JSON.stringify(sortKeys(b.taggedAddresses)) &&
     a.weights.passing === b.weights.passing && a.weights.warning === b.weights.warning;
+}
+
+function sameLocalCheck(a: LocalCheck, b: LocalCheck): boolean {
+  return a.name === b.name && a.status === b.status && a.notes === b.notes && a.output === b.output && a.serviceId === b.serviceId &&
+    a.serviceName === b.serviceName && a.type === b.type && JSON.stringify(a.serviceTags) === JSON.stringify(b.serviceTags) &&
+    JSON.stringify(a.checkType) === JSON.stringify(b.checkType);
 }
 
 /** consul HealthCheck.IsSame (output ignored when a deferred update is pending). */
