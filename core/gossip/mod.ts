@@ -29,10 +29,12 @@ export type {
 } from "./driver.ts";
 export {
   consulSerfTimings,
+  consulVsn,
   gossipProfile,
   lanProfile,
   localProfile,
   serfAgentTimings,
+  serfAgentVsn,
   serfTimings,
   wanProfile,
 } from "./profiles.ts";
@@ -41,6 +43,7 @@ export { LamportClock, SerfCore } from "./serf.ts";
 export type {
   MemberEventType,
   QueryParams,
+  SerfClocks,
   SerfConfig,
   SerfEvent,
   SerfInput,

@@ -81,6 +81,10 @@ export function gossipProfile(name: string): GossipProfile | undefined {
   }
 }
 
+/** memberlist `Vsn` advertised by a serf 0.9.4 agent and by Consul (Serf protocol 4). */
+export const serfAgentVsn: readonly number[] = Object.freeze([1, 5, 2, 2, 5, 5]);
+export const consulVsn: readonly number[] = Object.freeze([1, 5, 2, 2, 5, 4]);
+
 /** Serf library defaults (section 8.10); `consulSerfTimings` has Consul's overrides. */
 export interface SerfTimings {
   readonly broadcastTimeoutMs: number;

@@ -126,8 +126,20 @@ export interface SerfConfig {
   disableCoordinates?: boolean;
   /** Consul-style veto of alive messages / join push-pulls by tags (reason text, or undefined to accept). */
   vetoMember?: (member: { name: string; addr: string; tags: Tags; vsn: readonly number[] }) => string | undefined;
+  /**
+   * Clocks from a local snapshot (serf/local.snapshot) after a restart: they
+   * are witnessed, and events/queries up to them are not delivered again.
+   */
+  restoreClocks?: SerfClocks;
   /** Encoded size of a message; pass the wire codec's `measure` for exact packing. */
   measure?: (msg: SwimMessage<SerfTypes>) => number;
+}
+
+/** The three Lamport clocks, as saved in a snapshot. */
+export interface SerfClocks {
+  lTime: number;
+  eventLTime: number;
+  queryLTime: number;
 }
 
 /** Serf's LamportClock: first used value is 1. */
@@ -243,6 +255,14 @@ export class SerfCore {
     this.clock.increment();
     this.eventClock.increment();
     this.queryClock.increment();
+    const r = config.restoreClocks;
+    if (r) {
+      this.clock.witness(r.lTime);
+      this.eventClock.witness(r.eventLTime);
+      this.queryClock.witness(r.queryLTime);
+      this.#eventMinTime = r.eventLTime + 1;
+      this.#queryMinTime = r.queryLTime + 1;
+    }
     if (!config.disableCoordinates) this.#vivaldi = new VivaldiClient(config.rng.fork());
     this.#nextReapMs = config.now + this.#t.reapIntervalMs;
     this.#nextReconnectMs = config.now + this.#t.reconnectIntervalMs;
@@ -299,6 +319,11 @@ export class SerfCore {
   member(name: string): SerfMember | undefined {
     const m = this.#members.get(name);
     return m ? memberView(m) : undefined;
+  }
+
+  /** Current clocks, for the agent's snapshot. */
+  clocks(): SerfClocks {
+    return { lTime: this.clock.time, eventLTime: this.eventClock.time, queryLTime: this.queryClock.time };
   }
 
   get tags(): Tags {

@@ -169,3 +169,19 @@ test("serf: tags over the 512-byte meta limit are refused with an error event", 
   assert.ok(s.ready().events.some((e) => e.kind === "member" && e.type === "update"));
   assert.equal(s.swim.incarnation, 2, "a metadata update bumps the incarnation");
 });
+
+test("serf: restored clocks are witnessed and older events are not delivered again", () => {
+  const s = new SerfCore({
+    name: "a", addr: "10.0.0.1:7946", profile: lanProfile, rng: new Rng(1), logger: nullLogger(), now: 0,
+    restoreClocks: { lTime: 40, eventLTime: 30, queryLTime: 20 },
+  });
+  s.ready();
+  assert.deepEqual(s.clocks(), { lTime: 41, eventLTime: 31, queryLTime: 21 });
+  const old = deliver(s, 1, { type: "userEvent", body: { lTime: 30, name: "deploy", payload: bytes("v1"), cc: false } });
+  assert.equal(old.filter((e) => e.kind === "user").length, 0);
+  const fresh = deliver(s, 2, { type: "userEvent", body: { lTime: 31, name: "deploy", payload: bytes("v2"), cc: false } });
+  assert.equal(fresh.filter((e) => e.kind === "user").length, 1);
+  const q = { lTime: 20, id: 1, addr: "10.0.0.2:7946", sourceNode: "b", filters: [], flags: 0, relayFactor: 0, timeoutMs: 1000, name: "q", payload: null };
+  assert.equal(deliver(s, 3, { type: "query", body: q }).filter((e) => e.kind === "query").length, 0);
+  assert.equal(deliver(s, 4, { type: "query", body: { ...q, lTime: 21 } }).filter((e) => e.kind === "query").length, 1);
+});
