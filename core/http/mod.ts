@@ -23,3 +23,7 @@ export { maxTxnOps, parseTxnOps, txnHandler, txnReplyToJson } from "./txn.ts";
 export type { TxnResponseJson } from "./txn.ts";
 export { hasFlag, jsonResponse, makeRequest, textResponse } from "./types.ts";
 export type { Handler, HttpRequest, HttpResponse } from "./types.ts";
+export { catalogRoutes } from "./catalog_routes.ts";
+export { decodeCheck, decodeRegister, parseNodeMeta } from "./catalog.ts";
+export { parsePassing } from "./health.ts";
+export { decodeSessionCreate, defaultSessionLockDelayMs, parseLockDelay, serfCheckId } from "./session.ts";

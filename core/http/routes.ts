@@ -5,6 +5,7 @@ import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { agentSelfHandler, type AgentInfo } from "./agent.ts";
+import { catalogRoutes } from "./catalog_routes.ts";
 import { errorResponse } from "./http_error.ts";
 import { kvMaxValueBytes, kvPrefix, kvsHandler } from "./kvs.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
@@ -129,5 +130,6 @@ export function createRoutes(deps: RouteDeps): Router {
     { pattern: "/v1/status/leader", methods: ["GET"], handler: statusLeaderHandler({ rpc }) },
     { pattern: "/v1/status/peers", methods: ["GET"], handler: statusPeersHandler({ rpc }) },
     { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
+    ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName }),
   ], { logger });
 }
