@@ -1,3 +1,9 @@
+// cairn's Raft. Pure core: RaftCore (raft.ts) with step/ready/advance.
+// Runtime: createRaftNode (driver.ts) wires it to a LogStore, StableStore,
+// SnapshotStore, RaftTransport (types.ts), a Clock and an Fsm, and exposes
+// the Consensus shape the server layer uses. In-memory stores and a
+// simulated transport are here for tests and simulations; the file stores
+// live in *_file_node.ts. store_contract_node.ts holds shared store tests.
 export type {
   AppendRequest,
   AppendResponse,
