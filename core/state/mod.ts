@@ -28,7 +28,47 @@ export { isIndex, kvsSchema, makeDirEntry } from "./kvs_schema.ts";
 export { defaultTombstoneGranularityMs, defaultTombstoneTtlMs, TombstoneGc } from "./tombstone_gc.ts";
 export { graveyardInsertTxn, graveyardMaxIndexTxn, graveyardReapTxn, tombstonesSchema } from "./tombstones.ts";
 export type { Tombstone } from "./tombstones.ts";
-export { sessionCreateTxn, sessionGetTxn, sessionsSchema } from "./session.ts";
+export { defaultLockDelayMs, makeSession, sessionCreateTxn, sessionGetTxn, sessionsSchema } from "./session.ts";
+export {
+  kvsLockDelayUntil,
+  nodeSessionsTxn,
+  sessionCreateFullTxn,
+  sessionGetReadTxn,
+  sessionInvalidateTxn,
+  sessionListTxn,
+} from "./session_ops.ts";
+export type { SessionCreate } from "./session_ops.ts";
+export {
+  catalogMaxIndex,
+  checkServiceNodesTxn,
+  checksInStateTxn,
+  deregisterTxn,
+  isCheckStatus,
+  nodeChecksTxn,
+  nodeServicesTxn,
+  nodesTxn,
+  nodeTxn,
+  registerTxn,
+  serviceChecksTxn,
+  serviceMaxIndex,
+  serviceNodesTxn,
+  servicesTxn,
+} from "./catalog.ts";
+export type { WriteClock } from "./catalog.ts";
+export { checksSchema, nodesSchema, servicesByNameSchema, servicesSchema } from "./catalog_schema.ts";
+export type { IndexRow, ServiceRow } from "./catalog_schema.ts";
+export { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "./catalog_commands.ts";
+export type { DeregisterCommand, RegisterCommand, SessionCommand } from "./catalog_commands.ts";
+export {
+  checkServiceNodeToJson,
+  formatGoDurationMs,
+  healthCheckToJson,
+  nodeServicesToJson,
+  nodeServiceToJson,
+  nodeToJson,
+  serviceNodeToJson,
+  sessionToJson,
+} from "./catalog_json.ts";
 export type { Session } from "./session.ts";
 export { isReadOnlyTxn, txnDispatch } from "./txn_ops.ts";
 export type { TxnOutcome } from "./txn_ops.ts";
