@@ -10,6 +10,7 @@ import { aggregateStatus, isHealthStatus } from "../agent/local/types.ts";
 import type { CheckType, HealthStatus, LocalCheck, LocalService } from "../agent/local/types.ts";
 import { formatDuration } from "../config/duration.ts";
 import { BadRequestError, NotFoundError } from "../errors.ts";
+import { compileFilter, type Filter } from "../filter/mod.ts";
 import type { Route } from "./routes.ts";
 import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
@@ -135,6 +136,12 @@ function wantsText(req: HttpRequest): boolean {
 
 const statusCode: Record<string, number> = { passing: 200, warning: 429 };
 
+/** `?filter=` (go-bexpr syntax over the JSON fields); a bad expression is a 400. */
+function filterOf(req: HttpRequest): Filter | undefined {
+  const expression = req.query.get("filter");
+  return expression !== null && expression.trim() !== "" ? compileFilter(expression) : undefined;
+}
+
 /** The routes, for Router.add / createRoutes. */
 export function agentServicesRoutes(deps: AgentServicesDeps): Route[] {
   const { local, datacenter } = deps;
@@ -158,8 +165,12 @@ export function agentServicesRoutes(deps: AgentServicesDeps): Route[] {
       pattern: "/v1/agent/services",
       methods: ["GET"],
       handler: async (req) => {
+        const filter = filterOf(req);
         const out: Record<string, unknown> = {};
-        for (const s of local.state.services()) out[s.id] = agentServiceJson(s, datacenter);
+        for (const s of local.state.services()) {
+          const json = agentServiceJson(s, datacenter);
+          if (!filter || filter.match(json)) out[s.id] = json;
+        }
         return jsonResponse(out, { pretty: wantsPretty(req) });
       },
     },
@@ -222,8 +233,12 @@ export function agentServicesRoutes(deps: AgentServicesDeps): Route[] {
       pattern: "/v1/agent/checks",
       methods: ["GET"],
       handler: async (req) => {
+        const filter = filterOf(req);
         const out: Record<string, unknown> = {};
-        for (const c of local.state.checks()) out[c.checkId] = agentCheckJson(c);
+        for (const c of local.state.checks()) {
+          const json = agentCheckJson(c);
+          if (!filter || filter.match(json)) out[c.checkId] = json;
+        }
         return jsonResponse(out, { pretty: wantsPretty(req) });
       },
     },

@@ -53,6 +53,9 @@ test("PUT /v1/agent/service/register (snake_case and CamelCase) then GET service
     ID: "web1", Service: "web", Tags: ["v1"], Meta: { Version: "1" }, Port: 80, Address: "",
     TaggedAddresses: { lan: { Address: "10.0.0.1", Port: 80 } }, Weights: { Passing: 1, Warning: 1 }, EnableTagOverride: true, Datacenter: "dc1",
   });
+  assert.deepEqual(Object.keys(json(await call("GET", `/v1/agent/services?filter=${encodeURIComponent('Service == "db"')}`))), ["db"]);
+  assert.deepEqual(Object.keys(json(await call("GET", `/v1/agent/checks?filter=${encodeURIComponent('Type == "ttl"')}`))), ["service:db:1"]);
+  assert.equal((await call("GET", `/v1/agent/services?filter=${encodeURIComponent("Service ==")}`)).status, 400);
   const one = json(await call("GET", "/v1/agent/service/web1"));
   assert.match(one.ContentHash, /^[0-9a-f]{16}$/);
   assert.equal((await call("GET", "/v1/agent/service/nope")).status, 404);

@@ -8,7 +8,7 @@ import { capOutput, defaultOutputMaxSize, type CheckNotify, type CheckRunner } f
 
 export class TtlCheck implements CheckRunner {
   readonly checkId: string;
-  readonly #ttlMs: number;
+  readonly ttlMs: number;
   readonly #clock: Clock;
   readonly #notify: CheckNotify;
   readonly #logger: Logger;
@@ -19,7 +19,7 @@ export class TtlCheck implements CheckRunner {
 
   constructor(options: { checkId: string; ttlMs: number; clock: Clock; notify: CheckNotify; logger: Logger; outputMaxSize?: number }) {
     this.checkId = options.checkId;
-    this.#ttlMs = options.ttlMs;
+    this.ttlMs = options.ttlMs;
     this.#clock = options.clock;
     this.#notify = options.notify;
     this.#logger = options.logger;
@@ -39,7 +39,7 @@ export class TtlCheck implements CheckRunner {
 
   #arm(): void {
     this.#timer?.cancel();
-    this.#timer = this.#clock.setTimer(this.#ttlMs, () => {
+    this.#timer = this.#clock.setTimer(this.ttlMs, () => {
       this.#timer = undefined;
       if (!this.#running) return;
       this.#logger.warn("Check missed TTL, is now critical", { check: this.checkId });

@@ -50,6 +50,8 @@ export interface LocalAgentOptions {
   enableLocalScriptChecks?: boolean;
   /** How often critical checks are looked at for deregister_critical_service_after (consul 30s). */
   checkReapIntervalMs?: number;
+  /** deregister_critical_service_after is at least this (consul check_deregister_interval_min, 1m). */
+  checkDeregisterIntervalMinMs?: number;
   checkUpdateIntervalMs?: number;
   aeIntervalMs?: number;
   aeRetryFailMs?: number;
@@ -168,8 +170,14 @@ export class LocalAgent {
         this.#store.removeCheck(c.checkId);
         continue;
       }
-      // Restored checks start critical until they report (consul loadChecks).
+      // Restored checks start critical until they report (consul loadChecks), except a
+      // TTL check whose last result has not expired yet (consul loadCheckState).
       const check: LocalCheck = { ...c, status: c.checkType ? "critical" : c.status, output: "" };
+      const saved = c.checkType?.kind === "ttl" ? this.#store.loadCheckState(c.checkId) : undefined;
+      if (saved && saved.expiresWallMs > this.#o.clock.wallNow()) {
+        check.status = saved.status;
+        check.output = saved.output;
+      }
       this.state.addCheck(check);
       this.checkManager.start(check);
     }
@@ -253,7 +261,14 @@ export class LocalAgent {
     }
     const ttl = this.checkManager.ttl(id);
     if (!ttl) throw new CairnError("not_ttl", `CheckID "${id}" does not have associated TTL`);
-    ttl.setStatus(status, output);
+    const stored = ttl.setStatus(status, output);
+    if (!this.#configChecks.has(id)) {
+      try {
+        this.#store.saveCheckState({ checkId: id, status, output: stored, expiresWallMs: this.#o.clock.wallNow() + ttl.ttlMs });
+      } catch (err) {
+        this.#logger.warn("failed to persist TTL check state", { check: id, error: errorMessage(err) });
+      }
+    }
   }
 
   #vetScript(c: CheckDefinition, source: DefinitionSource): void {
@@ -270,6 +285,10 @@ export class LocalAgent {
 
   #addCheckInternal(def: CheckDefinition, source: DefinitionSource, previous: LocalCheck | undefined): void {
     const t = def.checkType;
+    const minDeregisterMs = this.#o.checkDeregisterIntervalMinMs ?? 60_000;
+    if (t.deregisterCriticalServiceAfterMs > 0 && t.deregisterCriticalServiceAfterMs < minDeregisterMs) {
+      this.#logger.warn("check has deregister interval below minimum", { check: def.id, minimum_interval: `${minDeregisterMs}ms` });
+    }
     const check: LocalCheck = {
       node: this.nodeName,
       checkId: def.id,
@@ -420,8 +439,9 @@ export class LocalAgent {
   reapCriticalServices(): string[] {
     const reaped: string[] = [];
     for (const c of this.state.checks()) {
-      const after = c.checkType?.deregisterCriticalServiceAfterMs ?? 0;
-      if (after <= 0 || !c.serviceId || !this.state.service(c.serviceId)) continue;
+      const given = c.checkType?.deregisterCriticalServiceAfterMs ?? 0;
+      if (given <= 0 || !c.serviceId || !this.state.service(c.serviceId)) continue;
+      const after = Math.max(given, this.#o.checkDeregisterIntervalMinMs ?? 60_000);
       const critical = this.state.criticalForMs(c.checkId);
       if (critical === undefined || critical <= after) continue;
       this.#logger.info("Check for service has been critical for too long; deregistered service", { service: c.serviceId, check: c.checkId });

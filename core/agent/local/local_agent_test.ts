@@ -66,7 +66,7 @@ test("persistence: API registrations survive a restart (checks restart critical)
     a.removeService("web");
     a.removeCheck("mem");
     assert.equal(readdirSync(join(dir, "services")).length, 0);
-    assert.equal(readdirSync(join(dir, "checks")).length, 1);
+    assert.equal(readdirSync(join(dir, "checks")).filter((n) => n.endsWith(".json")).length, 1);
     a.stop();
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -132,16 +132,49 @@ test("script checks from config files need enable_local_script_checks (or enable
   remote.stop();
 });
 
-test("deregister_critical_service_after: a service critical for longer is reaped", async () => {
+test("deregister_critical_service_after: a service critical for longer is reaped (at least 1m)", async () => {
   const clock = new SimClock();
-  const { a } = agent({ clock, checkReapIntervalMs: 5_000 });
+  const { a, sink } = agent({ clock, checkReapIntervalMs: 5_000 });
   a.start();
-  a.addService(decodeServiceDefinition({ Name: "web", Check: { TTL: "10s", DeregisterCriticalServiceAfter: "30s", Status: "passing" } }));
+  a.addService(decodeServiceDefinition({ Name: "web", Check: { TTL: "10s", DeregisterCriticalServiceAfter: "90s", Status: "passing" } }));
+  a.addService(decodeServiceDefinition({ Name: "fast", Check: { TTL: "10s", DeregisterCriticalServiceAfter: "5s", Status: "passing" } }));
   a.addService(decodeServiceDefinition({ Name: "keep", Check: { TTL: "10s", Status: "passing" } }));
-  await clock.runFor(25_000);
-  assert.ok(a.state.service("web"), "critical for 15s only");
+  assert.ok(sink.records.some((r) => r.message === "check has deregister interval below minimum"));
+  await clock.runFor(60_000);
+  assert.ok(a.state.service("web"), "critical for 50s only");
+  assert.ok(a.state.service("fast"), "5s is raised to the 1m minimum");
+  await clock.runFor(15_000);
+  assert.equal(a.state.service("fast"), undefined);
   await clock.runFor(30_000);
   assert.equal(a.state.service("web"), undefined);
   assert.ok(a.state.service("keep"), "no deregister_critical_service_after: kept");
   a.stop();
+});
+
+test("TTL check state survives a restart within its TTL, not after", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-local-"));
+  try {
+    const clock = new SimClock();
+    let { a } = agent({ clock, store: new FileDefinitionStore(dir) });
+    a.start();
+    a.addCheck(decodeCheckDefinition({ Name: "app", TTL: "30s" }));
+    a.addCheck(decodeCheckDefinition({ Name: "other", TTL: "30s" }));
+    a.updateTtlCheck("app", "passing", "healthy");
+    a.updateTtlCheck("other", "warning", "slow");
+    a.stop();
+    clock.advance(10_000);
+    ({ a } = agent({ clock, store: new FileDefinitionStore(dir) }));
+    a.start();
+    assert.deepEqual([a.state.check("app")?.status, a.state.check("app")?.output], ["passing", "healthy"]);
+    a.stop();
+    clock.advance(30_000);
+    ({ a } = agent({ clock, store: new FileDefinitionStore(dir) }));
+    a.start();
+    assert.equal(a.state.check("other")?.status, "critical", "expired state is not restored");
+    a.removeCheck("app");
+    assert.deepEqual(readdirSync(join(dir, "checks", "state")).length, 1, "removing a check removes its state");
+    a.stop();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

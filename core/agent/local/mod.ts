@@ -12,7 +12,7 @@ export {
 } from "./local_agent.ts";
 export type { AddOptions, ConfigDefinitions, LocalAgentOptions } from "./local_agent.ts";
 export { FileDefinitionStore, MemoryDefinitionStore } from "./persist.ts";
-export type { DefinitionStore } from "./persist.ts";
+export type { CheckStateRecord, DefinitionStore } from "./persist.ts";
 export { LocalState, sameService } from "./state.ts";
 export type { LocalStateOptions, SyncSummary } from "./state.ts";
 export {

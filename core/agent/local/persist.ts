@@ -8,7 +8,16 @@ import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { errorMessage } from "../../errors.ts";
-import { isHealthStatus, type LocalCheck, type LocalService } from "./types.ts";
+import { isHealthStatus, type HealthStatus, type LocalCheck, type LocalService } from "./types.ts";
+
+/** The last result of a TTL check, kept so a restart within the TTL does not flap it (consul checks/state). */
+export interface CheckStateRecord {
+  checkId: string;
+  status: HealthStatus;
+  output: string;
+  /** Wall-clock ms after which the saved result no longer counts. */
+  expiresWallMs: number;
+}
 
 export interface DefinitionStore {
   saveService(service: LocalService): void;
@@ -17,12 +26,16 @@ export interface DefinitionStore {
   removeCheck(id: string): void;
   /** Everything persisted; unreadable files are skipped and named in `errors`. */
   load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] };
+  saveCheckState(state: CheckStateRecord): void;
+  /** The saved state, or undefined (none, or unreadable). */
+  loadCheckState(checkId: string): CheckStateRecord | undefined;
 }
 
 /** Dev mode: nothing survives a restart. */
 export class MemoryDefinitionStore implements DefinitionStore {
   readonly services = new Map<string, LocalService>();
   readonly checks = new Map<string, LocalCheck>();
+  readonly checkStates = new Map<string, CheckStateRecord>();
   saveService(s: LocalService): void {
     this.services.set(s.id, structuredClone(s));
   }
@@ -34,6 +47,14 @@ export class MemoryDefinitionStore implements DefinitionStore {
   }
   removeCheck(id: string): void {
     this.checks.delete(id);
+    this.checkStates.delete(id);
+  }
+  saveCheckState(state: CheckStateRecord): void {
+    this.checkStates.set(state.checkId, { ...state });
+  }
+  loadCheckState(checkId: string): CheckStateRecord | undefined {
+    const s = this.checkStates.get(checkId);
+    return s ? { ...s } : undefined;
   }
   load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] } {
     return { services: [...this.services.values()].map((s) => structuredClone(s)), checks: [...this.checks.values()].map((c) => structuredClone(c)), errors: [] };
@@ -88,10 +109,12 @@ function validCheck(v: unknown): v is LocalCheck {
 export class FileDefinitionStore implements DefinitionStore {
   readonly #servicesDir: string;
   readonly #checksDir: string;
+  readonly #stateDir: string;
 
   constructor(dataDir: string) {
     this.#servicesDir = join(dataDir, "services");
     this.#checksDir = join(dataDir, "checks");
+    this.#stateDir = join(dataDir, "checks", "state");
   }
 
   saveService(s: LocalService): void {
@@ -108,6 +131,24 @@ export class FileDefinitionStore implements DefinitionStore {
 
   removeCheck(id: string): void {
     rmSync(join(this.#checksDir, fileName(id)), { force: true });
+    rmSync(join(this.#stateDir, fileName(id)), { force: true });
+  }
+
+  saveCheckState(state: CheckStateRecord): void {
+    writeAtomic(this.#stateDir, fileName(state.checkId), JSON.stringify({ version: FORMAT_VERSION, state }));
+  }
+
+  loadCheckState(checkId: string): CheckStateRecord | undefined {
+    try {
+      const data: unknown = JSON.parse(readFileSync(join(this.#stateDir, fileName(checkId)), "utf8"));
+      const s = isObject(data) ? data.state : undefined;
+      if (!isObject(s) || s.checkId !== checkId || !isHealthStatus(s.status) || typeof s.output !== "string" || typeof s.expiresWallMs !== "number") {
+        return undefined;
+      }
+      return { checkId, status: s.status, output: s.output, expiresWallMs: s.expiresWallMs };
+    } catch {
+      return undefined;
+    }
   }
 
   load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] } {
