@@ -349,6 +349,13 @@ export class SimCluster {
  * restart everyone, converge, and check. Returns failure text or undefined.
  */
 export async function runScenario(o: ClusterOptions & { membership?: boolean }): Promise<{ error?: string; cluster: SimCluster }> {
+  // Vary compaction per seed: tiny thresholds force InstallSnapshot often.
+  const p = new Rng(o.seed ^ 0x5eed5eed);
+  o = {
+    ...o,
+    snapshotThreshold: o.snapshotThreshold ?? p.pick([5, 40, 40, 200]),
+    trailingLogs: o.trailingLogs ?? p.pick([0, 10, 10, 50]),
+  };
   const c = new SimCluster(o);
   await c.start();
   const r = c.rng;
