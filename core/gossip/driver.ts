@@ -29,6 +29,10 @@
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { Logger } from "../log/mod.ts";
 import type { GossipTypes, SwimMessage, SwimSend } from "./swim.ts";
+import { SerfCore } from "./serf.ts";
+import type { SerfConfig, SerfEvent, SerfInput, SerfTypes } from "./serf.ts";
+import { serfWireCodec } from "./wire/codec.ts";
+import type { WireCodec } from "./wire/codec.ts";
 
 export type StreamResult<P> = { ok: true; reply: P | undefined } | { ok: false; error: string };
 
@@ -239,4 +243,33 @@ export class GossipDriver<T extends GossipTypes, I extends { now: number }, E, P
     this.#timerAt = at;
     this.#timer = this.#clock.setTimer(Math.max(0, at - this.#clock.now()), () => this.#tick());
   }
+}
+
+export type SerfDriver = GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>;
+
+/**
+ * The usual wiring for an agent: a SerfCore on the real wire codec (exact
+ * packet sizes) and a byte transport such as transport_node.ts. Call
+ * `start()`, then `input({ kind: "join", addrs })` etc.
+ */
+export function createSerfDriver(options: {
+  serf: Omit<SerfConfig, "now" | "measure" | "logger">;
+  clock: Clock;
+  transport: GossipTransport<Uint8Array>;
+  logger: Logger;
+  codec?: WireCodec<SerfTypes>;
+  onEvent?: (event: SerfEvent) => void;
+}): SerfDriver {
+  const log = options.logger;
+  const codec = options.codec ??
+    serfWireCodec({ onWireError: (e) => log.debug("dropped part of a gossip message", { code: e.code, error: e.message }) });
+  const core = new SerfCore({ ...options.serf, now: options.clock.now(), measure: codec.measure, logger: log.named("serf") });
+  return new GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>({
+    core,
+    clock: options.clock,
+    transport: options.transport,
+    codec,
+    logger: log,
+    onEvent: options.onEvent,
+  });
 }

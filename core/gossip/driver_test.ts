@@ -3,10 +3,11 @@ import assert from "node:assert/strict";
 import { CaptureSink, createLogger } from "../log/mod.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
-import { GossipDriver, identityCodec } from "./driver.ts";
+import { createSerfDriver, GossipDriver, identityCodec } from "./driver.ts";
 import type { GossipTransport, GossipTransportHandlers, StreamResult } from "./driver.ts";
 import { lanProfile } from "./profiles.ts";
 import { SwimCore } from "./swim.ts";
+import { serfWireCodec } from "./wire/codec.ts";
 import type { BytesGossipTypes, SwimEvent, SwimInput, SwimMessage } from "./swim.ts";
 
 type M = SwimMessage<BytesGossipTypes>;
@@ -125,4 +126,34 @@ test("driver: a throwing event handler or transport is logged, not fatal", () =>
   assert.ok(calls >= 2 && events.some((e) => e.kind === "joinDone"));
   assert.match(sink.text(), /gossip send failed/);
   assert.match(sink.text(), /gossip event handler failed/);
+});
+
+test("driver: createSerfDriver runs a SerfCore on the wire codec (bytes in, bytes out)", () => {
+  const clock = new SimClock();
+  const sent: { to: string; bytes: Uint8Array }[] = [];
+  let handlers: GossipTransportHandlers<Uint8Array> | undefined;
+  const transport: GossipTransport<Uint8Array> = {
+    localAddr: "10.0.0.1:7946",
+    sendPacket: (to, bytes) => sent.push({ to, bytes }),
+    sendStream: () => {},
+    listen: (h) => { handlers = h; },
+    close: () => {},
+  };
+  const events: string[] = [];
+  const d = createSerfDriver({
+    serf: { name: "a", addr: "10.0.0.1:7946", tags: { role: "web" }, profile: lanProfile, rng: new Rng(5) },
+    clock, transport, logger: createLogger({ sink: new CaptureSink() }), onEvent: (e) => events.push(e.kind),
+  });
+  d.start();
+  assert.deepEqual(events, ["member"]);
+  // A memberlist ping (type 0) for us, as Go encodes it: 80 | map{Node:"a", SeqNo:3}.
+  const ping = new Uint8Array([0x00, 0x82, 0xa4, 0x4e, 0x6f, 0x64, 0x65, 0xa1, 0x61, 0xa5, 0x53, 0x65, 0x71, 0x4e, 0x6f, 0x03]);
+  handlers!.onPacket("10.0.0.2:7946", ping);
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0]!.to, "10.0.0.2:7946");
+  const decoded = serfWireCodec().decode(sent[0]!.bytes, { stream: false });
+  assert.ok(decoded.ok, "our reply decodes");
+  const flat = decoded.msgs.flatMap((m) => (m.type === "compound" ? m.parts : [m]));
+  const ack = flat.find((m) => m.type === "ack");
+  assert.ok(ack && ack.type === "ack" && ack.seqNo === 3 && ack.payload !== undefined, `ack with a coordinate: ${JSON.stringify(flat.map((m) => m.type))}`);
 });

@@ -16,7 +16,7 @@ export {
   VivaldiClient,
 } from "./coordinate.ts";
 export type { Coordinate, VivaldiConfig } from "./coordinate.ts";
-export { GossipDriver, identityCodec } from "./driver.ts";
+export { createSerfDriver, GossipDriver, identityCodec } from "./driver.ts";
 export type {
   DecodeResult,
   GossipCodec,
@@ -24,6 +24,7 @@ export type {
   GossipDriverOptions,
   GossipTransport,
   GossipTransportHandlers,
+  SerfDriver,
   StreamResult,
   Unstamped,
 } from "./driver.ts";
