@@ -321,6 +321,8 @@ interface PoolOptions {
   clock: Clock;
   logger: Logger;
   rng: Rng;
+  /** Lamport clocks from the member snapshot (a restart must not replay old events). */
+  restoreClocks?: { lTime: number; eventLTime: number; queryLTime: number };
 }
 
 export class SerfPool implements GossipPool {
@@ -366,6 +368,7 @@ export class SerfPool implements GossipPool {
       now: opts.clock.now(),
       measure: codec.measure,
       vetoMember: (m) => this.#veto(m),
+      restoreClocks: opts.restoreClocks,
     });
     this.#driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>({
       core: this.core,
@@ -697,11 +700,8 @@ export class SerfPool implements GossipPool {
     };
   }
 
-  /** Restore clocks from a snapshot and rejoin its members in the background. */
+  /** Rejoin its members in the background. */
   restore(snap: { alive: Map<string, string>; clock: number; eventClock: number; queryClock: number; left: boolean }, rejoinAfterLeave: boolean): void {
-    if (snap.clock > 0) this.core.clock.witness(snap.clock);
-    if (snap.eventClock > 0) this.core.eventClock.witness(snap.eventClock);
-    if (snap.queryClock > 0) this.core.queryClock.witness(snap.queryClock);
     if (snap.left && !rejoinAfterLeave) {
       this.#log.info("serf: Ignoring previous node list: the node left gracefully (rejoin_after_leave is off)");
       return;
@@ -867,6 +867,7 @@ export async function startGossip(config: AgentConfig, deps: GossipDeps): Promis
       fallbackToAnyPort: config.dev,
       pool: name,
     });
+    const snap = snapshotFile ? readSerfSnapshot(snapshotFile, log) : undefined;
     const base = name === "lan" ? { ...lanProfile, deadNodeReclaimMs: 30_000 } : wanProfile;
     const pool = new SerfPool({
       name,
@@ -883,12 +884,10 @@ export async function startGossip(config: AgentConfig, deps: GossipDeps): Promis
       clock: deps.clock,
       logger: log,
       rng: rng.fork(),
+      restoreClocks: snap ? { lTime: snap.clock, eventLTime: snap.eventClock, queryLTime: snap.queryClock } : undefined,
     });
     pool.start();
-    if (snapshotFile) {
-      const snap = readSerfSnapshot(snapshotFile, log);
-      if (snap) pool.restore(snap, config.rejoinAfterLeave);
-    }
+    if (snap) pool.restore(snap, config.rejoinAfterLeave);
     return pool;
   };
 
