@@ -3,7 +3,9 @@
 // error). Uses only `fetch`, so it runs on Node 20 and Deno 2.
 import { CairnError } from "../errors.ts";
 import { Agent } from "./agent.ts";
+import { Catalog, Health } from "./catalog.ts";
 import { Kv } from "./kv.ts";
+import { Sessions } from "./session.ts";
 import { Status } from "./status.ts";
 
 export const DEFAULT_HTTP_ADDR = "127.0.0.1:8500";
@@ -105,6 +107,9 @@ export class ApiClient {
   readonly kv: Kv;
   readonly status: Status;
   readonly agent: Agent;
+  readonly catalog: Catalog;
+  readonly health: Health;
+  readonly session: Sessions;
   #token: string;
   #datacenter: string;
   #fetch: typeof fetch;
@@ -117,6 +122,9 @@ export class ApiClient {
     this.kv = new Kv(this);
     this.status = new Status(this);
     this.agent = new Agent(this);
+    this.catalog = new Catalog(this);
+    this.health = new Health(this);
+    this.session = new Sessions(this);
   }
 
   /** One HTTP round trip; throws ApiError for statuses outside 2xx and `accept`. */

@@ -8,3 +8,7 @@ export type { ApiClientOptions, QueryMeta, QueryOptions, RawRequest, RawResponse
 export { decodeKVPair, escapeKey, Kv } from "./kv.ts";
 export type { KvDeleteOptions, KVPair, KvPutOptions, KvTxnOp, KvTxnVerb, TxnError, TxnResponse } from "./kv.ts";
 export { Status } from "./status.ts";
+export { Catalog, Health, withRepeated } from "./catalog.ts";
+export type { AgentServiceJson, CatalogListOptions, CatalogNode, CatalogService, HealthCheckJson, ServiceEntry } from "./catalog.ts";
+export { Sessions } from "./session.ts";
+export type { SessionCreateRequest, SessionEntry } from "./session.ts";
