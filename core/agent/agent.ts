@@ -19,6 +19,7 @@ import { startDnsServer, type StartedDns } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { readOrCreateNodeId, startServerNode } from "./server_node.ts";
+import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -62,7 +63,7 @@ export async function startAgent(
 
   const advertise = config.advertiseAddr || config.bindAddr;
   const local = new LocalAgent({
-    node: { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: { lan: advertise, wan: config.advertiseAddrWan || advertise }, meta: config.nodeMeta },
+    node: { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta },
     clock,
     rng: new Rng(seed ^ 0x5bd1e995),
     logger: logger.named("agent"),
@@ -136,6 +137,8 @@ export async function startAgent(
       kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
     });
     for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload })) router.add(route);
+    const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });
+    for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });
     httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
   }
@@ -167,6 +170,15 @@ export async function startAgent(
       await dns?.server.close();
     },
   };
+}
+
+/** The node's tagged addresses as Consul registers them: lan/wan plus lan_ipv4/wan_ipv4 (or _ipv6). */
+function nodeTaggedAddresses(lan: string, wan: string): Record<string, string> {
+  const family = (a: string) => (/^\d+\.\d+\.\d+\.\d+$/.test(a) ? "ipv4" : a.includes(":") ? "ipv6" : undefined);
+  const out: Record<string, string> = { lan, wan };
+  if (family(lan)) out[`lan_${family(lan)}`] = lan;
+  if (family(wan)) out[`wan_${family(wan)}`] = wan;
+  return out;
 }
 
 function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; httpPort: number }): void {

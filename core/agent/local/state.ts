@@ -5,7 +5,6 @@
 // (push or delete whatever is out of sync). The agent is authoritative for
 // its node: the catalog is made to match, never the other way around.
 import type { Clock, Timer } from "../../clock/mod.ts";
-import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../../log/mod.ts";
 import { nullLogger } from "../../log/mod.ts";
 import type { CatalogClient, NodeInfo, RemoteCheck } from "./catalog_client.ts";
@@ -358,11 +357,6 @@ export class LocalState {
   async syncFull(catalog: CatalogClient): Promise<SyncSummary> {
     await this.updateSyncState(catalog);
     return await this.syncChanges(catalog);
-  }
-
-  /** For logging a failed pass. */
-  describeError(err: unknown): string {
-    return errorMessage(err);
   }
 }
 
