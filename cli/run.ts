@@ -11,6 +11,9 @@ import { kvGet } from "./kv_get.ts";
 import { kvImport } from "./kv_import.ts";
 import { kvPut } from "./kv_put.ts";
 import { maintCommand } from "./maint.ts";
+import { operatorRaftListPeers } from "./operator_raft_list_peers.ts";
+import { operatorRaftRemovePeer } from "./operator_raft_remove_peer.ts";
+import { operatorRaftTransferLeader } from "./operator_raft_transfer_leader.ts";
 import { reloadCommand } from "./reload.ts";
 import { servicesDeregister } from "./services_deregister.ts";
 import { servicesRegister } from "./services_register.ts";
@@ -73,6 +76,31 @@ Usage: cairn kv <subcommand> [options] [args]
   kvImport,
   kvPut,
   maintCommand,
+  parentCommand(
+    "operator",
+    "Provides cluster-level tools for Cairn operators",
+    `
+Usage: cairn operator <subcommand> [options]
+
+  Provides cluster-level tools for Cairn operators, such as interacting with
+  the Raft subsystem. NOTE: Use this command with extreme caution, as improper
+  use could lead to a Cairn outage and even loss of data.
+`,
+  ),
+  parentCommand(
+    "operator raft",
+    "Provides cluster-level tools for Cairn operators",
+    `
+Usage: cairn operator raft <subcommand> [options]
+
+  The Raft operator command is used to interact with Cairn's Raft subsystem.
+  The command can be used to verify Raft peers or in rare cases to recover
+  quorum by removing invalid peers.
+`,
+  ),
+  operatorRaftListPeers,
+  operatorRaftRemovePeer,
+  operatorRaftTransferLeader,
   reloadCommand,
   parentCommand(
     "services",
