@@ -66,6 +66,7 @@ function definitionJson(t: CheckType | undefined): Record<string, unknown> {
     if (Object.keys(t.header).length > 0) d.Header = t.header;
     if (t.method) d.Method = t.method;
     if (t.body) d.Body = t.body;
+    if (t.disableRedirects) d.DisableRedirects = true;
   }
   if (t.tcp) d.TCP = t.tcp;
   if (t.intervalMs > 0) d.Interval = formatDuration(t.intervalMs);

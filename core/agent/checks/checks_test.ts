@@ -110,6 +110,11 @@ test("HTTP probe: 2xx passing, 429 warning, else critical; method, headers and b
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       seen.push({ method: req.method, ua: req.headers["user-agent"], x: req.headers["x-test"] as string | undefined, body });
+      if (req.url === "/moved") {
+        res.writeHead(302, { Location: "/200" });
+        res.end();
+        return;
+      }
       const code = Number(req.url!.slice(1)) || 200;
       res.writeHead(code);
       res.end(code === 201 ? "y".repeat(10_000) : `body ${code}`);
@@ -131,6 +136,11 @@ test("HTTP probe: 2xx passing, 429 warning, else critical; method, headers and b
     r = await httpProbe({ ...base, http: `http://127.0.0.1:${port}/200`, method: "POST", header: { "X-Test": ["yes"] }, body: "ping" }, never);
     assert.equal(r.status, "passing");
     assert.deepEqual(seen.at(-1), { method: "POST", ua: "Consul Health Check", x: "yes", body: "ping" });
+    r = await httpProbe({ ...base, http: `http://127.0.0.1:${port}/moved` }, never);
+    assert.deepEqual(r, { status: "passing", output: `HTTP GET http://127.0.0.1:${port}/moved: 200 OK Output: body 200` });
+    r = await httpProbe({ ...base, http: `http://127.0.0.1:${port}/moved`, disableRedirects: true }, never);
+    assert.equal(r.status, "critical");
+    assert.match(r.output, /302 Found/);
   } finally {
     server.close();
   }

@@ -1,39 +1,37 @@
 // HTTP checks (consul agent/checks CheckHTTP): 2xx is passing, 429 warning,
 // anything else (or no answer) critical. Output is the status line and the
-// start of the body, capped. node:http/https rather than fetch, so
+// start of the body, capped. Redirects are followed (up to 10, as Go's
+// client) unless disable_redirects. node:http/https rather than fetch, so
 // tls_skip_verify and tls_server_name can be honoured.
-import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpRequest, STATUS_CODES, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { STATUS_CODES } from "node:http";
 import type { CheckType } from "../local/types.ts";
 import { capOutput, defaultOutputMaxSize, type ProbeResult } from "./runner.ts";
 
 export const httpCheckUserAgent = "Consul Health Check";
+const maxRedirects = 10;
 
-/** One request; never throws. */
-export function httpProbe(t: Pick<CheckType, "http" | "method" | "header" | "body" | "tlsSkipVerify" | "tlsServerName" | "outputMaxSize">, signal: AbortSignal): Promise<ProbeResult> {
-  const method = (t.method || "GET").toUpperCase();
-  const max = t.outputMaxSize || defaultOutputMaxSize;
-  let url: URL;
-  try {
-    url = new URL(t.http);
-  } catch {
-    return Promise.resolve({ status: "critical", output: `parse "${t.http}": invalid URL` });
-  }
+export type HttpProbeTarget = Pick<CheckType, "http" | "method" | "header" | "body" | "tlsSkipVerify" | "tlsServerName" | "outputMaxSize"> & {
+  disableRedirects?: boolean;
+};
+
+type Answer =
+  | { kind: "response"; code: number; statusLine: string; text: string; location?: string }
+  | { kind: "error"; reason: string };
+
+function requestOnce(url: URL, method: string, t: HttpProbeTarget, body: Uint8Array | undefined, max: number, signal: AbortSignal): Promise<Answer> {
   const headers: Record<string, string | string[]> = {
     "User-Agent": httpCheckUserAgent,
     Accept: "text/plain, text/*, */*",
   };
   for (const [k, v] of Object.entries(t.header)) headers[k] = v;
-  const body = t.body ? new TextEncoder().encode(t.body) : undefined;
   if (body) headers["Content-Length"] = String(body.length);
-  const goName = method.charAt(0) + method.slice(1).toLowerCase();
   return new Promise((resolve) => {
     let settled = false;
-    const finish = (r: ProbeResult) => {
+    const finish = (a: Answer) => {
       if (settled) return;
       settled = true;
-      resolve(r);
+      resolve(a);
     };
     const opts = {
       method,
@@ -47,7 +45,7 @@ export function httpProbe(t: Pick<CheckType, "http" | "method" | "header" | "bod
       const chunks: Uint8Array[] = [];
       let size = 0;
       res.on("data", (c: Uint8Array) => {
-        if (size < max + 1) {
+        if (size <= max) {
           chunks.push(c);
           size += c.length;
         }
@@ -63,11 +61,9 @@ export function httpProbe(t: Pick<CheckType, "http" | "method" | "header" | "bod
           all.set(c.subarray(0, take), off);
           off += take;
         }
-        const text = new TextDecoder().decode(all);
         const statusLine = `${code} ${res.statusMessage || STATUS_CODES[code] || ""}`.trim();
-        const output = capOutput(`HTTP ${method} ${t.http}: ${statusLine} Output: ${text}`, max + 256);
-        const status = code >= 200 && code <= 299 ? "passing" : code === 429 ? "warning" : "critical";
-        finish({ status, output });
+        const location = typeof res.headers.location === "string" ? res.headers.location : undefined;
+        finish({ kind: "response", code, statusLine, text: new TextDecoder().decode(all), location });
       };
       res.once("end", done);
       res.once("close", done);
@@ -79,9 +75,45 @@ export function httpProbe(t: Pick<CheckType, "http" | "method" | "header" | "bod
         : err.code === "ECONNREFUSED"
         ? `dial tcp ${url.host}: connect: connection refused`
         : err.message;
-      finish({ status: "critical", output: `${goName} "${t.http}": ${reason}` });
+      finish({ kind: "error", reason });
     });
     if (body) req.end(body);
     else req.end();
   });
+}
+
+/** One check run (following redirects); never throws. */
+export async function httpProbe(t: HttpProbeTarget, signal: AbortSignal): Promise<ProbeResult> {
+  let method = (t.method || "GET").toUpperCase();
+  const max = t.outputMaxSize || defaultOutputMaxSize;
+  const goName = (m: string) => m.charAt(0) + m.slice(1).toLowerCase();
+  let url: URL;
+  try {
+    url = new URL(t.http);
+  } catch {
+    return { status: "critical", output: `parse "${t.http}": invalid URL` };
+  }
+  let body = t.body ? new TextEncoder().encode(t.body) : undefined;
+  for (let hop = 0; ; hop++) {
+    const a = await requestOnce(url, method, t, body, max, signal);
+    if (a.kind === "error") return { status: "critical", output: `${goName(method)} "${url.toString() === new URL(t.http).toString() ? t.http : url.toString()}": ${a.reason}` };
+    const redirect = a.location !== undefined && [301, 302, 303, 307, 308].includes(a.code) && !t.disableRedirects;
+    if (redirect) {
+      if (hop + 1 >= maxRedirects) return { status: "critical", output: `${goName(method)} "${a.location}": stopped after ${maxRedirects} redirects` };
+      try {
+        url = new URL(a.location!, url);
+      } catch {
+        return { status: "critical", output: `${goName(method)} "${t.http}": invalid redirect location "${a.location}"` };
+      }
+      // Go's client: 307/308 repeat the request; the others become a GET without a body.
+      if (a.code !== 307 && a.code !== 308) {
+        if (method !== "GET" && method !== "HEAD") method = "GET";
+        body = undefined;
+      }
+      continue;
+    }
+    const output = capOutput(`HTTP ${(t.method || "GET").toUpperCase()} ${t.http}: ${a.statusLine} Output: ${a.text}`, max + 256);
+    const status = a.code >= 200 && a.code <= 299 ? "passing" : a.code === 429 ? "warning" : "critical";
+    return { status, output };
+  }
 }

@@ -142,6 +142,7 @@ function decodeCheckType(raw: Raw): CheckType {
     body: str(raw, "Body", "Body"),
     tlsSkipVerify: bool(raw, "TLSSkipVerify", "TLSSkipVerify"),
     tlsServerName: str(raw, "TLSServerName", "TLSServerName"),
+    disableRedirects: bool(raw, "DisableRedirects", "DisableRedirects"),
     tcp,
     args,
     aliasNode,

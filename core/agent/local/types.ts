@@ -59,6 +59,8 @@ export interface CheckType {
   body: string;
   tlsSkipVerify: boolean;
   tlsServerName: string;
+  /** Do not follow HTTP redirects (consul disable_redirects). */
+  disableRedirects: boolean;
   tcp: string;
   args: string[];
   aliasNode: string;
