@@ -25,6 +25,9 @@ test("dev agent: agent service endpoints are routed; reload applies the config f
     assert.equal(r.status, 200, await r.text());
     r = await fetch(`${base}/v1/agent/services`);
     assert.deepEqual(Object.keys(await r.json()), ["api", "from-file"]);
+    // Anti-entropy pushed it to the catalog before the PUT returned.
+    r = await fetch(`${base}/v1/catalog/service/api`);
+    assert.deepEqual(((await r.json()) as Array<{ ServicePort: number; Node: string }>).map((e) => [e.Node, e.ServicePort]), [["wired", 8080]]);
     writeFileSync(file, JSON.stringify({ services: [{ name: "reloaded" }] }));
     r = await fetch(`${base}/v1/agent/reload`, { method: "PUT" });
     assert.equal(r.status, 200, await r.text());
