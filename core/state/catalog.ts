@@ -224,7 +224,8 @@ export function registerTxn(tx: WriteTxn, idx: number, clock: WriteClock, req: C
   const known = tx.tables.nodes.get(nodeKey(req.node));
   if (!req.skipNodeUpdate || !known) {
     ensureNodeTxn(tx, idx, {
-      id: req.id ?? "",
+      // A registration without an ID keeps the node's known one.
+      id: req.id || known?.id || "",
       node: req.node,
       address: req.address,
       datacenter: req.datacenter ?? "",
