@@ -20,7 +20,6 @@ import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { readOrCreateNodeId, startServerNode } from "./server_node.ts";
 import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
-import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -137,9 +136,7 @@ export async function startAgent(
       logger: logger.named("agent.http"),
       kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
     });
-    for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload })) router.add(route);
-    const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });
-    for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
+    for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
     const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });
     for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });

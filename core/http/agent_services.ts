@@ -6,11 +6,13 @@
 // logged and retried, the write itself succeeded), as Consul's syncChanges.
 import { decodeCheckDefinition, decodeServiceDefinition } from "../agent/local/definition.ts";
 import type { LocalAgent } from "../agent/local/local_agent.ts";
+import type { Clock } from "../clock/mod.ts";
 import { aggregateStatus, isHealthStatus } from "../agent/local/types.ts";
 import type { CheckType, HealthStatus, LocalCheck, LocalService } from "../agent/local/types.ts";
 import { formatDuration } from "../config/duration.ts";
 import { BadRequestError, NotFoundError } from "../errors.ts";
 import { compileFilter, type Filter } from "../filter/mod.ts";
+import { parseQueryOptions } from "./blocking.ts";
 import type { Route } from "./routes.ts";
 import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
@@ -19,6 +21,8 @@ export interface AgentServicesDeps {
   datacenter: string;
   /** Re-read the config files and apply them (`cairn reload`); absent: 500. */
   reload?: () => Promise<void>;
+  /** For `?hash=` blocking on /v1/agent/service/<id>; without one those requests answer at once. */
+  clock?: Clock;
 }
 
 const ok = (): HttpResponse => ({ status: 200, headers: {}, body: "" });
@@ -137,6 +141,24 @@ function wantsText(req: HttpRequest): boolean {
 
 const statusCode: Record<string, number> = { passing: 200, warning: 429 };
 
+/** Resolve when `changed()` holds (checked on every local state change), on timeout, or on abort. */
+function waitForChange(local: LocalAgent, clock: Clock, changed: () => boolean, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  if (changed() || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      unsubscribe();
+      timer.cancel();
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const unsubscribe = local.state.onChange(() => {
+      if (changed()) done();
+    });
+    const timer = clock.setTimer(timeoutMs, done);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** `?filter=` (go-bexpr syntax over the JSON fields); a bad expression is a 400. */
 function filterOf(req: HttpRequest): Filter | undefined {
   const expression = req.query.get("filter");
@@ -180,9 +202,19 @@ export function agentServicesRoutes(deps: AgentServicesDeps): Route[] {
       methods: ["GET"],
       handler: async (req) => {
         const id = after("/v1/agent/service/", req);
+        const hash = req.query.get("hash");
+        // Hash-based blocking (consul agent/service/<id>?hash=): wait while the content is unchanged.
+        if (hash && deps.clock) {
+          const { maxQueryTimeMs } = parseQueryOptions(req);
+          await waitForChange(local, deps.clock, () => {
+            const cur = local.state.service(id);
+            return cur === undefined || contentHash(cur) !== hash;
+          }, maxQueryTimeMs, req.signal);
+        }
         const s = local.state.service(id);
         if (!s) throw new NotFoundError(`unknown service ID: ${id}`);
-        return jsonResponse(agentServiceJson(s, datacenter, { contentHash: true }), { pretty: wantsPretty(req) });
+        const json = agentServiceJson(s, datacenter, { contentHash: true });
+        return jsonResponse(json, { pretty: wantsPretty(req), headers: { "X-Consul-ContentHash": String(json.ContentHash) } });
       },
     },
     {

@@ -22,7 +22,7 @@ function setup(options: { enableScriptChecks?: boolean; reload?: () => Promise<v
     probes: { http: () => async () => ({ status: "passing", output: "fake" }), tcp: () => async () => ({ status: "passing", output: "fake" }), script: () => async () => ({ status: "passing", output: "fake" }) },
   });
   local.start();
-  const router = new Router(agentServicesRoutes({ local, datacenter: "dc1", reload: options.reload }), { logger: nullLogger() });
+  const router = new Router(agentServicesRoutes({ local, datacenter: "dc1", reload: options.reload, clock }), { logger: nullLogger() });
   const call = (method: string, target: string, body?: unknown, headers?: Record<string, string>) =>
     router.handle(makeRequest(method, target, { body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body), headers }));
   return { clock, rpc, local, router, call };
@@ -94,6 +94,28 @@ test("service register: Consul's 400s", async () => {
     assert.equal(r.status, 400, `${JSON.stringify(body)}: ${text(r)}`);
     assert.match(text(r), want, JSON.stringify(body));
   }
+});
+
+test("GET /v1/agent/service/<id>?hash= blocks until the service changes or the wait ends", async () => {
+  const { call, clock } = setup();
+  await call("PUT", "/v1/agent/service/register", { Name: "web", Port: 80 });
+  const first = await call("GET", "/v1/agent/service/web");
+  const hash = json(first).ContentHash as string;
+  assert.equal(first.headers["X-Consul-ContentHash"], hash);
+  let answered = false;
+  const blocked = call("GET", `/v1/agent/service/web?hash=${hash}&wait=30s`).then((r) => {
+    answered = true;
+    return r;
+  });
+  await clock.runFor(10_000);
+  assert.equal(answered, false, "same content: still waiting");
+  await call("PUT", "/v1/agent/service/register", { Name: "web", Port: 81 });
+  const r = await blocked;
+  assert.equal(json(r).Port, 81);
+  assert.notEqual(json(r).ContentHash, hash);
+  const timedOut = call("GET", `/v1/agent/service/web?hash=${json(r).ContentHash}&wait=5s`);
+  await clock.runFor(5_000);
+  assert.equal(json(await timedOut).Port, 81, "the wait ended with the unchanged service");
 });
 
 test("?replace-existing-checks drops the checks the new definition does not name", async () => {
