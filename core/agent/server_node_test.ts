@@ -1,0 +1,157 @@
+// Server nodes over real loopback TCP and file stores, with a fake LAN pool:
+// bootstrap-expect from gossip tags, forwarding from a follower, the
+// leader adding a new server and removing one that left, operator calls,
+// restart from disk. Raft time is a SimClock advanced by the test.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defaultConfig } from "../config/defaults.ts";
+import type { AgentConfig } from "../config/types.ts";
+import { NoLeaderError } from "../errors.ts";
+import { nullLogger } from "../log/logger.ts";
+import { Rng } from "../sim/rng.ts";
+import { SimClock } from "../sim/sim_clock.ts";
+import type { LanPoolLike, MemberLike } from "./bootstrap.ts";
+import { operatorMethods, startServerNode, type RaftConfigurationReply, type ServerNode } from "./server_node.ts";
+import { createRpcServer } from "../rpc/transport_node.ts";
+
+async function freePort(): Promise<number> {
+  const probe = await createRpcServer({ host: "127.0.0.1", port: 0, logger: nullLogger() });
+  const port = probe.port;
+  await probe.close();
+  return port;
+}
+
+class FakeLan implements LanPoolLike {
+  members_: MemberLike[] = [];
+  #fns = new Set<(e: { type: string; members: MemberLike[] }) => void>();
+  members(): MemberLike[] {
+    return this.members_;
+  }
+  onMemberEvent(fn: (e: { type: string; members: MemberLike[] }) => void): () => void {
+    this.#fns.add(fn);
+    return () => this.#fns.delete(fn);
+  }
+  set(name: string, status: string): void {
+    this.members_ = this.members_.map((m) => (m.name === name ? { ...m, status } : m));
+    for (const fn of this.#fns) fn({ type: status === "left" ? "leave" : "update", members: [] });
+  }
+  add(m: MemberLike): void {
+    this.members_ = [...this.members_.filter((x) => x.name !== m.name), m];
+    for (const fn of this.#fns) fn({ type: "join", members: [m] });
+  }
+}
+
+const clock = new SimClock();
+const nodes: ServerNode[] = [];
+
+async function runUntil(pred: () => boolean | Promise<boolean>, what: string, maxVirtualMs = 60_000): Promise<void> {
+  for (let t = 0; t < maxVirtualMs; t += 10) {
+    for (let i = 0; i < 3; i++) {
+      await Promise.all(nodes.map((n) => n.raft?.idle()));
+      await new Promise((r) => setImmediate(r));
+    }
+    if (await pred()) return;
+    clock.advance(10);
+  }
+  throw new Error(`Not reached within ${maxVirtualMs} virtual ms: ${what}`);
+}
+
+/** Settle a promise while advancing virtual time. */
+async function settle<T>(p: Promise<T>, what: string): Promise<T> {
+  let done = false;
+  let value: T | undefined;
+  let error: unknown;
+  p.then((v) => ((done = true), (value = v)), (e) => ((done = true), (error = e)));
+  await runUntil(() => done, what);
+  if (error !== undefined) throw error;
+  return value as T;
+}
+
+function config(name: string, dir: string, port: number, expect: number): AgentConfig {
+  const c = defaultConfig();
+  return { ...c, nodeName: name, dataDir: dir, server: true, bootstrapExpect: expect, bindAddr: "127.0.0.1", ports: { ...c.ports, server: port }, performance: { raftMultiplier: 1 } };
+}
+
+function member(name: string, id: string, port: number, expect: number): MemberLike {
+  return { name, addr: "127.0.0.1", port: 8301, tags: { role: "consul", dc: "dc1", id, port: String(port), expect: String(expect) }, status: "alive" };
+}
+
+test("server nodes: bootstrap-expect from gossip, forwarding, reconcile, operator calls, restart", { timeout: 120_000 }, async () => {
+  const root = await mkdtemp(join(tmpdir(), "cairn-server-node-"));
+  const lan = new FakeLan();
+  const specs = await Promise.all(["a", "b", "c", "d"].map(async (name, i) => ({
+    name,
+    id: `0000000${i}-0000-4000-8000-00000000000${i}`,
+    port: await freePort(),
+    dir: join(root, name),
+  })));
+  const start = async (s: (typeof specs)[number], expect: number, seed: number): Promise<ServerNode> => {
+    const n = await startServerNode({ config: config(s.name, s.dir, s.port, expect), nodeId: s.id, clock, rng: new Rng(seed), logger: nullLogger() });
+    nodes.push(n);
+    n.attachLan(lan);
+    return n;
+  };
+  try {
+    const [a, b, c, d] = specs as [typeof specs[0], typeof specs[0], typeof specs[0], typeof specs[0]];
+    const na = await start(a, 3, 1);
+    const nb = await start(b, 3, 2);
+    const nc = await start(c, 3, 3);
+    lan.add(member("a", a.id, a.port, 3));
+    lan.add(member("b", b.id, b.port, 3));
+    await runUntil(() => true, "a turn");
+    assert.equal(na.raft, undefined, "two of three expected servers: no bootstrap yet");
+    // Before a leader exists a write is held, then fails with No cluster leader.
+    await assert.rejects(settle(na.router.call("KVS.Apply", { op: "set", entry: { key: "early", value: new Uint8Array([1]) } }), "held write"), NoLeaderError);
+
+    lan.add(member("c", c.id, c.port, 3));
+    const leader = () => nodes.find((n) => n.raft?.isLeader());
+    await runUntil(() => leader() !== undefined, "a leader after bootstrap");
+    for (const n of [na, nb, nc]) assert.equal(n.raft?.peers().length, 3);
+
+    // A follower forwards the write; every server applies it.
+    const follower = [na, nb, nc].find((n) => n !== leader())!;
+    const put = await settle(follower.router.call("KVS.Apply", { op: "set", entry: { key: "k", value: new TextEncoder().encode("v") } }), "forwarded write");
+    assert.equal(put.ok, true);
+    await runUntil(() => [na, nb, nc].every((n) => n.fsm.state.kvsGet("k").value !== undefined), "write applied everywhere");
+    const q = { minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: true };
+    const got = await settle(follower.router.call("KVS.Get", { key: "k", query: q }), "consistent read via follower");
+    assert.equal(new TextDecoder().decode(got.entries[0]!.value), "v");
+
+    // A fourth server without bootstrap-expect is added by the leader when gossip sees it.
+    const nd = await start(d, 0, 4);
+    lan.add(member("d", d.id, d.port, 0));
+    await runUntil(() => (leader()?.raft?.configuration().servers.length ?? 0) === 4, "d added as a voter");
+    await runUntil(() => nd.fsm.state.kvsGet("k").value !== undefined, "d caught up");
+
+    // Operator view from a follower (forwarded to the leader).
+    const conf = (await settle(follower.router.callRaw(operatorMethods.getConfiguration, {}), "configuration")) as RaftConfigurationReply;
+    assert.deepEqual(conf.servers.map((s) => s.node).sort(), ["a", "b", "c", "d"]);
+    assert.equal(conf.servers.filter((s) => s.leader).length, 1);
+
+    // d leaves gracefully: the leader removes it.
+    lan.set("d", "left");
+    await runUntil(() => (leader()?.raft?.configuration().servers.length ?? 0) === 3, "d removed after leave");
+
+    // Transfer leadership away from the current leader.
+    const old = leader()!;
+    const target = [na, nb, nc].find((n) => n !== old)!;
+    const targetId = specs.find((s) => s.port === Number(target.rpcAddr.split(":")[1]))!.id;
+    await settle(follower.router.callRaw(operatorMethods.transferLeader, { id: targetId }), "transfer");
+    await runUntil(() => target.raft?.isLeader() === true, "target leads");
+
+    // Restart a, b, c from disk: same data, same voters.
+    await nd.stop();
+    for (const n of [na, nb, nc]) await n.stop();
+    nodes.length = 0;
+    const again = [await start(a, 3, 11), await start(b, 3, 12), await start(c, 3, 13)];
+    await runUntil(() => leader() !== undefined, "a leader after restart");
+    for (const n of again) assert.equal(n.raft?.peers().length, 3);
+    await runUntil(() => again.every((n) => n.fsm.state.kvsGet("k").value !== undefined), "data back from disk");
+  } finally {
+    for (const n of nodes) await n.stop().catch(() => {});
+    await rm(root, { recursive: true, force: true });
+  }
+});
