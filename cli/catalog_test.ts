@@ -21,7 +21,7 @@ async function world(): Promise<() => TestIo> {
     const url = new URL(String(input));
     const body = init?.body === undefined || init.body === null ? undefined : String(init.body);
     const r = await router.handle(makeRequest(init?.method ?? "GET", url.pathname + url.search, body === undefined ? {} : { body }));
-    return new Response(r.body, { status: r.status, headers: r.headers });
+    return new Response(typeof r.body === "string" ? r.body : r.body.slice(), { status: r.status, headers: r.headers });
   }) as typeof fetch;
   const reg = (body: unknown) => router.handle(makeRequest("PUT", "/v1/catalog/register", { body: JSON.stringify(body) }));
   await reg({

@@ -17,7 +17,7 @@ export function inProcessClient(): ApiClient {
     const url = new URL(String(input));
     const body = init?.body === undefined || init.body === null ? undefined : String(init.body);
     const r = await router.handle(makeRequest(init?.method ?? "GET", url.pathname + url.search, body === undefined ? {} : { body }));
-    return new Response(r.status === 204 ? null : r.body, { status: r.status, headers: r.headers });
+    return new Response(typeof r.body === "string" ? r.body : r.body.slice(), { status: r.status, headers: r.headers });
   };
   return new ApiClient({ fetch: fakeFetch as typeof fetch });
 }
