@@ -778,7 +778,8 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     const peers = this.#kRandomNodes(this.#p.gossipNodes, (s) => {
       if (s.name === this.name) return false;
       if (s.state === "alive" || s.state === "suspect") return true;
-      return s.stateChangeMs >= cutoff;
+      // Recently dead nodes still get gossip (they may refute); left ones don't.
+      return s.state === "dead" && s.stateChangeMs >= cutoff;
     });
     for (const peer of peers) {
       const msgs = this.#takeBroadcasts(compoundOverhead, this.#p.udpBufferSize - compoundOverhead);
