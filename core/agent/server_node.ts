@@ -575,3 +575,24 @@ export async function readOrCreateNodeId(dataDir: string): Promise<string> {
   await writeFile(path, id + "\n", { mode: 0o600 });
   return id;
 }
+
+/**
+ * A client agent's RPC: every call goes to a server learned from the LAN pool
+ * (`role=consul`, same datacenter, alive), another one when it fails, and is
+ * held up to `limits.rpcHoldTimeoutMs` while there is no leader or no server.
+ */
+export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng; logger: Logger; lan: () => LanPoolLike | undefined }): { router: RpcRouter; close(): void } {
+  const pool = new RpcClientPool({ logger: o.logger.named("rpc.pool") });
+  const router = new RpcRouter({
+    remote: pool,
+    servers: () => {
+      const lan = o.lan();
+      return lan ? aliveServers(lan.members(), o.config.datacenter).map((s) => s.address) : [];
+    },
+    clock: o.clock,
+    rng: o.rng,
+    logger: o.logger.named("rpc"),
+    holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
+  });
+  return { router, close: () => pool.close() };
+}
