@@ -253,7 +253,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
           reject(new ListenError(listenErrorMessage(host, port, err), { host, port, cause: err }));
         };
         server.once("error", onError);
-        server.listen({ host, port }, () => {
+        // A deep accept queue (Go asks for somaxconn too): a burst of
+        // thousands of watchers connecting at once must not overflow it.
+        server.listen({ host, port, backlog: 4096 }, () => {
           server.off("error", onError);
           const addr = server.address();
           const bound = typeof addr === "object" && addr ? { host: addr.address, port: addr.port } : { host, port };
