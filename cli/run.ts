@@ -5,6 +5,9 @@
 import { readFile } from "node:fs/promises";
 import { agentCommand } from "./agent.ts";
 import type { CliIo, Command } from "./_io.ts";
+import { catalogDatacenters } from "./catalog_datacenters.ts";
+import { catalogNodes } from "./catalog_nodes.ts";
+import { catalogServices } from "./catalog_services.ts";
 import { kvDelete } from "./kv_delete.ts";
 import { kvExport } from "./kv_export.ts";
 import { kvGet } from "./kv_get.ts";
@@ -41,6 +44,37 @@ function parentCommand(name: string, synopsis: string, text: string): Command {
 
 export const commands: readonly Command[] = [
   agentCommand,
+  parentCommand(
+    "catalog",
+    "Interact with the catalog",
+    `
+Usage: cairn catalog <subcommand> [options] [args]
+
+  This command has subcommands for interacting with Cairn's catalog. The
+  catalog should not be confused with the agent, although the APIs and
+  responses may be similar.
+
+  Here are some simple examples, and more detailed examples are available
+  in the subcommands or the documentation.
+
+  List all datacenters:
+
+      $ cairn catalog datacenters
+
+  List all nodes:
+
+      $ cairn catalog nodes
+
+  List all services:
+
+      $ cairn catalog services
+
+  For more examples, ask for subcommand help or view the documentation.
+`,
+  ),
+  catalogDatacenters,
+  catalogNodes,
+  catalogServices,
   parentCommand(
     "kv",
     "Interact with the key-value store",
