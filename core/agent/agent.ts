@@ -18,7 +18,13 @@ import { Rng } from "../sim/rng.ts";
 import { startDnsServer, type StartedDns } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
-import { readOrCreateNodeId, startServerNode } from "./server_node.ts";
+import { createClientRpc, readOrCreateNodeId, startServerNode } from "./server_node.ts";
+import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
+import { UserEventStore } from "./user_events.ts";
+import { memberRoutes, memberStatusCode, poolStatsStrings } from "../http/members.ts";
+import { keyringRoutes } from "../http/keyring.ts";
+import { eventRoutes } from "../http/event.ts";
+import { coordinateRoutes } from "../http/coordinate.ts";
 import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
 
 export interface AgentIo {
@@ -35,6 +41,10 @@ export interface RunningAgent {
   readonly local: LocalAgent;
   /** Re-read the config and apply its service and check definitions (`cairn reload`, SIGHUP). */
   reload(): Promise<void>;
+  /** LAN (and for servers WAN) gossip pools. */
+  readonly gossip: AgentGossip;
+  /** Settles when the agent must shut down on its own: retry_join gave up (code 1), or a leave through the API (code 0). */
+  readonly shutdownRequested: Promise<{ code: number; reason: string }>;
   stop(): Promise<void>;
 }
 
@@ -48,18 +58,26 @@ export async function startAgent(
   if (!options.logSink) sink.sinks.add(new StreamSink({ json: config.logJson, write: options.io.stdout }));
   const logger = createLogger({ sink, level: config.logLevel, now: () => clock.wallNow() });
 
-  if (!config.dev && !config.server) {
-    throw new Error(
-      "Only -dev and -server modes are available in this build: client agents need the gossip layer, which is not wired in yet; run `cairn agent -dev`",
-    );
-  }
-
   const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
   const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
   const rpcAddr = `${config.bindAddr}:${config.ports.server}`;
   // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev keeps the in-memory DevConsensus.
-  const serverNode = config.dev ? undefined : await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
-  const rpc: Rpc = serverNode ? serverNode.router : createLocalRpc(createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr }).server);
+  // Gossip first: servers discover each other through the LAN pool, clients find servers there.
+  const gossip = await startGossip(config, { logger: logger.named("agent"), clock, nodeId });
+  let serverNode: Awaited<ReturnType<typeof startServerNode>> | undefined;
+  try {
+    serverNode = config.dev || !config.server ? undefined : await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
+  } catch (err) {
+    await gossip.stop();
+    throw err;
+  }
+  serverNode?.attachLan(gossip.lan);
+  const clientRpc = !config.dev && !config.server
+    ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
+    : undefined;
+  const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : createLocalRpc(createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr }).server);
+  let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
+  const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
 
   const advertise = config.advertiseAddr || config.bindAddr;
   const local = new LocalAgent({
@@ -96,22 +114,14 @@ export async function startAgent(
     advertiseAddr: config.advertiseAddr || config.bindAddr,
     serfLanPort: config.ports.serfLan,
     meta: config.nodeMeta,
-    member: () => ({
-      name: config.nodeName,
-      addr: config.advertiseAddr || config.bindAddr,
-      port: config.ports.serfLan,
-      tags: {
-        role: config.server ? "consul" : "node",
-        dc: config.datacenter,
-        id: nodeId,
-        port: String(config.ports.server),
-        vsn: "2",
-        build: version,
-      },
-      status: memberStatus.alive,
-    }),
+    member: () => {
+      const m = gossip.lan.localMember();
+      return { name: m.name, addr: m.addr, port: m.port, tags: { ...m.tags }, status: memberStatusCode[m.status] ?? memberStatus.alive };
+    },
     stats: () => ({
       agent: local.stats(),
+      serf_lan: poolStatsStrings(gossip.lan),
+      ...(gossip.wan ? { serf_wan: poolStatsStrings(gossip.wan) } : {}),
       raft: serverNode ? serverNode.raftStats() : { state: "Leader", num_peers: "0" },
       build: { version, revision, prerelease: "" },
     }),
@@ -127,6 +137,8 @@ export async function startAgent(
     }),
   };
 
+  const events = new UserEventStore({ pool: gossip.lan, nodeName: config.nodeName, localServices: () => local.state.services(), clock, logger: logger.named("agent.event") });
+
   let http: HttpServer | undefined;
   let httpAddr: { host: string; port: number } | undefined;
   if (config.ports.http >= 0) {
@@ -139,6 +151,10 @@ export async function startAgent(
     for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
     const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });
     for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
+    for (const route of memberRoutes({ gossip, onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }) })) router.add(route);
+    for (const route of keyringRoutes({ keyring: gossip.keyring })) router.add(route);
+    for (const route of eventRoutes({ events })) router.add(route);
+    for (const route of coordinateRoutes({ gossip })) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });
     httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
   }
@@ -156,18 +172,50 @@ export async function startAgent(
   logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
   local.startSync();
 
+  // -join: every address must work or the agent does not start; -retry-join keeps trying in the background.
+  const joinLog = logger.named("agent");
+  const retries: Array<{ cancel(): void }> = [];
+  try {
+    await startJoin(gossip.lan, config.startJoin, joinLog);
+    if (gossip.wan) await startJoin(gossip.wan, config.startJoinWan, joinLog);
+  } catch (err) {
+    local.stop();
+    await http?.close({ graceMs: 0 });
+    await serverNode?.stop();
+    clientRpc?.close();
+    await dns?.server.close();
+    await gossip.stop();
+    throw err;
+  }
+  const retrySpecs = [
+    { pool: gossip.lan, addrs: config.retryJoin, intervalMs: config.retryIntervalMs, maxAttempts: config.retryMax },
+    ...(gossip.wan ? [{ pool: gossip.wan, addrs: config.retryJoinWan, intervalMs: config.retryIntervalWanMs, maxAttempts: config.retryMaxWan }] : []),
+  ];
+  for (const r of retrySpecs) {
+    if (r.addrs.length === 0) continue;
+    const job = retryJoin(r.pool, { addrs: r.addrs, intervalMs: r.intervalMs, maxAttempts: r.maxAttempts, clock, logger: joinLog });
+    retries.push(job);
+    job.done.catch((err: unknown) => requestShutdown({ code: 1, reason: errorMessage(err) }));
+  }
+
   return {
     config,
     logger,
     httpAddr,
     local,
     reload,
+    gossip,
+    shutdownRequested,
     async stop() {
       logger.named("agent").info("shutting down");
+      for (const r of retries) r.cancel();
+      events.stop();
       local.stop();
       await http?.close({ graceMs: 1_000 });
       await serverNode?.stop();
+      clientRpc?.close();
       await dns?.server.close();
+      await gossip.stop();
     },
   };
 }
@@ -220,13 +268,40 @@ export async function runAgent(config: AgentConfig, io: AgentIo, options: { relo
     agent.reload().catch((err: unknown) => io.stderr(`==> Failed to reload configs: ${errorMessage(err)}\n`));
   };
   process.on("SIGHUP", onHangup);
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    const onSignal = (s: NodeJS.Signals) => resolve(s);
-    process.once("SIGINT", onSignal);
-    process.once("SIGTERM", onSignal);
-  });
+  let onSignal: (s: NodeJS.Signals) => void = () => {};
+  const signal = await Promise.race([
+    new Promise<NodeJS.Signals>((resolve) => {
+      onSignal = (s: NodeJS.Signals) => resolve(s);
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+    }),
+    agent.shutdownRequested,
+  ]);
   process.off("SIGHUP", onHangup);
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  if (typeof signal === "object") {
+    // retry_join gave up (exit 1), or the agent left through the API (exit 0).
+    if (signal.code !== 0) io.stderr(`==> ${signal.reason}\n`);
+    try {
+      await agent.stop();
+    } catch (err) {
+      io.stderr(`==> Error during shutdown: ${errorMessage(err)}\n`);
+      return 1;
+    }
+    return signal.code;
+  }
   io.stdout(`==> Caught signal: ${signal === "SIGINT" ? "interrupt" : "terminated"}\n`);
+  // Consul: leave_on_terminate (default: clients yes, servers no), skip_leave_on_interrupt (default: servers yes).
+  const leave = signal === "SIGTERM" ? config.leaveOnTerminate : !config.skipLeaveOnInterrupt;
+  if (leave) {
+    io.stdout("==> Gracefully leaving the cluster...\n");
+    try {
+      await agent.gossip.leave();
+    } catch (err) {
+      io.stderr(`==> Error leaving: ${errorMessage(err)}\n`);
+    }
+  }
   io.stdout("==> Gracefully shutting down agent...\n");
   try {
     await agent.stop();
