@@ -270,7 +270,7 @@ function renderData(e: LogEntry): string {
 }
 
 function renderEntry(e: LogEntry): string {
-  return `${e.term}/${e.index} ${e.type === "normal" ? "" : ""}${renderData(e)}`;
+  return `${e.term}/${e.index} ${renderData(e)}`;
 }
 
 export function renderMsg(m: RaftMessage): string {

@@ -77,7 +77,7 @@ export class RaftLog {
    * index of the first truncated entry (0 if none), or -1 when the conflict
    * would remove a committed entry (a protocol violation by the sender).
    */
-  appendAfter(prevIndex: number, entries: LogEntry[]): number {
+  appendAfter(entries: LogEntry[]): number {
     let i = 0;
     for (; i < entries.length; i++) {
       const e = entries[i]!;
@@ -94,7 +94,6 @@ export class RaftLog {
       this.entries.length = first - this.offsetIndex - 1;
       if (this.stabled >= first) this.stabled = first - 1;
     }
-    void prevIndex;
     for (; i < entries.length; i++) this.entries.push(entries[i]!);
     return truncated;
   }

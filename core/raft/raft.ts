@@ -542,9 +542,7 @@ export class RaftCore {
       const keepTerm = (m.type === "vote" && m.pre) || (m.type === "voteResp" && m.pre && m.granted);
       if (!keepTerm) {
         const fromLeader = m.type === "append" || m.type === "heartbeat" || m.type === "snapshot";
-        if (this.#role === "leader" || m.type !== "voteResp") {
-          this.#logger.info("newer term seen", { term: m.term, from: m.from, type: m.type });
-        }
+        this.#logger.info("newer term seen", { term: m.term, from: m.from, type: m.type });
         this.#becomeFollower(m.term, fromLeader ? m.from : "");
       }
     } else if (m.term < this.#term) {
@@ -665,7 +663,7 @@ export class RaftCore {
       return;
     }
     const lastBefore = log.lastIndex();
-    const truncated = log.appendAfter(m.prevIndex, m.entries);
+    const truncated = log.appendAfter(m.entries);
     if (truncated === -1) {
       this.#logger.error("leader tried to overwrite committed entries; dropping", { from: m.from, committed: log.committed });
       this.stats.droppedMessages++;
@@ -815,8 +813,6 @@ export class RaftCore {
   }
 
   #maybeCommit(): boolean {
-    const self = this.#progress.get(this.id);
-    void self;
     const voters = this.#voters();
     const idx = committedIndex(voters, (id) => (id === this.id ? this.#log.stabled : this.#progress.get(id)?.match ?? 0));
     if (idx <= this.#log.committed || this.#log.term(idx) !== this.#term) return false;
