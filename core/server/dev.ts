@@ -8,7 +8,7 @@ import { DevConsensus } from "./consensus.ts";
 import { Fsm } from "./fsm.ts";
 import { Server } from "./server.ts";
 
-export function createDevServer(options: { clock: Clock; rng: Rng; logger?: Logger; addr?: string }): {
+export function createDevServer(options: { clock: Clock; rng: Rng; logger?: Logger; addr?: string; datacenter?: string }): {
   fsm: Fsm;
   consensus: DevConsensus;
   server: Server;
@@ -16,6 +16,6 @@ export function createDevServer(options: { clock: Clock; rng: Rng; logger?: Logg
   const logger = options.logger ?? nullLogger();
   const fsm = new Fsm({ logger: logger.named("fsm") });
   const consensus = new DevConsensus({ fsm, addr: options.addr });
-  const server = new Server({ fsm, consensus, clock: options.clock, rng: options.rng, logger });
+  const server = new Server({ fsm, consensus, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter });
   return { fsm, consensus, server };
 }
