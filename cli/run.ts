@@ -22,6 +22,14 @@ import { servicesDeregister } from "./services_deregister.ts";
 import { servicesRegister } from "./services_register.ts";
 import { validateCommand } from "./validate.ts";
 import { versionCommand } from "./version.ts";
+import { eventCommand } from "./event.ts";
+import { forceLeaveCommand } from "./force_leave.ts";
+import { joinCommand } from "./join.ts";
+import { keygenCommand } from "./keygen.ts";
+import { keyringCommand } from "./keyring.ts";
+import { leaveCommand } from "./leave.ts";
+import { membersCommand } from "./members.ts";
+import { rttCommand } from "./rtt.ts";
 
 /** A command that only groups subcommands (`cairn kv`). */
 function parentCommand(name: string, synopsis: string, text: string): Command {
@@ -104,12 +112,19 @@ Usage: cairn kv <subcommand> [options] [args]
   For more examples, ask for subcommand help or view the documentation.
 `,
   ),
+  eventCommand,
+  forceLeaveCommand,
+  joinCommand,
+  keygenCommand,
+  keyringCommand,
   kvDelete,
   kvExport,
   kvGet,
   kvImport,
   kvPut,
+  leaveCommand,
   maintCommand,
+  membersCommand,
   parentCommand(
     "operator",
     "Provides cluster-level tools for Cairn operators",
@@ -136,6 +151,7 @@ Usage: cairn operator raft <subcommand> [options]
   operatorRaftRemovePeer,
   operatorRaftTransferLeader,
   reloadCommand,
+  rttCommand,
   parentCommand(
     "services",
     "Interact with services",
