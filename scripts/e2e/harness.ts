@@ -130,7 +130,10 @@ export async function startDevAgent(extraArgs: string[] = [], options: { runtime
   if (options.runtime !== "deno" && !existsSync(cairnBin)) throw new Error(`${cairnBin} is missing: run npm run build`);
   const httpPort = await freePort();
   const dnsPort = await freePort();
-  const args = ["agent", "-dev", `-http-port=${httpPort}`, `-dns-port=${dnsPort}`, ...extraArgs];
+  // Every port on a free one, so agents of concurrent tests never collide.
+  const ports = [`-http-port=${httpPort}`, `-dns-port=${dnsPort}`, `-serf-lan-port=${await freePort()}`,
+    `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`];
+  const args = ["agent", "-dev", ...ports, ...extraArgs];
   const proc = options.runtime === "deno"
     ? startProcess(join(root, "node_modules/.bin/deno"), ["run", "--allow-all", "cli/main.ts", ...args])
     : startProcess(cairnBin, args);
