@@ -77,20 +77,25 @@ export class FakeBackend implements DnsBackend {
   calls = 0;
   fail = false;
 
-  async node(args: { node: string; datacenter: string }): Promise<Node | null> {
+  /** Reported with every read; bump it after changing the data (0: answers are never reused). */
+  index = 0;
+
+  async node(args: { node: string; datacenter: string }): Promise<{ node: Node | null; index: number }> {
     this.#call();
-    if (!this.datacenters.includes(args.datacenter)) return null;
-    return this.nodes.find((n) => n.node.toLowerCase() === args.node.toLowerCase() && n.datacenter === args.datacenter) ?? null;
+    if (!this.datacenters.includes(args.datacenter)) return { node: null, index: this.index };
+    const node = this.nodes.find((n) => n.node.toLowerCase() === args.node.toLowerCase() && n.datacenter === args.datacenter) ?? null;
+    return { node, index: this.index };
   }
 
-  async serviceInstances(args: { service: string; tag: string; datacenter: string }): Promise<CheckServiceNode[] | null> {
+  async serviceInstances(args: { service: string; tag: string; datacenter: string }): Promise<{ instances: CheckServiceNode[] | null; index: number }> {
     this.#call();
-    if (!this.datacenters.includes(args.datacenter)) return null;
-    return this.instances.filter((i) =>
+    if (!this.datacenters.includes(args.datacenter)) return { instances: null, index: this.index };
+    const instances = this.instances.filter((i) =>
       i.service.service.toLowerCase() === args.service.toLowerCase() &&
       i.node.datacenter === args.datacenter &&
       (!args.tag || i.service.tags.some((t) => t.toLowerCase() === args.tag.toLowerCase()))
     );
+    return { instances, index: this.index };
   }
 
   async reverse(args: { address: string }) {

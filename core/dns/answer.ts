@@ -42,6 +42,11 @@ export interface DnsAnswer {
   additionals: DnsRecord[];
   /** The name is outside our domains and recursors are configured: forward the query. */
   forward: boolean;
+  /**
+   * Catalog index the answer was built from (> 0): the same question at the
+   * same index has the same records, so the server may reuse the encoding.
+   */
+  index?: number;
 }
 
 /** The dns_config subset answers depend on (AgentConfig → `dnsAnswerConfig`). */
@@ -81,6 +86,8 @@ export interface DnsData {
   instances?: CheckServiceNode[] | null;
   /** Nodes and services whose address is the reverse-looked-up one. */
   reverse?: { nodes: Node[]; services: Array<{ service: string; datacenter: string }> };
+  /** Index of the node or instances read (0: unknown). */
+  index?: number;
 }
 
 export interface AnswerContext {
@@ -128,6 +135,12 @@ export function rcodeAnswer(rcode: DnsRcode, authoritative = false): DnsAnswer {
 
 /** Build the full (untrimmed) answer from the plan and the looked-up data. */
 export function buildAnswer(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: AnswerContext): DnsAnswer {
+  const answer = buildRecords(question, plan, data, ctx);
+  if (data.index && data.index > 0 && (plan.lookup?.kind === "node" || plan.lookup?.kind === "service")) answer.index = data.index;
+  return answer;
+}
+
+function buildRecords(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: AnswerContext): DnsAnswer {
   const { parsed } = plan;
   const cfg = ctx.config;
   const qtype = question.type;

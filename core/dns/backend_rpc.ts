@@ -77,12 +77,12 @@ export function createRpcBackend(options: RpcBackendOptions): DnsBackend {
     return dcs.some((d) => d.toLowerCase() === datacenter.toLowerCase());
   }
 
-  async function serviceInstances(service: string, tag: string, datacenter: string): Promise<CheckServiceNode[] | null> {
-    if (!(await knownDatacenter(datacenter))) return null;
+  async function serviceInstances(service: string, tag: string, datacenter: string): Promise<{ instances: CheckServiceNode[] | null; index: number }> {
+    if (!(await knownDatacenter(datacenter))) return { instances: null, index: 0 };
     const reply = await read(datacenter, (q) =>
       rpc.call("Health.ServiceNodes", { query: q, serviceName: service, serviceTags: tag ? [tag] : undefined })
     );
-    return reply.nodes;
+    return { instances: reply.nodes, index: reply.meta.index };
   }
 
   function selfInstance(): CheckServiceNode[] {
@@ -121,9 +121,9 @@ export function createRpcBackend(options: RpcBackendOptions): DnsBackend {
   return {
     node: ({ node, datacenter }) =>
       cached(`n\0${datacenter}\0${node}`, async () => {
-        if (!(await knownDatacenter(datacenter))) return null;
+        if (!(await knownDatacenter(datacenter))) return { node: null, index: 0 };
         const reply = await read(datacenter, (q) => rpc.call("Catalog.NodeServices", { query: q, node }));
-        return reply.nodeServices?.node ?? null;
+        return { node: reply.nodeServices?.node ?? null, index: reply.meta.index };
       }),
     serviceInstances: ({ service, tag, datacenter }) =>
       cached(`s\0${datacenter}\0${tag}\0${service}`, async () => {
@@ -133,11 +133,11 @@ export function createRpcBackend(options: RpcBackendOptions): DnsBackend {
         // The servers: from the catalog when the leader has registered them, else this agent.
         try {
           const found = await serviceInstances(service, tag, datacenter);
-          if (found && found.length > 0) return found;
+          if (found.instances && found.instances.length > 0) return found;
         } catch {
           // fall through to this agent
         }
-        return selfInstance();
+        return { instances: selfInstance(), index: 0 };
       }),
     reverse: ({ address }) =>
       cached(`r\0${address}`, async () => {

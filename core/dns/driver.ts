@@ -14,15 +14,16 @@ import {
   type DnsAnswer,
   type DnsAnswerConfig,
   type DnsData,
+  type DnsPlan,
   type DnsQuestion,
 } from "./answer.ts";
 
 /** The lookups DNS needs; production implements it over the Rpc (`createRpcBackend`). */
 export interface DnsBackend {
-  /** The node, or null when it is not registered. */
-  node(args: { node: string; datacenter: string }): Promise<Node | null>;
+  /** The node, or null when it is not registered; `index` is the catalog index of the read (0: unknown). */
+  node(args: { node: string; datacenter: string }): Promise<{ node: Node | null; index: number }>;
   /** Every instance of the service (with the tag, when not ""), checks included, unfiltered; null for an unknown datacenter. */
-  serviceInstances(args: { service: string; tag: string; datacenter: string }): Promise<CheckServiceNode[] | null>;
+  serviceInstances(args: { service: string; tag: string; datacenter: string }): Promise<{ instances: CheckServiceNode[] | null; index: number }>;
   /** Nodes, and failing those services, registered with this address. */
   reverse(args: { address: string }): Promise<{ nodes: Node[]; services: Array<{ service: string; datacenter: string }> }>;
 }
@@ -33,9 +34,22 @@ export interface DnsResolveOptions {
   ednsSize?: number;
 }
 
+/** A question with its looked-up data, ready to be answered. */
+export interface DnsLookedUp {
+  question: DnsQuestion;
+  plan: DnsPlan;
+  data: DnsData;
+  /** The lookup failed: the answer is SERVFAIL. */
+  failed: boolean;
+}
+
 export interface DnsResolver {
   readonly config: DnsAnswerConfig;
-  /** Answer one question, already fitted to the transport. */
+  /** Step 1: plan and look up (the only async part). */
+  lookup(question: DnsQuestion): Promise<DnsLookedUp>;
+  /** Step 2: build the records and fit them to the transport (pure, uses the Rng). */
+  answer(looked: DnsLookedUp, options: DnsResolveOptions): DnsAnswer;
+  /** Both steps. */
   resolve(question: DnsQuestion, options: DnsResolveOptions): Promise<DnsAnswer>;
 }
 
@@ -67,22 +81,39 @@ export function createDnsResolver(options: {
 }): DnsResolver {
   const { backend, config, rng, wallNow } = options;
   const logger = options.logger ?? nullLogger();
+  async function lookup(question: DnsQuestion): Promise<DnsLookedUp> {
+    const plan = planQuestion(question, config);
+    const data: DnsData = {};
+    try {
+      const l = plan.lookup;
+      if (l?.kind === "node") {
+        const r = await backend.node(l);
+        data.node = r.node;
+        data.index = r.index;
+      } else if (l?.kind === "service") {
+        const r = await backend.serviceInstances(l);
+        data.instances = r.instances;
+        data.index = r.index;
+      } else if (l?.kind === "reverse") data.reverse = await backend.reverse(l);
+    } catch (err) {
+      logger.warn("lookup failed", { name: question.name, type: question.type, error: String(err) });
+      return { question, plan, data, failed: true };
+    }
+    return { question, plan, data, failed: false };
+  }
+
+  function answer(looked: DnsLookedUp, resolveOptions: DnsResolveOptions): DnsAnswer {
+    if (looked.failed) return rcodeAnswer("SERVFAIL", true);
+    const built = buildAnswer(looked.question, looked.plan, looked.data, { config, rng, nowMs: wallNow() });
+    return fitAnswer(looked.question, built, { ...resolveOptions, config });
+  }
+
   return {
     config,
+    lookup,
+    answer,
     async resolve(question, resolveOptions) {
-      const plan = planQuestion(question, config);
-      const data: DnsData = {};
-      try {
-        const l = plan.lookup;
-        if (l?.kind === "node") data.node = await backend.node(l);
-        else if (l?.kind === "service") data.instances = await backend.serviceInstances(l);
-        else if (l?.kind === "reverse") data.reverse = await backend.reverse(l);
-      } catch (err) {
-        logger.warn("lookup failed", { name: question.name, type: question.type, error: String(err) });
-        return rcodeAnswer("SERVFAIL", true);
-      }
-      const answer = buildAnswer(question, plan, data, { config, rng, nowMs: wallNow() });
-      return fitAnswer(question, answer, { ...resolveOptions, config });
+      return answer(await lookup(question), resolveOptions);
     },
   };
 }

@@ -10,8 +10,10 @@ import * as dnsPacket from "dns-packet";
 import { CairnError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
+import { Rng } from "../sim/rng.ts";
 import { rcodeAnswer, type DnsAnswer, type DnsQuestion, type DnsRcode } from "./answer.ts";
-import type { DnsResolver } from "./driver.ts";
+import type { DnsLookedUp, DnsResolver } from "./driver.ts";
+import { parseQuery, typeName } from "./query.ts";
 
 export class DnsListenError extends CairnError {
   readonly host: string;
@@ -37,6 +39,8 @@ export interface DnsCounters {
   forwardFailed: number;
   /** Answers that failed to encode (SERVFAIL instead). */
   encodeFailed: number;
+  /** Answers sent from the encoded-answer cache. */
+  cacheHits: number;
 }
 
 export interface DnsServerOptions {
@@ -50,6 +54,27 @@ export interface DnsServerOptions {
   /** Close TCP connections idle this long (default 10 s). */
   tcpIdleTimeoutMs?: number;
   maxTcpConnections?: number;
+  /** Picks among cached shuffles of an answer (default: seeded from the clock). */
+  rng?: Rng;
+}
+
+interface CachedAnswer {
+  index: number;
+  atMs: number;
+  /** How many shuffles to keep: 1 when the order cannot vary. */
+  want: number;
+  variants: Uint8Array[];
+}
+
+const shuffleVariants = 8;
+const maxCachedAnswers = 10_000;
+const maxCachedAnswerBytes = 4096;
+/** Belt and braces: even at an unchanged index, rebuild answers this often. */
+const answerCacheMaxAgeMs = 1_000;
+
+const fastTypes = new Set([1, 2, 5, 6, 12, 15, 16, 28, 33, 255]);
+function knownType(qtype: number): boolean {
+  return fastTypes.has(qtype);
 }
 
 export interface DnsServer {
@@ -115,7 +140,10 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     forwarded: 0,
     forwardFailed: 0,
     encodeFailed: 0,
+    cacheHits: 0,
   };
+  const answerCache = new Map<string, CachedAnswer>();
+  const pick = options.rng ?? new Rng(Date.now() >>> 0);
   let udp: UdpSocket | undefined;
   let tcp: TcpServer | undefined;
   const connections = new Set<TcpSocket>();
@@ -172,44 +200,81 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     const ra = recursors.length > 0;
     const opcode = (query[2]! >> 3) & 0x0f;
     if (opcode !== 0) return headerOnly(query, "NOTIMP", ra);
-    let packet: dnsPacket.DecodedPacket;
-    try {
-      packet = dnsPacket.decode(toBuffer(query));
-    } catch {
-      counters.formErr++;
-      return headerOnly(query, "FORMERR", ra);
-    }
-    const questions = packet.questions ?? [];
-    if (questions.length !== 1) {
-      counters.formErr++;
-      return headerOnly(query, "FORMERR", ra);
-    }
-    const q = questions[0]!;
+    const rd = (query[2]! & 0x01) === 1;
+    const id = (query[0]! << 8) | query[1]!;
+    let echo: dnsPacket.Question;
     let ednsSize: number | undefined;
-    for (const a of packet.additionals ?? []) {
-      if (a.type === "OPT") ednsSize = Math.max(512, (a as dnsPacket.OptAnswer).udpPayloadSize || 512);
+    const fast = parseQuery(query);
+    if (fast && (fast.qclass === 1 || fast.qclass === 255) && knownType(fast.qtype)) {
+      echo = { name: fast.name, type: typeName(fast.qtype) as dnsPacket.RecordType, class: fast.qclass === 1 ? "IN" : "ANY" };
+      ednsSize = fast.ednsSize;
+    } else {
+      let packet: dnsPacket.DecodedPacket;
+      try {
+        packet = dnsPacket.decode(toBuffer(query));
+      } catch {
+        counters.formErr++;
+        return headerOnly(query, "FORMERR", ra);
+      }
+      const questions = packet.questions ?? [];
+      if (questions.length !== 1) {
+        counters.formErr++;
+        return headerOnly(query, "FORMERR", ra);
+      }
+      echo = questions[0]!;
+      for (const a of packet.additionals ?? []) {
+        if (a.type === "OPT") ednsSize = Math.max(512, (a as dnsPacket.OptAnswer).udpPayloadSize || 512);
+      }
     }
-    const question: DnsQuestion = { name: q.name, type: String(q.type) };
-    const rd = ((query[2]! >> 0) & 0x01) === 1;
+    const question: DnsQuestion = { name: echo.name, type: String(echo.type) };
+    const options = { transport, ednsSize };
+    let looked: DnsLookedUp | undefined;
+    try {
+      looked = await resolver.lookup(question);
+    } catch (err) {
+      logger.warn("lookup failed", { name: question.name, type: question.type, error: String(err) });
+    }
+    // Same question, same catalog index: reuse an encoding (one of a few
+    // shuffles, so the order still varies between answers).
+    const index = looked && !looked.failed ? looked.data.index ?? 0 : 0;
+    const key = index > 0 ? `${transport === "udp" ? "u" : "t"}${ednsSize ?? 0}${rd ? "r" : "n"}${question.type}|${question.name}` : "";
+    const hit = key ? answerCache.get(key) : undefined;
+    const nowMs = performance.now();
+    if (hit && hit.index === index && nowMs - hit.atMs < answerCacheMaxAgeMs && hit.variants.length >= hit.want) {
+      counters.cacheHits++;
+      const out = new Uint8Array(hit.variants[hit.variants.length === 1 ? 0 : pick.int(hit.variants.length)]!);
+      out[0] = id >> 8;
+      out[1] = id & 0xff;
+      return out;
+    }
     let answer: DnsAnswer;
     try {
-      answer = await resolver.resolve(question, { transport, ednsSize });
+      answer = looked ? resolver.answer(looked, options) : rcodeAnswer("SERVFAIL");
     } catch (err) {
-      logger.warn("resolve failed", { name: q.name, type: q.type, error: String(err) });
+      logger.warn("answer failed", { name: question.name, type: question.type, error: String(err) });
       answer = rcodeAnswer("SERVFAIL");
     }
     if (answer.forward) {
-      const forwarded = await forward(query, packet.id ?? 0);
+      const forwarded = await forward(query, id);
       if (forwarded) return forwarded;
       answer = rcodeAnswer("SERVFAIL");
     }
+    let bytes: Uint8Array;
     try {
-      return encode(packet.id ?? 0, rd, q, answer, ednsSize);
+      bytes = encode(id, rd, echo, answer, ednsSize);
     } catch (err) {
       counters.encodeFailed++;
-      logger.warn("cannot encode answer", { name: q.name, type: q.type, error: String(err) });
+      logger.warn("cannot encode answer", { name: question.name, type: question.type, error: String(err) });
       return headerOnly(query, "SERVFAIL", ra);
     }
+    if (key && answer.index === index && bytes.length <= maxCachedAnswerBytes) {
+      if (hit && hit.index === index && nowMs - hit.atMs < answerCacheMaxAgeMs) hit.variants.push(bytes);
+      else {
+        if (answerCache.size >= maxCachedAnswers) answerCache.clear();
+        answerCache.set(key, { index, atMs: nowMs, want: answer.answers.length > 1 ? shuffleVariants : 1, variants: [bytes] });
+      }
+    }
+    return bytes;
   }
 
   async function forward(query: Uint8Array, id: number): Promise<Uint8Array | undefined> {
@@ -227,7 +292,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
   function onUdpMessage(msg: Uint8Array, rinfo: { address: string; port: number }): void {
     handle(msg, "udp").then(
       (reply) => {
-        if (reply && udp) udp.send(reply, rinfo.port, rinfo.address, () => {});
+        if (reply && udp) udp.send(reply, rinfo.port, rinfo.address);
       },
       (err) => logger.warn("udp query failed", { error: String(err) }),
     );

@@ -274,3 +274,28 @@ test("parseRecursor: host, host:port, [v6]:port", () => {
   assert.deepEqual(parseRecursor("::1"), { host: "::1", port: 53 });
   assert.equal(parseRecursor("host:notaport"), undefined);
 });
+
+test("answer cache: reused while the catalog index stays, rebuilt when it moves; IDs patched; orders still vary", async () => {
+  await withServer(async ({ server, backend }) => {
+    backend.index = 10;
+    const orders = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const reply = decode((await server.handle(query("web.service.consul.", "A", { id: 1000 + i }), "udp"))!);
+      assert.equal(reply.id, 1000 + i);
+      assert.equal(reply.answers.length, 3);
+      orders.add(reply.answers.map((a) => a.data).join(","));
+    }
+    assert.ok(server.counters.cacheHits >= 30, `cache hits ${server.counters.cacheHits}`);
+    assert.ok(orders.size > 2, `orders vary (${orders.size})`);
+    // The catalog changes: the next answer reflects it.
+    backend.instances = backend.instances.slice(0, 1);
+    backend.index = 11;
+    const after = decode((await server.handle(query("web.service.consul.", "A"), "udp"))!);
+    assert.deepEqual(after.answers.map((a) => a.data), ["10.1.0.1"]);
+    // Index 0 (unknown) never reuses.
+    backend.index = 0;
+    const hits = server.counters.cacheHits;
+    for (let i = 0; i < 3; i++) await server.handle(query("n1.node.consul.", "A"), "udp");
+    assert.equal(server.counters.cacheHits, hits);
+  });
+});
