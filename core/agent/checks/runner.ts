@@ -121,11 +121,12 @@ export class IntervalRunner implements CheckRunner {
     this.#clock = options.clock;
     this.#rng = options.rng;
     this.#logger = options.logger;
-    this.#intervalMs = Math.max(options.intervalMs, minCheckIntervalMs);
-    if (options.intervalMs < minCheckIntervalMs) {
+    const interval = Number.isFinite(options.intervalMs) ? options.intervalMs : 0;
+    this.#intervalMs = Math.max(interval, minCheckIntervalMs);
+    if (interval < minCheckIntervalMs) {
       this.#logger.warn("check has interval below minimum", { check: options.checkId, minimum_interval: `${minCheckIntervalMs}ms` });
     }
-    this.#timeoutMs = options.timeoutMs > 0 ? options.timeoutMs : defaultCheckTimeoutMs;
+    this.#timeoutMs = Number.isFinite(options.timeoutMs) && options.timeoutMs > 0 ? options.timeoutMs : defaultCheckTimeoutMs;
     this.#timeoutOutput = options.timeoutOutput ?? ((ms) => `Timed out (${ms}ms) running check`);
   }
 

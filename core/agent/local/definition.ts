@@ -274,6 +274,51 @@ export function decodeServiceDefinition(raw: unknown): ServiceDefinition {
 }
 
 /**
+ * A CheckType read back from disk, made whole: any missing or mistyped field
+ * takes its default, so a damaged file cannot give a runner NaN timings.
+ * Undefined when the kind is unknown.
+ */
+export function normalizeCheckType(raw: unknown): CheckType | undefined {
+  if (!isObject(raw)) return undefined;
+  const kinds: readonly CheckKind[] = ["ttl", "http", "tcp", "script", "alias"];
+  if (!kinds.includes(raw.kind as CheckKind)) return undefined;
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? v : 0);
+  const s = (v: unknown) => (typeof v === "string" ? v : "");
+  const header: Record<string, string[]> = {};
+  if (isObject(raw.header)) {
+    for (const [k, v] of Object.entries(raw.header)) if (Array.isArray(v) && v.every((x) => typeof x === "string")) header[k] = v as string[];
+  }
+  const t: CheckType = {
+    kind: raw.kind as CheckKind,
+    intervalMs: n(raw.intervalMs),
+    timeoutMs: n(raw.timeoutMs),
+    ttlMs: n(raw.ttlMs),
+    http: s(raw.http),
+    method: s(raw.method),
+    header,
+    body: s(raw.body),
+    tlsSkipVerify: raw.tlsSkipVerify === true,
+    tlsServerName: s(raw.tlsServerName),
+    disableRedirects: raw.disableRedirects === true,
+    tcp: s(raw.tcp),
+    args: Array.isArray(raw.args) ? raw.args.filter((x): x is string => typeof x === "string") : [],
+    aliasNode: s(raw.aliasNode),
+    aliasService: s(raw.aliasService),
+    deregisterCriticalServiceAfterMs: n(raw.deregisterCriticalServiceAfterMs),
+    successBeforePassing: n(raw.successBeforePassing),
+    failuresBeforeWarning: n(raw.failuresBeforeWarning),
+    failuresBeforeCritical: n(raw.failuresBeforeCritical),
+    outputMaxSize: n(raw.outputMaxSize),
+  };
+  try {
+    validateCheckType(t);
+  } catch {
+    return undefined;
+  }
+  return t;
+}
+
+/**
  * The checks of a service with their final IDs and names, as consul
  * agent.AddService assigns them: `service:<id>`, or `service:<id>:<n>` when
  * there are several; name `Service '<name>' check`.

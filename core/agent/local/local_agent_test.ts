@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
@@ -82,11 +82,15 @@ test("persistence: an unreadable file is skipped with a warning, the rest loads"
     a.addService(decodeServiceDefinition({ Name: "ok" }));
     a.stop();
     writeFileSync(join(dir, "services", "broken.json"), "{ half");
+    mkdirSync(join(dir, "checks"), { recursive: true });
+    writeFileSync(join(dir, "checks", "bad-timing.json"), JSON.stringify({ version: 1, check: { checkId: "x", name: "x", status: "critical", checkType: { kind: "http", intervalMs: "soon" } } }));
     let sink: CaptureSink;
     ({ a, sink } = agent({ store }));
     a.start();
     assert.deepEqual(a.state.services().map((s) => s.id), ["ok"]);
     assert.ok(sink.records.some((r) => r.level === "warn" && String(r.fields.error).includes("broken.json")));
+    assert.ok(sink.records.some((r) => r.level === "warn" && String(r.fields.error).includes("bad-timing.json")));
+    assert.equal(a.state.check("x"), undefined);
     a.stop();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { errorMessage } from "../../errors.ts";
+import { normalizeCheckType } from "./definition.ts";
 import { isHealthStatus, type HealthStatus, type LocalCheck, type LocalService } from "./types.ts";
 
 /** The last result of a TTL check, kept so a restart within the TTL does not flap it (consul checks/state). */
@@ -172,6 +173,11 @@ export class FileDefinitionStore implements DefinitionStore {
           const data: unknown = JSON.parse(readFileSync(path, "utf8"));
           const value = isObject(data) ? data[key] : undefined;
           if (!valid(value)) throw new Error(`not a persisted ${key}`);
+          if (key === "check" && (value as LocalCheck).checkType !== undefined) {
+            const t = normalizeCheckType((value as LocalCheck).checkType);
+            if (!t) throw new Error("the check's type or timing is invalid");
+            (value as LocalCheck).checkType = t;
+          }
           (out as unknown[]).push(value);
         } catch (err) {
           errors.push(`Cannot load persisted ${key} "${path}": ${errorMessage(err)}`);
