@@ -12,3 +12,5 @@ export { Catalog, Health, withRepeated } from "./catalog.ts";
 export type { AgentServiceJson, CatalogListOptions, CatalogNode, CatalogService, HealthCheckJson, ServiceEntry } from "./catalog.ts";
 export { Sessions } from "./session.ts";
 export type { SessionCreateRequest, SessionEntry } from "./session.ts";
+export { AgentMembers, coordinateDistanceSeconds, Coordinates, Event, memberStatusName, OperatorKeyring } from "./gossip.ts";
+export type { AgentMember, CoordinateDatacenterMap, CoordinateEntry, CoordinateJson, KeyringResponse, UserEvent } from "./gossip.ts";
