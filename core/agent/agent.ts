@@ -89,8 +89,14 @@ export async function startAgent(
     store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
     enableScriptChecks: config.enableScriptChecks,
     enableLocalScriptChecks: config.enableLocalScriptChecks,
+    // The full-sync interval grows with the LAN pool (consul ae scaleFactor).
+    clusterSize: () => gossip.lan.members().length,
   });
   local.start({ services: config.services, checks: config.checks }, { sync: false });
+  // A server joining the LAN pool triggers a staggered full sync (consul: ServerUp → SyncFull).
+  const stopServerUpSync = gossip.lan.onMemberEvent((e) => {
+    if (e.type === "join" && e.members.some((m) => m.tags.role === "consul" && m.name !== config.nodeName)) local.antiEntropy?.syncFullSoon();
+  });
   // Without a CLI-provided loader, reload re-reads the files the agent started with.
   const reloadConfig = options.reloadConfig ?? (() => {
     const sources = readConfigSources(config.configFiles.map((path) => ({ kind: "file" as const, path })));
@@ -165,6 +171,9 @@ export async function startAgent(
   } catch (err) {
     local.stop();
     await http?.close({ graceMs: 0 });
+    await serverNode?.stop();
+    clientRpc?.close();
+    await gossip.stop();
     throw err;
   }
 
@@ -210,6 +219,7 @@ export async function startAgent(
       logger.named("agent").info("shutting down");
       for (const r of retries) r.cancel();
       events.stop();
+      stopServerUpSync();
       local.stop();
       await http?.close({ graceMs: 1_000 });
       await serverNode?.stop();
