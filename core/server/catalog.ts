@@ -153,3 +153,30 @@ export function catalogEndpoints(ctx: ServerContext): Pick<RpcHandlers, CatalogM
     },
   };
 }
+
+/** Consul's serfHealth check ID, name and outputs (agent/structs SerfCheck*). */
+export const serfCheckId = "serfHealth";
+export const serfCheckName = "Serf Health Status";
+export const serfCheckAliveOutput = "Agent alive and reachable";
+export const serfCheckFailedOutput = "Agent not live or unreachable";
+
+/**
+ * The Catalog.Register args the leader applies when reconciling a gossip
+ * member (Consul leader.go handleAliveMember / handleFailedMember): the node
+ * with its serfHealth check, passing when alive, critical when failed.
+ */
+export function serfHealthRegistration(member: { name: string; id?: string; address: string; alive: boolean; meta?: Record<string, string> }): CatalogRegisterArgs {
+  return {
+    node: member.name,
+    ...(member.id ? { id: member.id } : {}),
+    address: member.address,
+    ...(member.meta ? { nodeMeta: member.meta } : {}),
+    check: {
+      node: member.name,
+      checkId: serfCheckId,
+      name: serfCheckName,
+      status: member.alive ? "passing" : "critical",
+      output: member.alive ? serfCheckAliveOutput : serfCheckFailedOutput,
+    },
+  };
+}

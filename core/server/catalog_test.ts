@@ -95,3 +95,14 @@ test("health endpoints: service nodes with checks, passing only, checks in state
   assert.equal(answered, w.index);
   clock.advance(1);
 });
+
+test("catalog endpoints: serfHealthRegistration makes the default session check pass, then fail", async () => {
+  const { rpc } = dev();
+  const { serfHealthRegistration } = await import("./catalog.ts");
+  await rpc.call("Catalog.Register", serfHealthRegistration({ name: "m1", address: "10.0.0.9", alive: true }));
+  const { id } = await rpc.call("Session.Apply", { op: "create", session: { node: "m1", nodeChecks: ["serfHealth"] } });
+  await rpc.call("Catalog.Register", serfHealthRegistration({ name: "m1", address: "10.0.0.9", alive: false }));
+  assert.equal((await rpc.call("Session.Get", { sessionId: id, query: q() })).sessions.length, 0, "failed member invalidates its sessions");
+  const c = (await rpc.call("Health.NodeChecks", { node: "m1", query: q() })).checks[0]!;
+  assert.deepEqual([c.checkId, c.name, c.status, c.output], ["serfHealth", "Serf Health Status", "critical", "Agent not live or unreachable"]);
+});

@@ -12,7 +12,7 @@ export type { ServerOptions } from "./server.ts";
 export { statusEndpoints } from "./status.ts";
 export { maxTxnOps, txnEndpoints } from "./txn.ts";
 export { createDevServer } from "./dev.ts";
-export { catalogEndpoints, filterOf, normalizeRegister } from "./catalog.ts";
+export { catalogEndpoints, filterOf, normalizeRegister, serfCheckAliveOutput, serfCheckFailedOutput, serfCheckId, serfCheckName, serfHealthRegistration } from "./catalog.ts";
 export { healthEndpoints } from "./health.ts";
 export { sessionEndpoints, sessionTtlMaxMs, sessionTtlMinMs, uuidFromRng, validateSession } from "./session.ts";
 export { SessionTimers, sessionTtlMultiplier } from "./session_timers.ts";
