@@ -70,3 +70,43 @@ test("sessions: a bound check going critical invalidates; behavior delete remove
   assert.equal((await rpc.call("KVS.Get", { key: "svc/leader", query: q() })).entries.length, 0);
   await assert.rejects(rpc.call("Session.Apply", { op: "create", session: base }), /Check 'serfHealth' is in critical state/);
 });
+
+test("sessions: TTL timers follow leadership and restart at 2x TTL on a new leader", async () => {
+  const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
+  const { Fsm } = await import("./fsm.ts");
+  const { DevConsensus } = await import("./consensus.ts");
+  const { Server } = await import("./server.ts");
+  const fsm = new Fsm();
+  const inner = new DevConsensus({ fsm });
+  let leader = true;
+  const consensus = {
+    apply: inner.apply.bind(inner),
+    isLeader: () => leader,
+    leaderAddr: () => (leader ? "127.0.0.1:8300" : "10.0.0.2:8300"),
+    lastContactMs: () => 0,
+    peers: () => ["127.0.0.1:8300"],
+    readBarrier: inner.readBarrier.bind(inner),
+  };
+  const server = new Server({ fsm, consensus, clock, rng: new Rng(4) });
+  const rpc = createLocalRpc(server);
+  await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1" });
+  const { id } = await rpc.call("Session.Apply", { op: "create", session: { node: "n1", ttl: "10s" } });
+  server.sessionTimers.start(1_000);
+  assert.equal(server.sessionTimers.size, 1);
+  leader = false;
+  clock.advance(1_000);
+  assert.equal(server.sessionTimers.size, 0, "a follower holds no timers");
+  clock.advance(60_000);
+  await drainMicrotasks();
+  assert.ok(fsm.state.tables.sessions.get(id), "no expiry while nobody leads here");
+  leader = true;
+  clock.advance(1_000);
+  assert.equal(server.sessionTimers.size, 1, "the new leader re-arms");
+  clock.advance(18_500);
+  await drainMicrotasks();
+  assert.ok(fsm.state.tables.sessions.get(id), "still alive before 2x TTL from the leadership change");
+  clock.advance(1_500);
+  await drainMicrotasks();
+  assert.equal(fsm.state.tables.sessions.get(id), undefined, "expired at 2x TTL");
+  server.sessionTimers.stop();
+});
