@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { createServer as createTcpServer, type AddressInfo } from "node:net";
 import { test } from "node:test";
 import { CaptureSink, createLogger, nullLogger } from "../../log/mod.ts";
@@ -147,6 +149,27 @@ test("HTTP probe: 2xx passing, 429 warning, else critical; method, headers and b
   const r = await httpProbe({ ...base, http: `http://127.0.0.1:${port}/` }, never);
   assert.equal(r.status, "critical");
   assert.match(r.output, /^Get "http:\/\/127\.0\.0\.1:\d+\/": dial tcp 127\.0\.0\.1:\d+: connect: connection refused$/);
+});
+
+test("HTTPS probe: a self-signed certificate fails unless tls_skip_verify; tls_server_name is sent as SNI", async () => {
+  const dir = new URL("./testdata/", import.meta.url);
+  let sni: string | undefined;
+  const server = createHttpsServer({ cert: readFileSync(new URL("self_signed_cert.pem", dir)), key: readFileSync(new URL("self_signed_key.pem", dir)) }, (req, res) => {
+    sni = (req.socket as { servername?: string }).servername;
+    res.end("secure");
+  });
+  const port = await listen(server as unknown as Server);
+  const base = { method: "", header: {}, body: "", tlsSkipVerify: false, tlsServerName: "", outputMaxSize: 0, http: `https://127.0.0.1:${port}/` };
+  try {
+    let r = await httpProbe(base, never);
+    assert.equal(r.status, "critical");
+    assert.match(r.output, /^Get "https:\/\/127\.0\.0\.1:\d+\/": .*(self[- ]signed|certificate)/i);
+    r = await httpProbe({ ...base, tlsSkipVerify: true, tlsServerName: "cairn-test" }, never);
+    assert.deepEqual(r, { status: "passing", output: `HTTP GET https://127.0.0.1:${port}/: 200 OK Output: secure` });
+    assert.equal(sni, "cairn-test");
+  } finally {
+    server.close();
+  }
 });
 
 test("TCP probe: open port passing, closed port critical", async () => {
