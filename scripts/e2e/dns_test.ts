@@ -245,3 +245,20 @@ describe("DNS interface of dist/cairn agent -dev, with dig", { skip: !existsSync
     }
   });
 });
+
+describe("DNS under Deno 2", { skip: !existsSync(digBin) && "dig is not installed" }, () => {
+  test("the same sources serve DNS over UDP and TCP", async () => {
+    const agent = await startDevAgent(["-node=deno-node"], { runtime: "deno" });
+    try {
+      const port = dnsPortOf(agent);
+      const soa = await dig(port, ["consul.", "SOA"]);
+      assert.equal(soa.status, "NOERROR", soa.raw);
+      assert.equal(data(soa.answer, "SOA").length, 1);
+      const node = await dig(port, ["deno-node.node.consul", "A", "+tcp"]);
+      assert.equal(node.server, "TCP");
+      assert.deepEqual(data(node.answer, "A"), ["127.0.0.1"], node.raw);
+    } finally {
+      await agent.stop();
+    }
+  });
+});
