@@ -197,7 +197,8 @@ export function ensureCheckTxn(tx: WriteTxn, idx: number, clock: WriteClock, nod
   if (existing && existing.serviceId !== "" && existing.serviceName !== candidate.serviceName) {
     tx.setIndex(serviceIndexName(existing.serviceName), idx);
   }
-  if (service) tx.setIndex(serviceIndexName(service.service), idx);
+  // A node-level check affects every service on the node, before and after the write.
+  if (service && !(existing && existing.serviceId === "")) tx.setIndex(serviceIndexName(service.service), idx);
   else bumpNodeServicesTxn(tx, idx, node);
   if (candidate.status === "critical") invalidateCheckSessionsTxn(tx, idx, clock, nodeRow.node, candidate);
 }
