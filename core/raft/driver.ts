@@ -27,9 +27,10 @@ export interface RaftNodeOptions {
   id: ServerId;
   address: string;
   /**
-   * Bootstrap membership, used only when storage is empty (no snapshot, no
-   * configuration entry). Give every first server the same list; a server
-   * that will be added later by `addVoter` starts with none.
+   * Bootstrap membership, used only when storage is empty: it is written as
+   * a configuration entry at index 1, term 1 (give every first server the
+   * same list). Ignored on restart. A server that will be added later by
+   * `addVoter` starts with none.
    */
   peers?: { id: ServerId; address: string }[];
   fsm: Fsm;
@@ -565,7 +566,7 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
       entries,
       bootstrap: o.peers && o.peers.length > 0
         ? { servers: o.peers.map((p) => ({ id: p.id, address: p.address, suffrage: "voter" as const })) }
-        : { servers: [] },
+        : undefined,
     },
     o.rng,
   );

@@ -64,7 +64,11 @@ export interface RaftRestore {
   snapshot?: { meta: SnapshotMeta; data: Uint8Array };
   /** Stored entries; those at or below the snapshot index are ignored. */
   entries?: LogEntry[];
-  /** Membership when neither a snapshot nor a config entry says otherwise (every first server gets the same list). */
+  /**
+   * First start only (no snapshot, empty log): written as a configuration
+   * entry at index 1, term 1. Give every first server the same list; ignored
+   * once anything is stored.
+   */
   bootstrap?: Configuration;
 }
 
@@ -199,7 +203,7 @@ export class RaftCore {
     const snap = restore.snapshot;
     this.#log = snap ? new RaftLog(snap.meta.index, snap.meta.term) : new RaftLog();
     this.#snapshot = snap ? { meta: snap.meta, data: snap.data } : undefined;
-    this.#configs = [{ index: this.#log.offsetIndex, config: snap ? snap.meta.configuration : restore.bootstrap ?? { servers: [] } }];
+    this.#configs = [{ index: this.#log.offsetIndex, config: snap ? snap.meta.configuration : { servers: [] } }];
     for (const e of restore.entries ?? []) {
       if (e.index <= this.#log.offsetIndex) continue;
       if (e.index !== this.#log.lastIndex() + 1) {
@@ -219,6 +223,20 @@ export class RaftCore {
     // A node that never had a term cannot have acknowledged a leader.
     if (this.#term === 0) this.#leaderContactElapsed = this.#electionTicks;
     this.#prevHard = this.#hardState();
+    if (!snap && this.#log.lastIndex() === 0 && restore.bootstrap && restore.bootstrap.servers.length > 0) {
+      // Bootstrap (hashicorp/raft BootstrapCluster): every first server
+      // writes the same configuration entry at index 1, term 1, so the
+      // membership lives in the log and a restart needs no peer list. It is
+      // committed by construction; the first Ready persists it.
+      const e: LogEntry = { index: 1, term: 1, type: "config", data: encodeConfiguration(restore.bootstrap) };
+      this.#log.append([e]);
+      this.#addConfigEntry(e);
+      this.#log.commitTo(1);
+      if (this.#term < 1) {
+        this.#term = 1;
+        this.#vote = "";
+      }
+    }
     this.#resetRandomizedTimeout();
     this.#prevSoft = this.softState();
   }
