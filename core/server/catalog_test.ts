@@ -106,3 +106,24 @@ test("catalog endpoints: serfHealthRegistration makes the default session check 
   const c = (await rpc.call("Health.NodeChecks", { node: "m1", query: q() })).checks[0]!;
   assert.deepEqual([c.checkId, c.name, c.status, c.output], ["serfHealth", "Serf Health Status", "critical", "Agent not live or unreachable"]);
 });
+
+test("fsm: malformed Register/Deregister/Session commands answer an Error, never throw or write", async () => {
+  const { Fsm, encodeCommand, MessageType } = await import("./fsm.ts");
+  const fsm = new Fsm();
+  const bad: [number, Record<string, unknown>][] = [
+    [MessageType.Register, { node: 5, address: "a" }],
+    [MessageType.Register, { node: "n", address: "a", service: { service: "s", tags: "not-a-list" } }],
+    [MessageType.Register, { node: "n", address: "a", check: { name: "c", status: "bogus" } }],
+    [MessageType.Deregister, { node: ["x"] }],
+    [MessageType.Deregister, { node: "n", serviceId: 7 }],
+    [MessageType.Session, { op: "create", session: "nope" }],
+    [MessageType.Session, { op: "create", session: { id: "s", node: "ghost", nodeChecks: [], serviceChecks: [] } }],
+    [MessageType.Session, { op: "explode" }],
+  ];
+  let idx = 2;
+  for (const [type, body] of bad) {
+    const r = fsm.apply(idx++, encodeCommand(type, body));
+    assert.ok(r instanceof Error, `${type} ${JSON.stringify(body)} answered ${String(r)}`);
+  }
+  assert.equal(fsm.state.maxIndex("nodes", "services", "checks", "sessions"), 0, "nothing was written");
+});
