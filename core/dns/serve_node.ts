@@ -32,7 +32,7 @@ export interface DnsCounters {
   dropped: number;
   /** Queries answered FORMERR (undecodable body, not exactly one question). */
   formErr: number;
-  /** TCP connections closed for a frame over the size limit. */
+  /** TCP connections closed for a frame over the size limit, or for not reading their answers. */
   tcpFramesRefused: number;
   forwarded: number;
   /** Forwarded queries no recursor answered (SERVFAIL). */
@@ -67,6 +67,9 @@ interface CachedAnswer {
 }
 
 const shuffleVariants = 8;
+/** Queries one TCP connection may have unanswered, and answer bytes it may leave unread. */
+const maxTcpInFlight = 256;
+const maxTcpUnsentBytes = 1 << 20;
 const maxCachedAnswers = 10_000;
 const maxCachedAnswerBytes = 4096;
 /** Belt and braces: even at an unchanged index, rebuild answers this often. */
@@ -309,6 +312,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     sock.on("error", () => sock.destroy());
     sock.on("close", () => connections.delete(sock));
     let buf: Uint8Array = new Uint8Array(0);
+    let inFlight = 0;
     sock.on("data", (chunk: Uint8Array) => {
       buf = buf.length === 0 ? chunk : concat(buf, chunk);
       while (buf.length >= 2) {
@@ -322,8 +326,17 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         if (buf.length < 2 + len) break;
         const msg = buf.subarray(2, 2 + len);
         buf = buf.subarray(2 + len);
+        if (inFlight >= maxTcpInFlight || sock.writableLength > maxTcpUnsentBytes) {
+          // A client that pipelines without reading its answers: let it go.
+          counters.tcpFramesRefused++;
+          logger.debug("tcp client not reading its answers", { from: sock.remoteAddress, inFlight });
+          sock.destroy();
+          return;
+        }
+        inFlight++;
         handle(msg, "tcp").then(
           (reply) => {
+            inFlight--;
             if (!reply || sock.destroyed) return;
             const frame = new Uint8Array(2 + reply.length);
             frame[0] = reply.length >> 8;
@@ -331,7 +344,10 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
             frame.set(reply, 2);
             sock.write(frame);
           },
-          (err) => logger.warn("tcp query failed", { error: String(err) }),
+          (err) => {
+            inFlight--;
+            logger.warn("tcp query failed", { error: String(err) });
+          },
         );
       }
     });

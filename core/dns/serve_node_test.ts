@@ -299,3 +299,14 @@ test("answer cache: reused while the catalog index stays, rebuilt when it moves;
     assert.equal(server.counters.cacheHits, hits);
   });
 });
+
+test("TCP: a client pipelining hundreds of queries without reading is disconnected", async () => {
+  await withServer(async ({ server, port }) => {
+    const many = Buffer.concat(Array.from({ length: 300 }, (_, i) => frame(query("n1.node.consul.", "A", { id: i }))));
+    const { closed } = await tcpExchange(port, [many], 300);
+    assert.equal(closed, true);
+    assert.equal(server.counters.tcpFramesRefused, 1);
+    const ok = await tcpExchange(port, [frame(query("n1.node.consul.", "A", { id: 9 }))], 1);
+    assert.equal(ok.replies[0]!.id, 9, "other clients are still served");
+  });
+});
