@@ -3,7 +3,7 @@
 // before Raft; destroy and TTL expiry carry the leader's wall clock so lock
 // delays agree on every server. Renew resets the leader's TTL timer.
 
-import { BadRequestError } from "../errors.ts";
+import { BadRequestError, CairnError } from "../errors.ts";
 import { parseDuration } from "../config/duration.ts";
 import type { RpcHandlers, SessionInput } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
@@ -21,6 +21,14 @@ type SessionMethods = "Session.Apply" | "Session.Get" | "Session.List" | "Sessio
 /** Consul's bounds for a session TTL (SessionTTLMin default, SessionTTLMax). */
 export const sessionTtlMinMs = 10_000;
 export const sessionTtlMaxMs = 24 * 3_600_000;
+
+/**
+ * A create Consul's session endpoint refuses with its catch-all 500 and these
+ * exact words: Patroni matches `Invalid Session TTL` on a 500 to adjust its TTL.
+ */
+function sessionRefused(message: string): CairnError {
+  return new CairnError("session_refused", message);
+}
 
 /** A random (version 4) UUID from the Rng. */
 export function uuidFromRng(rng: Rng): string {
@@ -43,14 +51,14 @@ export function validateSession(s: SessionInput, id: string): SessionCreate {
   if (typeof s !== "object" || s === null) throw new BadRequestError("Invalid session");
   if (typeof s.node !== "string" || s.node === "") throw new BadRequestError("Must provide Node");
   const behavior = s.behavior === undefined || (s.behavior as string) === "" ? "release" : s.behavior;
-  if (behavior !== "release" && behavior !== "delete") throw new BadRequestError(`Invalid Behavior setting '${String(behavior)}'`);
+  if (behavior !== "release" && behavior !== "delete") throw sessionRefused(`Invalid Behavior setting '${String(behavior)}'`);
   const ttl = s.ttl ?? "";
   if (typeof ttl !== "string") throw new BadRequestError("Invalid TTL: must be a duration string");
   if (ttl !== "") {
     const ms = parseDuration(ttl);
-    if (ms === undefined) throw new BadRequestError(`Session TTL '${ttl}' invalid: not a duration such as "30s"`);
+    if (ms === undefined) throw sessionRefused(`Session TTL '${ttl}' invalid: not a duration such as "30s"`);
     if (ms !== 0 && (ms < sessionTtlMinMs || ms > sessionTtlMaxMs)) {
-      throw new BadRequestError(`Invalid Session TTL '${Math.round(ms * 1e6)}', must be between [10s=24h0m0s]`);
+      throw sessionRefused(`Invalid Session TTL '${Math.round(ms * 1e6)}', must be between [10s=24h0m0s]`);
     }
   }
   const lockDelayMs = s.lockDelayMs ?? 0;
