@@ -413,6 +413,9 @@ export async function runScenario(o: ClusterOptions & { membership?: boolean }):
           l.node!.removeServer(victim.id).then(() => {}, () => {});
         }
       }
+    } else if (roll === 9 && r.chance(0.3)) {
+      // Power loss: every server dies at once; only synced writes survive.
+      for (const s of c.live()) void c.crash(s);
     } else if (roll === 8) {
       const a = r.pick(ids);
       const b = r.pick(ids);

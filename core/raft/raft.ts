@@ -773,6 +773,17 @@ export class RaftCore {
   #handleAppendResp(m: AppendResponse, pr: Progress): void {
     if (m.reject) {
       const hint = m.hintTerm > 0 ? this.#log.findConflictByTerm(m.rejectHint, m.hintTerm).index : m.rejectHint;
+      if (pr.state === "probe" && m.index === pr.match && pr.next === pr.match + 1 && hint < pr.match) {
+        // The follower no longer has entries it acknowledged (a disk that
+        // lied about fsync, or a late message). Probing at match+1 would
+        // loop forever; believe the follower and back off below match.
+        this.#logger.warn("follower lost acknowledged entries; probing lower", { to: m.from, match: pr.match, hint });
+        pr.match = hint;
+        pr.next = hint + 1;
+        pr.paused = false;
+        this.#sendAppend(m.from, false);
+        return;
+      }
       if (pr.maybeDecrTo(m.index, hint)) {
         if (pr.state === "replicate") pr.becomeProbe();
         this.#sendAppend(m.from, false);
