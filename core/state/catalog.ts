@@ -89,7 +89,8 @@ export function makeNode(input: { node: string; id?: string; address: string; da
 export function ensureNodeTxn(tx: WriteTxn, idx: number, node: Omit<Node, "createIndex" | "modifyIndex">): void {
   if (node.node === "") throw new StateError("Must provide node");
   const existing = tx.tables.nodes.get(nodeKey(node.node));
-  if (node.id !== "") {
+  // Only a new node or a changed ID needs the (linear) alias check; anti-entropy re-registers often.
+  if (node.id !== "" && existing?.id !== node.id) {
     // A node ID belongs to one node name (Consul: "aliases existing node").
     for (const other of tx.tables.nodes.all()) {
       if (other.id === node.id && nodeKey(other.node) !== nodeKey(node.node)) {

@@ -146,3 +146,11 @@ test("catalog: snapshot and restore carry nodes, services, checks, sessions and 
   assert.deepEqual(sessionListTxn(r, undefined), sessionListTxn(s, undefined));
   assert.equal(serviceNodesTxn(r, undefined, { name: "web" }).index, 3);
 });
+
+test("catalog: a node ID belongs to one node name", () => {
+  const s = new StateStore();
+  reg(s, 2, { node: "a", id: "11111111-2222-3333-4444-555555555555", address: "x" });
+  assert.throws(() => reg(s, 3, { node: "b", id: "11111111-2222-3333-4444-555555555555", address: "y" }), /aliases existing node "a"/);
+  reg(s, 4, { node: "a", id: "11111111-2222-3333-4444-555555555555", address: "z" });
+  assert.equal(nodesTxn(s, undefined).value[0]!.address, "z");
+});
