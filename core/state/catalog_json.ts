@@ -138,11 +138,11 @@ export function sessionToJson(s: Session): Json {
     ID: s.id,
     Name: s.name,
     Node: s.node,
+    NodeChecks: s.nodeChecks.length > 0 ? [...s.nodeChecks] : null,
+    ServiceChecks: s.serviceChecks.length > 0 ? s.serviceChecks.map((c) => ({ ID: c.id, Namespace: c.namespace ?? "" })) : null,
     LockDelay: s.lockDelayMs * 1_000_000,
     Behavior: s.behavior,
     TTL: s.ttl,
-    NodeChecks: s.nodeChecks.length > 0 ? [...s.nodeChecks] : null,
-    ServiceChecks: s.serviceChecks.length > 0 ? s.serviceChecks.map((c) => ({ ID: c.id, Namespace: c.namespace ?? "" })) : null,
     CreateIndex: s.createIndex,
     ModifyIndex: s.modifyIndex,
   };
