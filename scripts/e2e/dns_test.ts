@@ -11,7 +11,7 @@ import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as dnsPacket from "dns-packet";
-import { run, startDevAgent, tempDir, waitFor, type DevAgent } from "./harness.ts";
+import { cairnBin, freePort, run, startDevAgent, startProcess, tempDir, waitFor, type DevAgent } from "./harness.ts";
 
 const digBin = "/usr/bin/dig";
 
@@ -259,6 +259,26 @@ describe("DNS under Deno 2", { skip: !existsSync(digBin) && "dig is not installe
       assert.deepEqual(data(node.answer, "A"), ["127.0.0.1"], node.raw);
     } finally {
       await agent.stop();
+    }
+  });
+});
+
+describe("DNS port in use", () => {
+  test("the agent exits 1 naming the DNS port", async () => {
+    const dnsPort = await freePort();
+    const holder = createSocket("udp4");
+    await new Promise<void>((r) => holder.bind(dnsPort, "127.0.0.1", () => r()));
+    try {
+      const ports = [`-http-port=${await freePort()}`, `-dns-port=${dnsPort}`, `-serf-lan-port=${await freePort()}`,
+        `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`];
+      const proc = startProcess(cairnBin, ["agent", "-dev", ...ports]);
+      const timer = setTimeout(() => void proc.kill(), 30_000);
+      const code = await proc.exited;
+      clearTimeout(timer);
+      assert.equal(code, 1, proc.output());
+      assert.match(proc.output(), new RegExp(`Cannot listen for DNS on 127\\.0\\.0\\.1:${dnsPort}.*already in use`));
+    } finally {
+      holder.close();
     }
   });
 });
