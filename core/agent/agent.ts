@@ -21,6 +21,7 @@ import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startServerNode } from "./server_node.ts";
 import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
 import { UserEventStore } from "./user_events.ts";
+import { LeaderDuties } from "./leader.ts";
 import { memberRoutes, memberStatusCode, poolStatsStrings } from "../http/members.ts";
 import { keyringRoutes } from "../http/keyring.ts";
 import { eventRoutes } from "../http/event.ts";
@@ -75,7 +76,8 @@ export async function startAgent(
   const clientRpc = !config.dev && !config.server
     ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
     : undefined;
-  const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : createLocalRpc(createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr }).server);
+  const devServer = serverNode || clientRpc ? undefined : createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr });
+  const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : createLocalRpc(devServer!.server);
   let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
   const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
 
@@ -180,6 +182,13 @@ export async function startAgent(
   printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
   logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
   local.startSync();
+  // Leader duties (servers and -dev): gossip members into the catalog with serfHealth, tombstone GC.
+  const leaderParts = serverNode ? { server: serverNode.server, fsm: serverNode.fsm, consensus: serverNode.consensus } : devServer;
+  const leader = leaderParts
+    ? new LeaderDuties({ ...leaderParts, lan: gossip.lan, clock, logger: logger.named("leader"), nodeName: config.nodeName, datacenter: config.datacenter, onLeadershipGained: () => local.antiEntropy?.syncFullSoon() })
+    : undefined;
+  serverNode?.leadershipListeners.add(() => leader?.leadershipChanged());
+  leader?.start();
 
   // -join: every address must work or the agent does not start; -retry-join keeps trying in the background.
   const joinLog = logger.named("agent");
@@ -188,6 +197,7 @@ export async function startAgent(
     await startJoin(gossip.lan, config.startJoin, joinLog);
     if (gossip.wan) await startJoin(gossip.wan, config.startJoinWan, joinLog);
   } catch (err) {
+    leader?.stop();
     local.stop();
     await http?.close({ graceMs: 0 });
     await serverNode?.stop();
@@ -220,6 +230,7 @@ export async function startAgent(
       for (const r of retries) r.cancel();
       events.stop();
       stopServerUpSync();
+      leader?.stop();
       local.stop();
       await http?.close({ graceMs: 1_000 });
       await serverNode?.stop();

@@ -124,6 +124,8 @@ export class ServerNode {
   #bootstrapNote = "";
   #reconciling = false;
   #stopped = false;
+  /** Called with the new state whenever this server gains or loses Raft leadership (leader duties follow it). */
+  readonly leadershipListeners = new Set<(leader: boolean) => void>();
 
   constructor(
     o: ServerNodeOptions,
@@ -230,6 +232,7 @@ export class ServerNode {
     node.onLeadershipChange((leader) => {
       this.server.sessionTimers.sync();
       if (leader) this.#onMembership();
+      for (const fn of this.leadershipListeners) fn(leader);
     });
     this.#log.info("raft started", { id: this.#o.nodeId, address: this.rpcAddr, voters: node.peers().length });
   }
