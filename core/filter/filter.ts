@@ -400,6 +400,13 @@ function containsValue(field: unknown, value: string): boolean {
   return false;
 }
 
+/** A string matches the regex; a list of strings matches when any element does. */
+function matchesValue(x: unknown, src: string): boolean {
+  if (typeof x === "string") return regex(src).test(x);
+  if (Array.isArray(x)) return x.some((e) => typeof e === "string" && regex(src).test(e));
+  return false;
+}
+
 const regexCache = new Map<string, RegExp>();
 
 function regex(src: string): RegExp {
@@ -432,9 +439,9 @@ function evalMatch(m: Extract<FilterAst, { kind: "match" }>, obj: unknown): bool
     case "not contains":
       return !(r.found && (r.fanned ? containsValue(r.value, v) || each((x) => containsValue(x, v)) : containsValue(r.value, v)));
     case "matches":
-      return r.found && each((x) => typeof x === "string" && regex(v).test(x));
+      return r.found && each((x) => matchesValue(x, v));
     case "not matches":
-      return !(r.found && each((x) => typeof x === "string" && regex(v).test(x)));
+      return !(r.found && each((x) => matchesValue(x, v)));
   }
 }
 

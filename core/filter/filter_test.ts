@@ -38,6 +38,8 @@ const cases: [string, boolean][] = [
   ["Node.Address == 10.0.0.1", true],
   ['Node.Node matches "^node-[0-9]+$"', true],
   ['Node.Node not matches "^db"', true],
+  ['Service.Tags matches "^v[0-9]$"', true],
+  ['Service.Tags not matches "^x"', true],
   ["Empty is empty", true],
   ["Nothing is empty", true],
   ["Service.Tags is not empty", true],
