@@ -240,7 +240,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     // Same question, same catalog index: reuse an encoding (one of a few
     // shuffles, so the order still varies between answers).
     const index = looked && !looked.failed ? looked.data.index ?? 0 : 0;
-    const key = index > 0 ? `${transport === "udp" ? "u" : "t"}${ednsSize ?? 0}${rd ? "r" : "n"}${question.type}|${question.name}` : "";
+    const key = index > 0 ? `${transport === "udp" ? "u" : "t"}${ednsSize ?? 0}${rd ? "r" : "n"}${echo.class ?? "IN"}${question.type}|${question.name}` : "";
     const hit = key ? answerCache.get(key) : undefined;
     const nowMs = performance.now();
     if (hit && hit.index === index && nowMs - hit.atMs < answerCacheMaxAgeMs && hit.variants.length >= hit.want) {
