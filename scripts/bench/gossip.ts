@@ -1,0 +1,260 @@
+// Gossip benchmark (not a test): N cairn client agents, then N stock serf
+// agents, on 127.0.0.1, one pool after the other. For each side:
+//   - convergence: all agents up and standalone; at t0 every agent is told to
+//     join the first one; time until every agent lists all N alive;
+//   - failure detection: kill -9 one agent; time until every other agent
+//     lists it failed;
+//   - steady state: RSS and CPU per agent over a few seconds of idle gossip.
+// Then both sides and the ratios. Usage:
+//   node --import tsx scripts/bench/gossip.ts [N=50]   (CAIRN_BIN overrides dist/cairn)
+// Everything is killed by PID at the end; each phase has a time limit.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodeMultiStream, encode } from "@msgpack/msgpack";
+import { cairnBin, freePort } from "../e2e/harness.ts";
+
+const N = Number(process.argv[2] ?? 50);
+const bin = process.env.CAIRN_BIN ?? cairnBin;
+const serfBin = "/usr/bin/serf";
+const phaseLimitMs = 90_000;
+const steadyMs = 5_000;
+const tick = 100; // /proc clock ticks per second (USER_HZ)
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+function cleanup(): void {
+  for (const c of children) if (c.pid !== undefined && c.exitCode === null && c.signalCode === null) {
+    try { process.kill(c.pid, "SIGKILL"); } catch { /* gone */ }
+  }
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
+process.on("exit", cleanup);
+process.on("SIGINT", () => process.exit(130));
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Member { name: string; status: string }
+
+interface BenchAgent {
+  name: string;
+  child: ChildProcess;
+  gossipAddr: string;
+  members(): Promise<Member[]>;
+  join(addr: string): Promise<void>;
+  close(): void;
+}
+
+// ---- serf RPC (msgpack over TCP: header {Command, Seq} + body; replies {Seq, Error} + body) ----
+
+class SerfRpc {
+  #sock: Socket;
+  #seq = 0;
+  #pending = new Map<number, { body: boolean; resolve: (v: unknown) => void; reject: (e: Error) => void; header?: { Error: string } }>();
+  #waitingBody: number | undefined;
+
+  private constructor(sock: Socket) {
+    this.#sock = sock;
+    void this.#read();
+  }
+
+  static async open(addr: string): Promise<SerfRpc> {
+    const [host, port] = addr.split(":");
+    const sock = await new Promise<Socket>((ok, fail) => {
+      const s = connect(Number(port), host!, () => ok(s));
+      s.once("error", fail);
+    });
+    const rpc = new SerfRpc(sock);
+    await rpc.call("handshake", { Version: 1 }, false);
+    return rpc;
+  }
+
+  async #read(): Promise<void> {
+    try {
+      for await (const obj of decodeMultiStream(this.#sock as AsyncIterable<Uint8Array>)) {
+        if (this.#waitingBody !== undefined) {
+          const p = this.#pending.get(this.#waitingBody)!;
+          this.#pending.delete(this.#waitingBody);
+          this.#waitingBody = undefined;
+          p.resolve(obj);
+          continue;
+        }
+        const h = obj as { Seq: number; Error: string };
+        const p = this.#pending.get(h.Seq);
+        if (!p) continue;
+        if (h.Error) {
+          this.#pending.delete(h.Seq);
+          p.reject(new Error(h.Error));
+        } else if (p.body) {
+          this.#waitingBody = h.Seq;
+        } else {
+          this.#pending.delete(h.Seq);
+          p.resolve(undefined);
+        }
+      }
+    } catch { /* closed */ }
+  }
+
+  call(command: string, body: unknown, hasReply: boolean): Promise<unknown> {
+    const seq = this.#seq++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(seq, { body: hasReply, resolve, reject });
+      const head = encode({ Command: command, Seq: seq });
+      this.#sock.write(body === undefined ? head : Buffer.concat([head, encode(body)]));
+    });
+  }
+
+  close(): void {
+    this.#sock.destroy();
+  }
+}
+
+async function startSerfAgent(i: number): Promise<BenchAgent> {
+  const port = await freePort();
+  const rpcPort = await freePort();
+  const name = `serf${i}`;
+  const child = spawn(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, "-log-level=warn"], { stdio: "ignore" });
+  children.push(child);
+  let rpc: SerfRpc | undefined;
+  for (let t = 0; !rpc; t++) {
+    try { rpc = await SerfRpc.open(`127.0.0.1:${rpcPort}`); } catch { if (t > 200) throw new Error(`${name} did not start`); await sleep(50); }
+  }
+  const r = rpc;
+  return {
+    name,
+    child,
+    gossipAddr: `127.0.0.1:${port}`,
+    async members() {
+      const body = (await r.call("members", undefined, true)) as { Members: Array<{ Name: string; Status: string }> };
+      return body.Members.map((m) => ({ name: m.Name, status: m.Status }));
+    },
+    async join(addr) {
+      await r.call("join", { Existing: [addr], Replay: false }, true);
+    },
+    close: () => r.close(),
+  };
+}
+
+const statusNames = ["none", "alive", "leaving", "left", "failed"];
+
+async function startCairnAgent(i: number): Promise<BenchAgent> {
+  const port = await freePort();
+  const httpPort = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
+  dirs.push(dir);
+  const name = `cairn${i}`;
+  const child = spawn(bin, ["agent", `-node=${name}`, `-data-dir=${dir}`, "-bind=127.0.0.1", "-client=127.0.0.1", `-serf-lan-port=${port}`, `-http-port=${httpPort}`, "-dns-port=-1", "-log-level=warn"], { stdio: "ignore" });
+  children.push(child);
+  const http = `http://127.0.0.1:${httpPort}`;
+  for (let t = 0; ; t++) {
+    try { if ((await fetch(`${http}/v1/agent/self`)).ok) break; } catch { /* not yet */ }
+    if (child.exitCode !== null || t > 400) throw new Error(`${name} did not start`);
+    await sleep(50);
+  }
+  return {
+    name,
+    child,
+    gossipAddr: `127.0.0.1:${port}`,
+    async members() {
+      const list = (await (await fetch(`${http}/v1/agent/members`)).json()) as Array<{ Name: string; Status: number }>;
+      return list.map((m) => ({ name: m.Name, status: statusNames[m.Status] ?? "?" }));
+    },
+    async join(addr) {
+      const r = await fetch(`${http}/v1/agent/join/${addr}`, { method: "PUT" });
+      if (!r.ok) throw new Error(await r.text());
+    },
+    close() {},
+  };
+}
+
+/** Poll every agent until pred holds for all; returns ms since t0 (or NaN after the limit). */
+async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: Member[]) => boolean): Promise<number> {
+  const done = new Set<BenchAgent>();
+  while (performance.now() - t0 < phaseLimitMs) {
+    await Promise.all(agents.filter((a) => !done.has(a)).map(async (a) => {
+      try { if (pred(a, await a.members())) done.add(a); } catch { /* retry */ }
+    }));
+    if (done.size === agents.length) return performance.now() - t0;
+    await sleep(20);
+  }
+  return Number.NaN;
+}
+
+function procTimes(pid: number): { cpuTicks: number; rssKiB: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return { cpuTicks, rssKiB: Number(rss?.[1] ?? 0) };
+}
+
+interface Result {
+  startMs: number;
+  convergeMs: number;
+  detectMs: number;
+  rssMiB: number;
+  cpuPct: number;
+}
+
+async function runSide(label: string, start: (i: number) => Promise<BenchAgent>): Promise<Result> {
+  console.log(`# ${label}: starting ${N} agents`);
+  const s0 = performance.now();
+  const agents: BenchAgent[] = [];
+  for (let i = 0; i < N; i += 10) {
+    agents.push(...(await Promise.all(Array.from({ length: Math.min(10, N - i) }, (_, k) => start(i + k)))));
+  }
+  const startMs = performance.now() - s0;
+  await sleep(500);
+
+  // Convergence: everyone joins agent 0 at once.
+  const t0 = performance.now();
+  await Promise.all(agents.slice(1).map((a) => a.join(agents[0]!.gossipAddr).catch((err: unknown) => console.log(`  join ${a.name}: ${String(err)}`))));
+  const convergeMs = await until(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N);
+  console.log(`  all-see-all: ${convergeMs.toFixed(0)} ms`);
+
+  // Steady state: RSS and CPU per agent over steadyMs.
+  await sleep(2_000);
+  const before = agents.map((a) => procTimes(a.child.pid!));
+  const w0 = performance.now();
+  await sleep(steadyMs);
+  const wallS = (performance.now() - w0) / 1000;
+  const after = agents.map((a) => procTimes(a.child.pid!));
+  const cpuPct = after.reduce((s, x, i) => s + (x.cpuTicks - before[i]!.cpuTicks), 0) / tick / wallS / N * 100;
+  const rssMiB = after.reduce((s, x) => s + x.rssKiB, 0) / N / 1024;
+  console.log(`  steady state: RSS ${rssMiB.toFixed(1)} MiB/agent, CPU ${cpuPct.toFixed(2)} %/agent`);
+
+  // Failure detection: kill -9 one agent in the middle.
+  const victim = agents[Math.floor(N / 2)]!;
+  const others = agents.filter((a) => a !== victim);
+  const k0 = performance.now();
+  process.kill(victim.child.pid!, "SIGKILL");
+  const detectMs = await until(others, k0, (_a, m) => m.some((x) => x.name === victim.name && x.status === "failed"));
+  console.log(`  kill -9 → failed everywhere: ${detectMs.toFixed(0)} ms`);
+
+  for (const a of agents) {
+    a.close();
+    if (a.child.exitCode === null && a.child.signalCode === null) process.kill(a.child.pid!, "SIGKILL");
+  }
+  await sleep(500);
+  return { startMs, convergeMs, detectMs, rssMiB, cpuPct };
+}
+
+if (!existsSync(bin)) throw new Error(`${bin} is missing: run npm run build (or set CAIRN_BIN)`);
+if (!existsSync(serfBin)) throw new Error(`${serfBin} is missing`);
+const cairn = await runSide("cairn", startCairnAgent);
+const serf = await runSide("serf 0.9.4", startSerfAgent);
+const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
+console.log(`\n# gossip bench, N=${N} per side, 127.0.0.1, LAN timings on both sides`);
+console.log("metric                         cairn        serf      cairn/serf");
+const row = (name: string, a: number, b: number, unit: string) =>
+  console.log(`${name.padEnd(30)} ${`${a.toFixed(unit === "%" ? 2 : 0)} ${unit}`.padStart(10)} ${`${b.toFixed(unit === "%" ? 2 : 0)} ${unit}`.padStart(10)}   ${ratio(a, b)}`);
+row("start N agents", cairn.startMs, serf.startMs, "ms");
+row("all-see-all after joins", cairn.convergeMs, serf.convergeMs, "ms");
+row("kill -9 → failed on all", cairn.detectMs, serf.detectMs, "ms");
+console.log(`${"idle RSS per agent".padEnd(30)} ${`${cairn.rssMiB.toFixed(1)} MiB`.padStart(10)} ${`${serf.rssMiB.toFixed(1)} MiB`.padStart(10)}   ${ratio(cairn.rssMiB, serf.rssMiB)}`);
+row("idle CPU per agent", cairn.cpuPct, serf.cpuPct, "%");
+console.log(`targets: all-see-all ≤ 1500 ms (${cairn.convergeMs <= 1500 ? "met" : "NOT met"}), detection ≤ 1.0× serf (${cairn.detectMs <= serf.detectMs ? "met" : "NOT met"}), idle RSS ≤ 50 MiB (${cairn.rssMiB <= 50 ? "met" : "NOT met"})`);
+cleanup();
+process.exit(0);
