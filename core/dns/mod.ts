@@ -30,7 +30,7 @@ export type {
 export { createRpcBackend } from "./backend_rpc.ts";
 export type { RpcBackendOptions } from "./backend_rpc.ts";
 export { createDnsResolver, dnsAnswerConfig } from "./driver.ts";
-export type { DnsBackend, DnsResolveOptions, DnsResolver } from "./driver.ts";
+export type { DnsBackend, DnsLookedUp, DnsResolveOptions, DnsResolver } from "./driver.ts";
 export { addressToHex, addressToReverse, canonicalName, hexToAddress, normalizeAddress, parseName } from "./names.ts";
 export type { ParsedName } from "./names.ts";
 export { createDnsServer, DnsListenError, parseRecursor } from "./serve_node.ts";
