@@ -416,6 +416,9 @@ export async function runScenario(o: ClusterOptions & { membership?: boolean }):
     } else if (roll === 9 && r.chance(0.3)) {
       // Power loss: every server dies at once; only synced writes survive.
       for (const s of c.live()) void c.crash(s);
+      c.clock.setTimer(r.range(20, 300), () => {
+        for (const s of c.servers) if (s.crashed) void c.restart(s);
+      });
     } else if (roll === 8) {
       const a = r.pick(ids);
       const b = r.pick(ids);
