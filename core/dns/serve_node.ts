@@ -11,7 +11,7 @@ import { CairnError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { Rng } from "../sim/rng.ts";
-import { rcodeAnswer, type DnsAnswer, type DnsQuestion, type DnsRcode } from "./answer.ts";
+import { isValidName, rcodeAnswer, type DnsAnswer, type DnsQuestion, type DnsRcode } from "./answer.ts";
 import type { DnsLookedUp, DnsResolver } from "./driver.ts";
 import { parseQuery, typeName } from "./query.ts";
 
@@ -225,6 +225,11 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         return headerOnly(query, "FORMERR", ra);
       }
       echo = questions[0]!;
+      // A label with a dot or bytes that are not UTF-8 cannot be echoed faithfully by dns-packet.
+      if (typeof echo.name !== "string" || !isValidName(echo.name)) {
+        counters.formErr++;
+        return headerOnly(query, "FORMERR", ra);
+      }
       for (const a of packet.additionals ?? []) {
         if (a.type === "OPT") ednsSize = Math.max(512, (a as dnsPacket.OptAnswer).udpPayloadSize || 512);
       }

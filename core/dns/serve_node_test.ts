@@ -4,7 +4,7 @@ import { Buffer } from "node:buffer";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { connect } from "node:net";
 import * as dnsPacket from "dns-packet";
-import { Rng } from "../sim/rng.ts";
+import { Rng, seeds } from "../sim/rng.ts";
 import { createDnsResolver } from "./driver.ts";
 import { createDnsServer, DnsListenError, parseRecursor, type DnsServer } from "./serve_node.ts";
 import { FakeBackend, makeInstance, makeNode, testConfig } from "./_fake_backend.ts";
@@ -308,5 +308,31 @@ test("TCP: a client pipelining hundreds of queries without reading is disconnect
     assert.equal(server.counters.tcpFramesRefused, 1);
     const ok = await tcpExchange(port, [frame(query("n1.node.consul.", "A", { id: 9 }))], 1);
     assert.equal(ok.replies[0]!.id, 9, "other clients are still served");
+  });
+});
+
+test("mutated queries never throw, and every reply decodes", async () => {
+  await withServer(async ({ server }) => {
+    const bases = [
+      query("web.service.consul.", "SRV", { edns: 1232 }),
+      query("n1.node.consul.", "TXT"),
+      query("_web._tcp.service.consul.", "SRV"),
+      query("1.0.0.10.in-addr.arpa.", "PTR"),
+      query("consul.", "ANY" as dnsPacket.RecordType),
+    ];
+    for (const seed of seeds(3)) {
+      const rng = new Rng(seed);
+      for (let i = 0; i < 400; i++) {
+        const q = new Uint8Array(rng.pick(bases));
+        const flips = rng.range(1, 4);
+        for (let f = 0; f < flips; f++) q[rng.range(2, q.length - 1)] = rng.int(256);
+        q[2] = q[2]! & 0x7f; // keep it a query
+        const cut = rng.chance(0.2) ? q.subarray(0, rng.range(0, q.length)) : q;
+        const reply = await server.handle(cut, rng.chance(0.5) ? "udp" : "tcp");
+        if (reply) {
+          assert.doesNotThrow(() => dnsPacket.decode(Buffer.from(reply)), `seed ${seed} case ${i}: ${Buffer.from(cut).toString("hex")}`);
+        }
+      }
+    }
   });
 });
