@@ -30,6 +30,8 @@ import { keyringCommand } from "./keyring.ts";
 import { leaveCommand } from "./leave.ts";
 import { membersCommand } from "./members.ts";
 import { rttCommand } from "./rtt.ts";
+import { lockCommand } from "./lock.ts";
+import { watchCommand } from "./watch.ts";
 
 /** A command that only groups subcommands (`cairn kv`). */
 function parentCommand(name: string, synopsis: string, text: string): Command {
@@ -123,6 +125,7 @@ Usage: cairn kv <subcommand> [options] [args]
   kvImport,
   kvPut,
   leaveCommand,
+  lockCommand,
   maintCommand,
   membersCommand,
   parentCommand(
@@ -177,6 +180,7 @@ Usage: cairn services <subcommand> [options] [args]
   servicesRegister,
   validateCommand,
   versionCommand,
+  watchCommand,
 ];
 
 const byName = new Map(commands.map((c) => [c.name, c]));
