@@ -195,8 +195,10 @@ function buildRecords(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: 
   }
 }
 
+/** A TTL in whole seconds, within the 31 bits RFC 2181 allows. */
 function seconds(ms: number): number {
-  return Math.max(0, Math.floor(ms / 1000));
+  const s = Math.floor(ms / 1000);
+  return Number.isFinite(s) ? Math.min(Math.max(0, s), 0x7fffffff) : 0;
 }
 
 export function soaRecord(domain: string, ctx: AnswerContext): DnsRecord {
