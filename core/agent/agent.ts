@@ -38,6 +38,8 @@ export interface RunningAgent {
   readonly logger: Logger;
   /** Bound HTTP address (port 0 resolves to the real one). */
   readonly httpAddr: { host: string; port: number } | undefined;
+  /** Bound DNS address, UDP and TCP (undefined when ports.dns is -1). */
+  readonly dnsAddr: { host: string; port: number } | undefined;
   /** Local services and checks (registration, runners, anti-entropy). */
   readonly local: LocalAgent;
   /** Re-read the config and apply its service and check definitions (`cairn reload`, SIGHUP). */
@@ -221,6 +223,7 @@ export async function startAgent(
     config,
     logger,
     httpAddr,
+    dnsAddr: dns?.addr,
     local,
     reload,
     gossip,
