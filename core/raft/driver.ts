@@ -341,6 +341,8 @@ export class RaftNode implements Consensus {
     this.#pumping = true;
     this.#pumpDone = this.#pump().finally(() => {
       this.#pumping = false;
+      // Work that arrived after the loop's last check must not wait for a tick.
+      this.#schedule();
     });
   }
 
