@@ -108,6 +108,50 @@ export async function watchOnce(client: ApiClient, q: WatchQuery, index: number,
   return { index: r.meta.lastIndex, data: q.data(r.status, r.text) };
 }
 
+/**
+ * Run `onChange` for the current value and after every change until `signal`
+ * aborts (exit 0); 1 when the very first query fails. Later errors are
+ * retried with backoff.
+ */
+export async function watchLoop(
+  client: ApiClient,
+  q: WatchQuery,
+  signal: AbortSignal,
+  io: Pick<CliIo, "stderr">,
+  onChange: (index: number, data: unknown) => Promise<void>,
+): Promise<number> {
+  let index = 0;
+  let first = true;
+  let failures = 0;
+  while (!signal.aborted) {
+    let r: { index: number; data: unknown };
+    try {
+      r = await watchOnce(client, q, index, signal);
+      failures = 0;
+    } catch (err) {
+      if (signal.aborted) break;
+      if (first) {
+        io.stderr(`Error querying Consul agent: ${apiErrorText(err)}\n`);
+        return 1;
+      }
+      failures++;
+      io.stderr(`Watch error: ${apiErrorText(err)}; retrying\n`);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1_000 * 2 ** Math.min(failures, 5))));
+      continue;
+    }
+    // The index went backwards (a snapshot restore, a new leader): start over.
+    if (r.index < index) {
+      index = 0;
+      continue;
+    }
+    if (!first && r.index === index) continue;
+    first = false;
+    index = r.index;
+    await onChange(r.index, r.data);
+  }
+  return 0;
+}
+
 export const watchCommand: Command = {
   name: "watch",
   synopsis: "Watch for changes in Cairn",
@@ -136,42 +180,15 @@ export const watchCommand: Command = {
     }
 
     const shutdown = onShutdownSignal();
-    let index = 0;
-    let first = true;
-    let failures = 0;
     try {
-      while (!shutdown.signal.aborted) {
-        let r: { index: number; data: unknown };
-        try {
-          r = await watchOnce(client, q, index, shutdown.signal);
-          failures = 0;
-        } catch (err) {
-          if (shutdown.signal.aborted) break;
-          if (first) {
-            io.stderr(`Error querying Consul agent: ${apiErrorText(err)}\n`);
-            return 1;
-          }
-          failures++;
-          io.stderr(`Watch error: ${apiErrorText(err)}; retrying\n`);
-          await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1_000 * 2 ** Math.min(failures, 5))));
-          continue;
-        }
-        // The index went backwards (a snapshot restore, a new leader): start over.
-        if (r.index < index) {
-          index = 0;
-          continue;
-        }
-        if (!first && r.index === index) continue;
-        first = false;
-        index = r.index;
-        const body = new TextEncoder().encode(`${JSON.stringify(r.data)}\n`);
-        const child = startChild(handler, io, { shell, env: { CONSUL_INDEX: String(r.index), CAIRN_INDEX: String(r.index) }, stdin: body });
+      return await watchLoop(client, q, shutdown.signal, io, async (index, data) => {
+        const body = new TextEncoder().encode(`${JSON.stringify(data)}\n`);
+        const child = startChild(handler, io, { shell, env: { CONSUL_INDEX: String(index), CAIRN_INDEX: String(index) }, stdin: body });
         const code = await child.exited;
         if (code !== 0) io.stderr(`Error executing handler: exit status ${code}\n`);
-      }
+      });
     } finally {
       shutdown.cancel();
     }
-    return 0;
   },
 };

@@ -1,0 +1,110 @@
+// `cairn watch` against a real in-process dev agent: without a handler the
+// current value is printed and the command ends; the loop hands the current
+// value, then every change, to the handler; bad flag combinations fail.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { ApiClient } from "../core/api/client.ts";
+import { buildConfig } from "../core/config/mod.ts";
+import { FanoutSink } from "../core/log/mod.ts";
+import { startAgent, type RunningAgent } from "../core/agent/agent.ts";
+import { parseFlags } from "./_flags.ts";
+import { testIo } from "./_testing.ts";
+import { watchCommand, watchLoop, watchQuery } from "./watch.ts";
+
+let agent: RunningAgent;
+let addr = "";
+let api: ApiClient;
+
+before(async () => {
+  const config = buildConfig({ dev: true, flags: { ports: { http: 0, dns: -1, serfLan: 0, serfWan: 0, server: 0 }, nodeName: "watcher" } });
+  agent = await startAgent(config, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
+  addr = `127.0.0.1:${agent.httpAddr!.port}`;
+  api = new ApiClient({ address: addr });
+});
+
+after(async () => {
+  await agent.stop();
+});
+
+function io() {
+  const t = testIo({ env: { CONSUL_HTTP_ADDR: addr } });
+  delete (t as { fetch?: typeof fetch }).fetch;
+  return t;
+}
+
+test("watch: without a handler prints the current value once", async () => {
+  await api.kv.put("cfg/one", "1");
+  let t = io();
+  assert.equal(await watchCommand.run(["-type=key", "-key=cfg/one"], t), 0, t.stderrText);
+  const pair = JSON.parse(t.stdoutText) as { Key: string; Value: string };
+  assert.equal(pair.Key, "cfg/one");
+  assert.equal(pair.Value, "MQ==");
+  t = io();
+  assert.equal(await watchCommand.run(["-type=key", "-key=cfg/missing"], t), 0);
+  assert.equal(t.stdoutText.trim(), "null");
+  // The dev server's leader reconcile puts the agent's own node in the catalog.
+  const deadline = Date.now() + 5_000;
+  while ((await api.catalog.nodes()).nodes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t = io();
+  assert.equal(await watchCommand.run(["-type=nodes"], t), 0);
+  assert.deepEqual((JSON.parse(t.stdoutText) as Array<{ Node: string }>).map((n) => n.Node), ["watcher"]);
+});
+
+test("watch: flag errors", async () => {
+  for (const [args, msg] of [
+    [[], /Must specify watch type/],
+    [["-type=bogus"], /Unsupported watch type: bogus/],
+    [["-type=key"], /Must specify a single key/],
+    [["-type=service"], /Must specify a single service/],
+    [["-type=checks", "-service=a", "-state=any"], /Cannot specify service and state/],
+  ] as const) {
+    const t = io();
+    assert.equal(await watchCommand.run([...args], t), 1);
+    assert.match(t.stderrText, msg);
+  }
+});
+
+test("watch loop: the handler sees the initial value, then each change, with a growing index", async () => {
+  const q = watchQuery(parseFlags(["-type=service", "-service=web", "-passingonly"], [
+    { name: "type", kind: "string", usage: "" },
+    { name: "service", kind: "string", usage: "" },
+    { name: "passingonly", kind: "bool", usage: "" },
+  ]));
+  assert.ok(typeof q !== "string");
+  const seen: Array<{ index: number; nodes: string[] }> = [];
+  const ctl = new AbortController();
+  const loop = watchLoop(api, q, ctl.signal, { stderr() {} }, async (index, data) => {
+    seen.push({ index, nodes: (data as Array<{ Node: { Node: string } }>).map((e) => e.Node.Node) });
+  });
+  const waitSeen = async (n: number) => {
+    const deadline = Date.now() + 5_000;
+    while (seen.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(seen.length, n, JSON.stringify(seen));
+  };
+  await waitSeen(1);
+  assert.deepEqual(seen[0]!.nodes, []);
+  await api.catalog.register({ Node: "n1", Address: "10.1.1.1", Service: { Service: "web", Port: 80 } });
+  await waitSeen(2);
+  assert.deepEqual(seen[1]!.nodes, ["n1"]);
+  assert.ok(seen[1]!.index > seen[0]!.index);
+  await api.catalog.register({ Node: "n1", Address: "10.1.1.1", Check: { CheckID: "c", Name: "c", ServiceID: "web", Status: "critical" } });
+  await waitSeen(3);
+  assert.deepEqual(seen[2]!.nodes, [], "-passingonly drops the critical instance");
+  ctl.abort();
+  assert.equal(await loop, 0);
+});
+
+test("watch: the handler runs through the shell with the JSON on stdin and CONSUL_INDEX set", async () => {
+  const q = watchQuery(parseFlags(["-type=key", "-key=cfg/two"], [
+    { name: "type", kind: "string", usage: "" },
+    { name: "key", kind: "string", usage: "" },
+  ]));
+  assert.ok(typeof q !== "string");
+  await api.kv.put("cfg/two", "2");
+  // The command's loop ends only on SIGINT/SIGTERM: exercise its handler path (startChild) directly.
+  const { startChild } = await import("./_child.ts");
+  const t = io();
+  const child = startChild(['test -n "$CONSUL_INDEX" && cat'], t, { shell: true, env: { CONSUL_INDEX: "9" }, stdin: new TextEncoder().encode('{"Key":"cfg/two"}\n') });
+  assert.equal(await child.exited, 0);
+  assert.equal(t.stdoutText, '{"Key":"cfg/two"}\n');
+});
