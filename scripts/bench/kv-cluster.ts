@@ -1,0 +1,204 @@
+// Cluster KV benchmark (not a test): `node --import tsx scripts/bench/kv-cluster.ts`.
+// Three cairn servers (dist/cairn, or CAIRN_E2E_BIN; fsync on, as always)
+// and then a three-member etcd (/usr/bin/etcd, its JSON gateway) on
+// 127.0.0.1 free ports, in the same run. Load goes to the leader over
+// keep-alive HTTP: PUT at 1, 16 and 64 connections, then GET at 16
+// connections in each consistency mode (cairn: default, ?consistent, ?stale;
+// etcd: linearizable and serializable range). Prints both and the ratios.
+// CAIRN_BENCH_SECONDS (default 3) sets each phase's length.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "../e2e/harness.ts";
+import { makeCluster, waitForLeader, type Cluster } from "../e2e/raft_cluster.ts";
+
+const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
+const keyCount = 1_000;
+const value = Buffer.alloc(64, "v");
+
+interface Reply {
+  status: number;
+  body: Buffer;
+}
+
+function httpCall(agent: Agent, target: { host: string; port: number }, method: string, path: string, body?: Buffer): Promise<Reply> {
+  return new Promise((ok, fail) => {
+    const req = request({ host: target.host, port: target.port, method, path, agent, headers: body ? { "content-length": body.length } : {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => ok({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on("error", fail);
+    });
+    req.on("error", fail);
+    req.end(body);
+  });
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+interface Result {
+  opsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+/** `conns` workers issuing `op(i)` back to back for `seconds`. */
+async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boolean>): Promise<Result> {
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  const latencies: number[] = [];
+  let errors = 0;
+  const end = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: conns }, async (_, w) => {
+    let i = w;
+    while (performance.now() < end) {
+      const s = performance.now();
+      try {
+        if (!(await op(agent, i))) errors++;
+      } catch {
+        errors++;
+      }
+      latencies.push(performance.now() - s);
+      i += conns;
+    }
+  }));
+  const elapsed = (performance.now() - t0) / 1000;
+  agent.destroy();
+  const sorted = Float64Array.from(latencies).sort();
+  return { opsPerSec: latencies.length / elapsed, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), errors };
+}
+
+interface Target {
+  name: string;
+  put(agent: Agent, i: number): Promise<boolean>;
+  gets: Array<{ mode: string; get(agent: Agent, i: number): Promise<boolean> }>;
+}
+
+function cairnTarget(port: number): Target {
+  const t = { host: "127.0.0.1", port };
+  const get = (q: string) => async (agent: Agent, i: number) => (await httpCall(agent, t, "GET", `/v1/kv/bench/k${i % keyCount}${q}`)).status === 200;
+  return {
+    name: "cairn",
+    put: async (agent, i) => (await httpCall(agent, t, "PUT", `/v1/kv/bench/k${i % keyCount}`, value)).status === 200,
+    gets: [
+      { mode: "default", get: get("") },
+      { mode: "consistent", get: get("?consistent") },
+      { mode: "stale", get: get("?stale") },
+    ],
+  };
+}
+
+const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
+
+function etcdTarget(port: number): Target {
+  const t = { host: "127.0.0.1", port };
+  const range = (serializable: boolean) => async (agent: Agent, i: number) => {
+    const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), serializable }));
+    return (await httpCall(agent, t, "POST", "/v3/kv/range", body)).status === 200;
+  };
+  return {
+    name: "etcd",
+    put: async (agent, i) => {
+      const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), value: b64(value) }));
+      return (await httpCall(agent, t, "POST", "/v3/kv/put", body)).status === 200;
+    },
+    gets: [
+      { mode: "default", get: range(false) },
+      { mode: "consistent", get: range(false) },
+      { mode: "stale", get: range(true) },
+    ],
+  };
+}
+
+async function runTarget(t: Target): Promise<Map<string, Result>> {
+  const out = new Map<string, Result>();
+  for (const conns of [1, 16, 64]) {
+    const r = await phase(conns, t.put);
+    out.set(`PUT c=${conns}`, r);
+    console.log(`  ${t.name.padEnd(6)} PUT        c=${String(conns).padEnd(3)} ${fmt(r)}`);
+  }
+  for (const g of t.gets) {
+    const r = await phase(16, g.get);
+    out.set(`GET ${g.mode} c=16`, r);
+    console.log(`  ${t.name.padEnd(6)} GET ${g.mode.padEnd(10)} c=16 ${fmt(r)}`);
+  }
+  return out;
+}
+
+function fmt(r: Result): string {
+  return `${r.opsPerSec.toFixed(0).padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms  errors ${r.errors}`;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startEtcd(): Promise<{ procs: ChildProcess[]; leaderPort: number; dir: string }> {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-etcd-"));
+  const members = [];
+  for (let i = 1; i <= 3; i++) members.push({ name: `e${i}`, client: await freePort(), peer: await freePort() });
+  const initial = members.map((m) => `${m.name}=http://127.0.0.1:${m.peer}`).join(",");
+  const procs = members.map((m) => spawn("/usr/bin/etcd", [
+    "--name", m.name,
+    "--data-dir", join(dir, m.name),
+    "--listen-client-urls", `http://127.0.0.1:${m.client}`,
+    "--advertise-client-urls", `http://127.0.0.1:${m.client}`,
+    "--listen-peer-urls", `http://127.0.0.1:${m.peer}`,
+    "--initial-advertise-peer-urls", `http://127.0.0.1:${m.peer}`,
+    "--initial-cluster", initial,
+    "--initial-cluster-state", "new",
+    "--initial-cluster-token", "cairn-bench",
+    "--log-level", "error",
+  ], { stdio: ["ignore", "ignore", "ignore"] }));
+  const probe = new Agent({ keepAlive: false });
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    for (const m of members) {
+      try {
+        const r = await httpCall(probe, { host: "127.0.0.1", port: m.client }, "POST", "/v3/maintenance/status", Buffer.from("{}"));
+        if (r.status !== 200) continue;
+        const s = JSON.parse(r.body.toString()) as { header?: { member_id?: string }; leader?: string };
+        if (s.leader && s.leader !== "0" && s.header?.member_id === s.leader) return { procs, leaderPort: m.client, dir };
+      } catch { /* not up yet */ }
+    }
+    await sleep(100);
+  }
+  for (const p of procs) if (p.pid) process.kill(p.pid, "SIGKILL");
+  throw new Error("etcd cluster has no leader after 30 s");
+}
+
+async function main(): Promise<void> {
+  let cluster: Cluster | undefined;
+  let etcd: { procs: ChildProcess[]; leaderPort: number; dir: string } | undefined;
+  try {
+    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase, load sent to the leader`);
+    cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
+    for (const s of cluster.servers) cluster.start(s);
+    const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
+    const cairn = await runTarget(cairnTarget(leader.http));
+    await cluster.stopAll();
+
+    if (!existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
+    etcd = await startEtcd();
+    const etcdResults = await runTarget(etcdTarget(etcd.leaderPort));
+
+    console.log("\n# ratios cairn / etcd (ops/s higher is better; p99 lower is better)");
+    console.log("  (etcd GET default and consistent are both linearizable ranges; stale = serializable)");
+    for (const [k, c] of cairn) {
+      const e = etcdResults.get(k);
+      if (!e) continue;
+      console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x`);
+    }
+  } finally {
+    await cluster?.stopAll();
+    cluster?.root.remove();
+    for (const p of etcd?.procs ?? []) if (p.pid !== undefined && p.exitCode === null) process.kill(p.pid, "SIGKILL");
+    if (etcd) rmSync(etcd.dir, { recursive: true, force: true });
+  }
+}
+
+await main();
