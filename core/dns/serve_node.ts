@@ -1,11 +1,12 @@
 // The DNS server: UDP and TCP on one port, dns-packet for the wire format.
 // Queries go through the DnsResolver; names outside our domains go to the
-// recursors over UDP, in order, each with the recursor timeout. Bad input
+// recursors over UDP, in order, each with the recursor timeout (a TCP client
+// whose forwarded answer came back truncated gets it again over TCP). Bad input
 // is counted and dropped (or answered FORMERR when the header is readable);
 // nothing a client sends can throw out of here.
 import { Buffer } from "node:buffer";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
-import { createServer, type Server as TcpServer, type Socket as TcpSocket } from "node:net";
+import { connect, createServer, type Server as TcpServer, type Socket as TcpSocket } from "node:net";
 import * as dnsPacket from "dns-packet";
 import { CairnError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
@@ -263,7 +264,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       answer = rcodeAnswer("SERVFAIL");
     }
     if (answer.forward) {
-      const forwarded = await forward(query, id);
+      const forwarded = await forward(query, id, transport);
       if (forwarded) return forwarded;
       answer = rcodeAnswer("SERVFAIL");
     }
@@ -285,10 +286,15 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     return bytes;
   }
 
-  async function forward(query: Uint8Array, id: number): Promise<Uint8Array | undefined> {
+  async function forward(query: Uint8Array, id: number, transport: "udp" | "tcp"): Promise<Uint8Array | undefined> {
     counters.forwarded++;
     for (const r of recursors) {
       const reply = await askRecursor(r, query, id, recursorTimeoutMs);
+      // A TCP client cannot retry a truncated answer: ask the same recursor over TCP.
+      if (reply && transport === "tcp" && reply[2]! & 0x02) {
+        const full = await askRecursorTcp(r, query, id, recursorTimeoutMs);
+        if (full) return full;
+      }
       if (reply) return reply;
       logger.debug("recursor did not answer", { recursor: `${r.host}:${r.port}` });
     }
@@ -420,6 +426,40 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       if (t) await new Promise<void>((resolve) => t.close(() => resolve()));
     },
   };
+}
+
+/** One recursor over TCP (one framed query, one framed answer), or undefined on timeout or error. */
+function askRecursorTcp(r: { host: string; port: number }, query: Uint8Array, id: number, timeoutMs: number): Promise<Uint8Array | undefined> {
+  return new Promise((resolve) => {
+    const sock = connect({ host: r.host, port: r.port });
+    let buf: Uint8Array = new Uint8Array(0);
+    let done = false;
+    const finish = (v: Uint8Array | undefined) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(v);
+    };
+    const timer = setTimeout(() => finish(undefined), timeoutMs);
+    sock.on("error", () => finish(undefined));
+    sock.on("close", () => finish(undefined));
+    sock.on("connect", () => {
+      const frame = new Uint8Array(2 + query.length);
+      frame[0] = query.length >> 8;
+      frame[1] = query.length & 0xff;
+      frame.set(query, 2);
+      sock.write(frame);
+    });
+    sock.on("data", (chunk: Uint8Array) => {
+      buf = concat(buf, chunk);
+      if (buf.length < 2) return;
+      const len = (buf[0]! << 8) | buf[1]!;
+      if (buf.length < 2 + len) return;
+      const msg = buf.slice(2, 2 + len);
+      finish(msg.length >= 12 && ((msg[0]! << 8) | msg[1]!) === id ? msg : undefined);
+    });
+  });
 }
 
 /** One recursor, one try: the reply bytes (same ID) or undefined on timeout or error. */

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
-import { connect } from "node:net";
+import { connect, createServer as createNetServer } from "node:net";
 import * as dnsPacket from "dns-packet";
 import { Rng, seeds } from "../sim/rng.ts";
 import { createDnsResolver } from "./driver.ts";
@@ -335,4 +335,43 @@ test("mutated queries never throw, and every reply decodes", async () => {
       }
     }
   });
+});
+
+test("recursors: a truncated UDP answer to a TCP client is fetched again over TCP", async () => {
+  // UDP: TC and no records; TCP (same port): the full answer.
+  const udp = createSocket("udp4");
+  await new Promise<void>((r) => udp.bind(0, "127.0.0.1", () => r()));
+  const rport = udp.address().port;
+  const answerFor = (msg: Buffer, truncated: boolean) => {
+    const q = dnsPacket.decode(msg);
+    return dnsPacket.encode({
+      type: "response",
+      id: q.id,
+      flags: truncated ? dnsPacket.TRUNCATED_RESPONSE : 0,
+      questions: q.questions,
+      answers: truncated ? [] : Array.from({ length: 40 }, (_, i) => ({ type: "A" as const, name: q.questions![0]!.name, ttl: 60, data: `192.0.2.${i + 1}` })),
+    });
+  };
+  udp.on("message", (msg, rinfo) => udp.send(answerFor(msg, true), rinfo.port, rinfo.address));
+  const tcpServer = createNetServer((sock) => {
+    let buf = Buffer.alloc(0);
+    sock.on("data", (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      if (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) sock.end(frame(answerFor(buf.subarray(2, 2 + buf.readUInt16BE(0)), false)));
+    });
+    sock.on("error", () => {});
+  });
+  await new Promise<void>((r) => tcpServer.listen(rport, "127.0.0.1", () => r()));
+  try {
+    await withServer(async ({ port }) => {
+      const viaTcp = await tcpExchange(port, [frame(query("big.example.", "A", { id: 12 }))], 1);
+      assert.equal(viaTcp.replies[0]!.answers.length, 40);
+      assert.equal(viaTcp.replies[0]!.flag_tc, false);
+      const viaUdp = decode((await udpAsk(port, query("big.example.", "A", { id: 13 })))!);
+      assert.equal(viaUdp.flag_tc, true, "UDP clients get the truncated answer and retry themselves");
+    }, { recursors: [`127.0.0.1:${rport}`], recursorTimeoutMs: 1_000 });
+  } finally {
+    udp.close();
+    await new Promise<void>((r) => tcpServer.close(() => r()));
+  }
 });
