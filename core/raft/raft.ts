@@ -790,7 +790,16 @@ export class RaftCore {
       }
       return;
     }
-    if (!pr.maybeUpdate(m.index)) return;
+    const advanced = pr.maybeUpdate(m.index);
+    if (!advanced) {
+      // A probe answered at the match we already knew still proves where the
+      // logs meet: start pipelining (etcd does the same).
+      if (pr.state === "probe" && m.index === pr.match) {
+        pr.becomeReplicate();
+        this.#sendAppendLoop(m.from);
+      }
+      return;
+    }
     if (pr.state === "probe") pr.becomeReplicate();
     else if (pr.state === "snapshot" && pr.match >= pr.pendingSnapshot) pr.becomeProbe();
     if (this.#maybeCommit()) this.#needBroadcast = true;
