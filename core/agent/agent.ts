@@ -95,6 +95,8 @@ export async function startAgent(
     enableLocalScriptChecks: config.enableLocalScriptChecks,
     // The full-sync interval grows with the LAN pool (consul ae scaleFactor).
     clusterSize: () => gossip.lan.members().length,
+    // Consul's ae_interval is internal; tests shorten it with CAIRN_AE_INTERVAL_MS.
+    aeIntervalMs: Number(process.env.CAIRN_AE_INTERVAL_MS) > 0 ? Number(process.env.CAIRN_AE_INTERVAL_MS) : undefined,
   });
   local.start({ services: config.services, checks: config.checks }, { sync: false });
   // A server joining the LAN pool triggers a staggered full sync (consul: ServerUp → SyncFull).
