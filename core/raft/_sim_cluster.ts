@@ -77,6 +77,8 @@ export interface ClusterOptions {
   chaosMs?: number;
   snapshotThreshold?: number;
   trailingLogs?: number;
+  electionTicks?: number;
+  heartbeatTicks?: number;
 }
 
 export class SimCluster {
@@ -148,8 +150,8 @@ export class SimCluster {
       rng: this.rng.fork(),
       logger,
       tickMs: 10,
-      electionTicks: 10,
-      heartbeatTicks: 2,
+      electionTicks: this.#o.electionTicks ?? 10,
+      heartbeatTicks: this.#o.heartbeatTicks ?? 2,
       snapshotThreshold: this.#o.snapshotThreshold ?? 40,
       raft: { trailingLogs: this.#o.trailingLogs ?? 10, maxInflight: 8, maxEntriesPerMsg: 16, snapshotChunkBytes: 512 },
     });
@@ -355,6 +357,8 @@ export async function runScenario(o: ClusterOptions & { membership?: boolean }):
     ...o,
     snapshotThreshold: o.snapshotThreshold ?? p.pick([5, 40, 40, 200]),
     trailingLogs: o.trailingLogs ?? p.pick([0, 10, 10, 50]),
+    electionTicks: o.electionTicks ?? p.pick([5, 10, 10, 20]),
+    heartbeatTicks: o.heartbeatTicks ?? p.pick([1, 2, 2, 3]),
   };
   const c = new SimCluster(o);
   await c.start();
