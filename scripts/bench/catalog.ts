@@ -1,0 +1,186 @@
+// Catalog benchmark of a dev agent: `node --import tsx scripts/bench/catalog.ts`.
+// Starts `dist/cairn agent -dev` on free ports (or uses CAIRN_BENCH_HTTP_ADDR),
+// registers 10,000 service instances across 100 nodes through
+// /v1/catalog/register (100 services × 100 nodes, each instance with a passing
+// check), measures GET /v1/health/service/<name>?passing throughput at 1 and 16
+// keep-alive connections, then parks 1,000 blocking watchers on one service
+// (?passing&index=N&wait=60s): a registration of another service should wake
+// none, a registration of the watched service must wake all; the time until
+// the last one has its answer is reported.
+// CAIRN_BENCH_SECONDS (default 3) sets each GET phase's length,
+// CAIRN_BENCH_WATCHERS (default 1000) the number of watchers.
+import { Agent, request } from "node:http";
+import { startDevAgent, type DevAgent } from "../e2e/harness.ts";
+
+const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
+const watchers = Number(process.env.CAIRN_BENCH_WATCHERS ?? 1_000);
+const nodeCount = 100;
+const serviceCount = 100;
+
+let host = "127.0.0.1";
+let port = 0;
+
+interface Reply {
+  status: number;
+  index: number;
+  body: Buffer;
+}
+
+function httpCall(agent: Agent, method: string, path: string, body?: string): Promise<Reply> {
+  return new Promise((ok, fail) => {
+    const req = request({ host, port, method, path, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => ok({ status: res.statusCode ?? 0, index: Number(res.headers["x-consul-index"] ?? 0), body: Buffer.concat(chunks) }));
+      res.on("error", fail);
+    });
+    req.on("error", fail);
+    req.end(body);
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))]!;
+}
+
+function registration(node: number, svc: number): string {
+  const name = `svc-${svc}`;
+  const id = `${name}-${node}`;
+  return JSON.stringify({
+    Node: `node-${node}`,
+    Address: `10.0.${Math.floor(node / 250)}.${(node % 250) + 1}`,
+    Service: { ID: id, Service: name, Port: 8000 + svc, Tags: ["bench", `n${node % 4}`] },
+    Check: { CheckID: `chk-${id}`, Name: `check ${id}`, ServiceID: id, Status: "passing" },
+  });
+}
+
+async function register(): Promise<{ count: number; ms: number; errors: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  const jobs: Array<[number, number]> = [];
+  for (let n = 0; n < nodeCount; n++) for (let s = 0; s < serviceCount; s++) jobs.push([n, s]);
+  let next = 0;
+  let errors = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (next < jobs.length) {
+      const [n, s] = jobs[next++]!;
+      const r = await httpCall(agent, "PUT", "/v1/catalog/register", registration(n, s));
+      if (r.status !== 200) errors++;
+    }
+  }));
+  const ms = performance.now() - t0;
+  agent.destroy();
+  return { count: jobs.length, ms, errors };
+}
+
+async function getPhase(conns: number): Promise<{ conns: number; ops: number; perSec: number; p50: number; p99: number; errors: number; entries: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  const lat: number[] = [];
+  let errors = 0;
+  let entries = 0;
+  const until = performance.now() + seconds * 1000;
+  let i = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: conns }, async () => {
+    while (performance.now() < until) {
+      const svc = i++ % serviceCount;
+      const s = performance.now();
+      const r = await httpCall(agent, "GET", `/v1/health/service/svc-${svc}?passing`);
+      lat.push(performance.now() - s);
+      if (r.status !== 200) errors++;
+      else if (entries === 0) entries = (JSON.parse(r.body.toString()) as unknown[]).length;
+    }
+  }));
+  const elapsed = (performance.now() - t0) / 1000;
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { conns, ops: lat.length, perSec: lat.length / elapsed, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), errors, entries };
+}
+
+async function fanout(): Promise<{ connected: number; wokenByOther: number; answered: number; allMs: number; p50: number; p99: number; errors: number }> {
+  const setup = new Agent({ keepAlive: true, maxSockets: 1 });
+  const first = await httpCall(setup, "GET", "/v1/health/service/svc-0?passing");
+  const index = first.index;
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  let connected = 0;
+  let answered = 0;
+  let errors = 0;
+  let putAt = Infinity;
+  let otherPhase = true;
+  let wokenByOther = 0;
+  const wake: number[] = [];
+  let allDone: () => void = () => {};
+  const done = new Promise<void>((r) => (allDone = r));
+  for (let i = 0; i < watchers; i++) {
+    const req = request({ host, port, method: "GET", path: `/v1/health/service/svc-0?passing&index=${index}&wait=60s`, agent }, (res) => {
+      res.resume();
+      res.on("end", () => {
+        const t = performance.now();
+        if (otherPhase) wokenByOther++;
+        else {
+          answered++;
+          wake.push(t - putAt);
+        }
+        if (answered + wokenByOther + errors >= watchers) allDone();
+      });
+    });
+    req.on("socket", () => connected++);
+    req.on("error", () => {
+      errors++;
+      if (answered + wokenByOther + errors >= watchers) allDone();
+    });
+    req.end();
+  }
+  // Let every watcher reach the agent (connect + request parsed), then write another service.
+  const deadline = Date.now() + 15_000;
+  while (connected < watchers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 1_000));
+  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 1));
+  await new Promise((r) => setTimeout(r, 1_000));
+  otherPhase = false;
+  putAt = performance.now();
+  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 0));
+  await Promise.race([done, new Promise((r) => setTimeout(r, 30_000))]);
+  agent.destroy();
+  setup.destroy();
+  wake.sort((a, b) => a - b);
+  return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors };
+}
+
+async function main(): Promise<void> {
+  let dev: DevAgent | undefined;
+  const given = process.env.CAIRN_BENCH_HTTP_ADDR;
+  if (given) {
+    const at = given.lastIndexOf(":");
+    host = given.slice(0, at);
+    port = Number(given.slice(at + 1));
+  } else {
+    dev = await startDevAgent();
+    port = dev.httpPort;
+  }
+  try {
+    console.log(`# catalog benchmark against ${host}:${port}`);
+    const reg = await register();
+    console.log(`registered ${reg.count} instances (${serviceCount} services × ${nodeCount} nodes) in ${(reg.ms / 1000).toFixed(2)} s = ${(reg.count / (reg.ms / 1000)).toFixed(0)} registrations/s, 32 connections, errors ${reg.errors}`);
+    console.log("");
+    console.log(`# GET /v1/health/service/<name>?passing (${serviceCount} instances per answer), ${seconds} s per row`);
+    console.log("| conns | requests | req/s | p50 ms | p99 ms | errors |");
+    console.log("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const c of [1, 16]) {
+      const g = await getPhase(c);
+      console.log(`| ${g.conns} | ${g.ops} | ${g.perSec.toFixed(0)} | ${g.p50.toFixed(2)} | ${g.p99.toFixed(2)} | ${g.errors} |`);
+      if (g.entries !== serviceCount) console.log(`(warning: an answer had ${g.entries} entries, want ${serviceCount})`);
+    }
+    console.log("");
+    console.log(`# ${watchers} blocking watchers of svc-0 (?passing&index=N&wait=60s)`);
+    const f = await fanout();
+    console.log("| watchers | connected | woken by another service | answered after registration | all answered ms | p50 ms | p99 ms | errors |");
+    console.log("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    console.log(`| ${watchers} | ${f.connected} | ${f.wokenByOther} | ${f.answered} | ${f.allMs.toFixed(0)} | ${f.p50.toFixed(0)} | ${f.p99.toFixed(0)} | ${f.errors} |`);
+  } finally {
+    await dev?.stop();
+  }
+}
+
+await main();
