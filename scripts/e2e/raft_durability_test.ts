@@ -2,8 +2,9 @@
 // -retry-join) under write load. kill -9 of the leader → a new leader within
 // three election timeouts and every acknowledged write readable; a full
 // restart recovers from disk; a torn last log record is cut on start; a
-// server whose Raft data was wiped catches up by snapshot; with no quorum a
-// write fails with "No cluster leader" after the hold timeout.
+// server whose Raft data was wiped catches up by snapshot; a server that
+// leaves is removed from the peers; with no quorum a write fails with
+// "No cluster leader" after the hold timeout.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -82,7 +83,7 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   // Snapshots every 200 entries, 50 kept behind: a wiped server must catch up by snapshot.
   cluster = await makeCluster(3, { env: { CAIRN_RAFT_SNAPSHOT_THRESHOLD: "200", CAIRN_RAFT_TRAILING_LOGS: "50" } });
   const c = cluster;
-  const [a, b, d] = c.servers as [ServerSpec, ServerSpec, ServerSpec];
+  const a = c.servers[0]!;
   for (const s of c.servers) c.start(s);
 
   // 1. Bootstrap from gossip: one leader, three voters.
@@ -170,15 +171,23 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   const stats = await raftStats(c, wiped);
   assert.ok(Number(stats?.last_snapshot_index ?? 0) > 0, `wiped server restored a snapshot: ${JSON.stringify(stats)}`);
 
-  // 7. No quorum: with two servers down, a write waits for the hold timeout, then 500 "No cluster leader".
-  const survivor = a;
-  await Promise.all(c.servers.filter((s) => s !== survivor).map((s) => c.kill(s)));
+  // 7. A server that leaves (PUT /v1/agent/leave) is removed from the peer set by the leader.
+  const leaver = c.servers.find((s) => s !== leader3)!;
+  const left = await fetch(c.url(leaver, "/v1/agent/leave"), { method: "PUT", signal: AbortSignal.timeout(30_000) });
+  assert.equal(left.status, 200);
+  await waitFor(async () => {
+    const p = await getJson(c.url(leader3, "/v1/status/peers"));
+    return Array.isArray(p) && p.length === 2 && !p.includes(`127.0.0.1:${leaver.server}`);
+  }, { timeoutMs: 30_000, what: "the leaving server removed from the peers" });
+  await c.kill(leaver);
+
+  // 8. No quorum: one of the two voters left, a write waits for the hold timeout, then 500 "No cluster leader".
+  const survivor = c.servers.find((s) => s !== leader3 && s !== leaver)!;
+  await c.kill(leader3);
   const t0 = Date.now();
   const r = await fetch(c.url(survivor, "/v1/kv/no-quorum"), { method: "PUT", body: "z", signal: AbortSignal.timeout(30_000) });
   const heldMs = Date.now() - t0;
   assert.equal(r.status, 500);
   assert.equal((await r.text()).trim(), "No cluster leader");
   assert.ok(heldMs >= 5_000, `held ${heldMs} ms before failing (rpc_hold_timeout 7 s)`);
-  void b;
-  void d;
 });
