@@ -4,7 +4,8 @@
 // restart from disk. Raft time is a SimClock advanced by the test.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultConfig } from "../config/defaults.ts";
@@ -152,6 +153,46 @@ test("server nodes: bootstrap-expect from gossip, forwarding, reconcile, operato
     await runUntil(() => again.every((n) => n.fsm.state.kvsGet("k").value !== undefined), "data back from disk");
   } finally {
     for (const n of nodes) await n.stop().catch(() => {});
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test("server node: raft/peers.json replaces the configuration on start and keeps the data", { timeout: 60_000 }, async () => {
+  const root = await mkdtemp(join(tmpdir(), "cairn-peers-json-"));
+  const id = "00000009-0000-4000-8000-000000000009";
+  const port = await freePort();
+  const cfg = config("solo", join(root, "solo"), port, 1);
+  try {
+    // A single server that believes in two other (dead) voters: no quorum.
+    let n = await startServerNode({ config: { ...cfg, bootstrapExpect: 1 }, nodeId: id, clock, rng: new Rng(21), logger: nullLogger() });
+    nodes.push(n);
+    await runUntil(() => n.raft?.isLeader() === true, "solo leader");
+    await settle(n.router.call("KVS.Apply", { op: "set", entry: { key: "kept", value: new Uint8Array([7]) } }), "write");
+    // The change is appended (and in effect) but never commits: the leader steps down.
+    n.raft!.addVoter("dead-1", "127.0.0.1:1").catch(() => {});
+    await runUntil(() => n.raft!.configuration().servers.length === 2 && !n.raft!.isLeader(), "dead voter appended");
+    await n.stop();
+    nodes.length = 0;
+    n = await startServerNode({ config: cfg, nodeId: id, clock, rng: new Rng(22), logger: nullLogger() });
+    nodes.push(n);
+    await runUntil(() => true, "a turn", 3_000);
+    assert.equal(n.raft?.configuration().servers.length, 2, "two voters from the log");
+    await n.stop();
+    nodes.length = 0;
+
+    // The operator writes peers.json with just this server.
+    const raftDir = join(cfg.dataDir, "raft");
+    await writeFile(join(raftDir, "peers.json"), JSON.stringify([{ id, address: `127.0.0.1:${port}`, non_voter: false }]));
+    n = await startServerNode({ config: cfg, nodeId: id, clock, rng: new Rng(23), logger: nullLogger() });
+    nodes.push(n);
+    await runUntil(() => n.raft?.isLeader() === true, "leader after recovery");
+    assert.deepEqual(n.raft!.configuration().servers.map((s) => s.id), [id]);
+    assert.deepEqual(Array.from(n.fsm.state.kvsGet("kept").value?.value ?? []), [7]);
+    assert.ok(existsSync(join(raftDir, "peers.info")) && !existsSync(join(raftDir, "peers.json")), "peers.json renamed to peers.info");
+    await settle(n.router.call("KVS.Apply", { op: "set", entry: { key: "after", value: new Uint8Array([8]) } }), "write after recovery");
+  } finally {
+    for (const n of nodes) await n.stop().catch(() => {});
+    nodes.length = 0;
     await rm(root, { recursive: true, force: true });
   }
 });
