@@ -9,8 +9,8 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { run, waitFor } from "./harness.ts";
-import { bin, getJson, makeCluster, waitForLeader, type Cluster, type ServerSpec } from "./raft_cluster.ts";
+import { freePort, run, waitFor } from "./harness.ts";
+import { bin, getJson, makeCluster, startCairn, waitForLeader, type Cluster, type ServerSpec } from "./raft_cluster.ts";
 
 const electionTimeoutMs = 1_000; // raft_multiplier 1
 
@@ -94,6 +94,37 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   assert.equal(list.code, 0, list.stderr);
   assert.equal(list.stdout.trim().split("\n").length, 4, list.stdout);
   assert.match(list.stdout, /leader/);
+
+  // A client agent (no -server) finds the servers in gossip and forwards to them.
+  const clientHttp = await freePort();
+  const clientDir = join(c.root.path, "client");
+  const client = startCairn([
+    "agent", `-data-dir=${clientDir}`, "-node=client1", "-bind=127.0.0.1", `-http-port=${clientHttp}`, "-dns-port=-1",
+    `-serf-lan-port=${await freePort()}`, `-retry-join=127.0.0.1:${a.serfLan}`, "-retry-interval=1s",
+  ]);
+  try {
+    await waitFor(async () => {
+      const r = await fetch(`http://127.0.0.1:${clientHttp}/v1/kv/from-client`, { method: "PUT", body: "c", signal: AbortSignal.timeout(10_000) });
+      return r.ok;
+    }, { timeoutMs: 30_000, what: "a write through the client agent" }).catch((err) => {
+      throw new Error(`${String(err)}\n--- client ---\n${client.output().slice(-3000)}`);
+    });
+    const viaClient = await fetch(`http://127.0.0.1:${clientHttp}/v1/kv/from-client?raw`);
+    assert.equal(await viaClient.text(), "c");
+    assert.equal(viaClient.headers.get("x-consul-knownleader"), "true");
+    const clientLeader = await getJson(`http://127.0.0.1:${clientHttp}/v1/status/leader`);
+    assert.equal(clientLeader, `127.0.0.1:${leader1.server}`);
+  } finally {
+    await client.kill();
+  }
+
+  // A stale read on a follower answers locally with true leader facts.
+  const follower1 = c.servers.find((s) => s !== leader1)!;
+  await waitFor(async () => (await fetch(c.url(follower1, "/v1/kv/from-client?stale&raw"))).ok, { what: "the write on a follower" });
+  const stale = await fetch(c.url(follower1, "/v1/kv/from-client?stale"));
+  assert.equal(stale.headers.get("x-consul-knownleader"), "true");
+  const lastContact = Number(stale.headers.get("x-consul-lastcontact"));
+  assert.ok(Number.isInteger(lastContact) && lastContact >= 0 && lastContact < 2_000, `X-Consul-LastContact ${lastContact}`);
 
   // 2. Write load; kill -9 the leader in the middle.
   const acked = new Map<string, string>();
