@@ -51,8 +51,8 @@ function isRetryable(err: unknown): boolean {
   return err instanceof RpcError && err.remoteCode === undefined && !/over the limit|Cannot encode/.test(err.message);
 }
 
-/** The longest a blocking read may wait on the server, plus Consul's jitter (1/16). */
-function blockingWaitMs(args: unknown): number {
+/** The longest a blocking read may wait on the server, plus Consul's jitter (1/16); add it to a forwarded call's timeout. */
+export function blockingWaitMs(args: unknown): number {
   if (typeof args !== "object" || args === null) return 0;
   const q = (args as { query?: { minQueryIndex?: unknown; maxQueryTimeMs?: unknown } }).query;
   if (!q || typeof q.maxQueryTimeMs !== "number" || !(Number(q.minQueryIndex) > 0)) return 0;

@@ -31,7 +31,7 @@ import {
   serverFromMember,
   type LanPoolLike,
 } from "./bootstrap.ts";
-import { RpcRouter } from "./rpc_router.ts";
+import { blockingWaitMs, RpcRouter } from "./rpc_router.ts";
 
 /** One server in `operator raft` output (Consul's `RaftServer`, camelCase). */
 export interface RaftServerInfo {
@@ -176,7 +176,7 @@ export class ServerNode {
           return await local.handle(m, body, { signal: ctx.signal });
         } catch (err) {
           if (!(err instanceof NotLeaderError) || !err.leader || err.leader === this.rpcAddr) throw err;
-          return await this.pool.call(err.leader, m, body, { signal: ctx.signal });
+          return await this.pool.call(err.leader, m, body, { signal: ctx.signal, timeoutMs: this.pool.callTimeoutMs + blockingWaitMs(body) });
         }
       });
     }
