@@ -78,7 +78,10 @@ export function readSerfSnapshot(file: string, logger: Logger): SerfSnapshot | u
   }
 }
 
-/** Rewrites the snapshot at most every `delayMs` after a change; `flush()` writes at once. */
+/**
+ * Rewrites the snapshot at most every `delayMs` (default 2 s) after a change,
+ * so a join storm costs a handful of writes; `flush()` writes at once (stop, leave).
+ */
 export class SerfSnapshotWriter {
   #file: string;
   #clock: Clock;
@@ -92,8 +95,10 @@ export class SerfSnapshotWriter {
     this.#clock = options.clock;
     this.#log = options.logger;
     this.#state = options.state;
-    this.#delayMs = options.delayMs ?? 500;
+    this.#delayMs = options.delayMs ?? 2_000;
   }
+
+  #dirReady = false;
 
   changed(): void {
     if (this.#timer) return;
@@ -107,7 +112,10 @@ export class SerfSnapshotWriter {
     this.#timer?.cancel();
     this.#timer = undefined;
     try {
-      mkdirSync(dirname(this.#file), { recursive: true });
+      if (!this.#dirReady) {
+        mkdirSync(dirname(this.#file), { recursive: true });
+        this.#dirReady = true;
+      }
       const tmp = `${this.#file}.tmp`;
       writeFileSync(tmp, formatSerfSnapshot(this.#state()));
       renameSync(tmp, this.#file);
