@@ -149,6 +149,10 @@ export function reconcileAction(
     if (s.status === "left" && entry) return { op: "removeServer", id: s.id, name: s.name };
     if (s.status === "alive" && (!entry || entry.suffrage !== "voter" || entry.address !== s.address)) {
       if (entry && entry.address !== s.address) return { op: "removeServer", id: s.id, name: s.name };
+      // A server that came back with a new ID on the same address (its data dir
+      // was wiped): drop the stale entry first, as Consul's joinConsulServer does.
+      const stale = configuration.servers.find((x) => x.address === s.address && x.id !== s.id);
+      if (stale && stale.id !== options.selfId) return { op: "removeServer", id: stale.id, name: s.name };
       return { op: "addVoter", id: s.id, address: s.address, name: s.name };
     }
   }

@@ -57,4 +57,8 @@ test("reconcileAction: the leader adds alive servers and removes servers that le
   assert.deepEqual(reconcileAction([server("a"), server("b", { status: "left" })], config, opts), { op: "removeServer", id: "id-b", name: "b" });
   assert.equal(reconcileAction([server("a"), server("b", { status: "failed" })], config, opts), undefined, "failed servers stay");
   assert.equal(reconcileAction([server("a"), server("c", { dc: "dc2" })], config, opts), undefined, "other datacenters are not ours");
+  // b came back with a new ID on its old address: the stale entry goes first.
+  assert.deepEqual(reconcileAction([server("a"), server("b", { id: "id-b2" })], config, opts), { op: "removeServer", id: "id-b", name: "b" });
+  const replaced = { servers: [config.servers[0]!] };
+  assert.deepEqual(reconcileAction([server("a"), server("b", { id: "id-b2" })], replaced, opts), { op: "addVoter", id: "id-b2", address: "10.0.0.2:8300", name: "b" });
 });
