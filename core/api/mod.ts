@@ -14,3 +14,5 @@ export { Sessions } from "./session.ts";
 export type { SessionCreateRequest, SessionEntry } from "./session.ts";
 export { AgentMembers, coordinateDistanceSeconds, Coordinates, Event, memberStatusName, OperatorKeyring } from "./gossip.ts";
 export type { AgentMember, CoordinateDatacenterMap, CoordinateEntry, CoordinateJson, KeyringResponse, UserEvent } from "./gossip.ts";
+export { Operator } from "./operator.ts";
+export type { RaftConfiguration, RaftServer } from "./operator.ts";

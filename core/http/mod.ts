@@ -27,3 +27,13 @@ export { catalogRoutes } from "./catalog_routes.ts";
 export { decodeCheck, decodeRegister, parseNodeMeta } from "./catalog.ts";
 export { parsePassing } from "./health.ts";
 export { decodeSessionCreate, defaultSessionLockDelayMs, parseLockDelay, serfCheckId } from "./session.ts";
+export {
+  devOperatorRaftBackend,
+  operatorRaftConfigurationHandler,
+  operatorRaftMethods,
+  operatorRaftPeerHandler,
+  operatorRaftRoutes,
+  operatorRaftTransferLeaderHandler,
+  raftConfigurationJson,
+} from "./operator_raft.ts";
+export type { OperatorRaftBackend, RaftConfigurationJson } from "./operator_raft.ts";
