@@ -16,6 +16,7 @@ import { FileLogStore } from "../raft/log_store_file_node.ts";
 import { FileSnapshotStore } from "../raft/snapshot_store_file_node.ts";
 import { FileStableStore } from "../raft/stable_store_file_node.ts";
 import type { Configuration } from "../raft/types.ts";
+import { operatorRaftMethods } from "../http/operator_raft.ts";
 import { TcpRaftTransport } from "../rpc/raft_transport_node.ts";
 import { createRpcServer, RpcClientPool, type RpcServer } from "../rpc/transport_node.ts";
 import type { Consensus } from "../server/consensus.ts";
@@ -51,11 +52,7 @@ export interface RaftConfigurationReply {
 }
 
 /** Operator methods served over the server RPC (outside the typed KV/catalog contract). */
-export const operatorMethods = {
-  getConfiguration: "Operator.RaftGetConfiguration",
-  removePeer: "Operator.RaftRemovePeer",
-  transferLeader: "Operator.RaftTransferLeader",
-} as const;
+export const operatorMethods = operatorRaftMethods;
 
 export interface ServerNodeOptions {
   config: AgentConfig;
