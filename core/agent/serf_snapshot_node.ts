@@ -4,6 +4,7 @@
 // We rewrite the whole (compacted) file after membership changes, so it
 // stays small, and read it back on start to rejoin the previous members.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { Logger } from "../log/mod.ts";
@@ -101,22 +102,53 @@ export class SerfSnapshotWriter {
   #dirReady = false;
 
   changed(): void {
-    if (this.#timer) return;
+    if (this.#timer || this.#stopped) return;
     this.#timer = this.#clock.setTimer(this.#delayMs, () => {
       this.#timer = undefined;
-      this.flush();
+      void this.#flushAsync();
     });
   }
 
+  #writing = false;
+  #again = false;
+  #stopped = false;
+
+  #ensureDir(): void {
+    if (this.#dirReady) return;
+    mkdirSync(dirname(this.#file), { recursive: true });
+    this.#dirReady = true;
+  }
+
+  /** Background rewrite off the event loop (a join storm must not stall gossip on file renames). */
+  async #flushAsync(): Promise<void> {
+    if (this.#writing) {
+      this.#again = true;
+      return;
+    }
+    this.#writing = true;
+    try {
+      this.#ensureDir();
+      const tmp = `${this.#file}.tmp`;
+      await writeFile(tmp, formatSerfSnapshot(this.#state()));
+      if (!this.#stopped) await rename(tmp, this.#file);
+    } catch (err) {
+      this.#log.warn("cannot write the serf snapshot", { file: this.#file, error: String(err) });
+    } finally {
+      this.#writing = false;
+    }
+    if (this.#again && !this.#stopped) {
+      this.#again = false;
+      this.changed();
+    }
+  }
+
+  /** Synchronous rewrite (stop, leave). */
   flush(): void {
     this.#timer?.cancel();
     this.#timer = undefined;
     try {
-      if (!this.#dirReady) {
-        mkdirSync(dirname(this.#file), { recursive: true });
-        this.#dirReady = true;
-      }
-      const tmp = `${this.#file}.tmp`;
+      this.#ensureDir();
+      const tmp = `${this.#file}.sync.tmp`;
       writeFileSync(tmp, formatSerfSnapshot(this.#state()));
       renameSync(tmp, this.#file);
     } catch (err) {
@@ -127,6 +159,7 @@ export class SerfSnapshotWriter {
   /** Record a graceful leave (so a restart does not rejoin unless rejoin_after_leave). */
   leave(): void {
     this.flush();
+    this.#stopped = true;
     try {
       appendFileSync(this.#file, "leave\n");
     } catch (err) {
@@ -135,6 +168,7 @@ export class SerfSnapshotWriter {
   }
 
   stop(): void {
+    this.#stopped = true;
     this.#timer?.cancel();
     this.#timer = undefined;
   }
