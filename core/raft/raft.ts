@@ -817,7 +817,12 @@ export class RaftCore {
     if (pr.state === "replicate" && oldest && sentAt !== undefined && sentAt - oldest.tick >= Math.max(2, this.#electionTicks >> 1)) {
       pr.becomeProbe();
     }
-    if (pr.match < this.#log.lastIndex()) this.#sendAppendLoop(m.from);
+    // Behind: probe (even with nothing new to send, so a follower whose
+    // next index is past our log still learns where the logs meet).
+    if (pr.match < this.#log.lastIndex()) {
+      if (pr.state !== "probe") this.#sendAppendLoop(m.from);
+      else if (this.#sendAppend(m.from, true)) this.#sendAppendLoop(m.from);
+    }
     if (this.#reads.length > 0) {
       const voters = this.#voters();
       const q = committedIndex(voters, (id) => (id === this.id ? this.#round : this.#progress.get(id)?.ackedRound ?? 0));
