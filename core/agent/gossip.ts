@@ -347,6 +347,7 @@ export class SerfPool implements GossipPool {
   #stopped = false;
   #conflicts = 0;
   #vetoed = 0;
+  #wireErrors = 0;
 
   constructor(opts: PoolOptions) {
     this.#opts = opts;
@@ -355,7 +356,8 @@ export class SerfPool implements GossipPool {
     this.keyring = opts.keyring;
     this.datacenter = opts.datacenter;
     this.#log = opts.logger;
-    const codec = serfWireCodec();
+    // Parts of packets/streams the codec had to drop (truncated, malformed) are counted for Stats.serf_lan.
+    const codec = serfWireCodec({ onWireError: () => void this.#wireErrors++ });
     this.core = new SerfCore({
       name: opts.nodeName,
       addr: opts.transport.localAddr,
@@ -697,6 +699,7 @@ export class SerfPool implements GossipPool {
       encrypted: this.keyring ? "true" : "false",
       members_refused: this.#vetoed,
       name_conflicts: this.#conflicts,
+      wire_errors: this.#wireErrors,
       ...this.transport.stats,
     };
   }

@@ -196,3 +196,23 @@ test("server pools: WAN name is node.dc; conflicting node ID refused", async () 
     await dup.stop();
   }
 });
+
+test("bad packets are counted and dropped, never thrown: garbage, truncated, oversized", async () => {
+  const { createSocket } = await import("node:dgram");
+  const g = await startGossip(config("bad", { server: false }), { logger: nullLogger(), clock: systemClock, nodeId: "00000000-0000-0000-0000-0000000000cc" });
+  const sock = createSocket("udp4");
+  try {
+    const port = g.lan.localMember().port;
+    const send = (b: Uint8Array) => new Promise<void>((r) => sock.send(b, port, "127.0.0.1", () => r()));
+    await send(new Uint8Array([0xff, 1, 2, 3]));
+    await send(new Uint8Array([2, 0x85])); // truncated ping
+    await send(new Uint8Array(9000).fill(7));
+    await until(() => Number(g.lan.stats().packetsReceived) >= 3, "packets received");
+    const s = g.lan.stats();
+    assert.ok(Number(s.packetsGarbage) + Number(s.wire_errors) + Number(s.packetsUnhandled) >= 2, JSON.stringify(s));
+    assert.deepEqual(alive(g.lan), ["bad"]);
+  } finally {
+    sock.close();
+    await g.stop();
+  }
+});
