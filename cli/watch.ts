@@ -11,6 +11,7 @@ import { apiClientFromFlags, bool, formatHelp, httpFlags, list, str } from "./_f
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText, prettyJson } from "./_output.ts";
+import { linkedSignal } from "../core/api/signals.ts";
 
 const flags: readonly FlagSpec[] = [
   ...httpFlags,
@@ -91,21 +92,34 @@ export function watchQuery(p: ParsedFlags): WatchQuery | string {
   }
 }
 
-function pathWith(q: WatchQuery): string {
-  if (q.params.length === 0) return q.path;
-  const sp = new URLSearchParams(q.params);
+function pathWith(q: WatchQuery, extra: [string, string][]): string {
+  const params = [...q.params, ...extra];
+  if (params.length === 0) return q.path;
+  const sp = new URLSearchParams(params);
   return `${q.path}?${sp.toString().replace(/=(&|$)/g, "$1")}`;
 }
 
-/** One round of the watch: the data and its index, blocking above `index`. */
-export async function watchOnce(client: ApiClient, q: WatchQuery, index: number, signal?: AbortSignal): Promise<{ index: number; data: unknown }> {
+function indexValue(text: string): bigint {
+  try {
+    return /^\d+$/.test(text) ? BigInt(text) : 0n;
+  } catch {
+    return 0n;
+  }
+}
+
+/**
+ * One round of the watch: the data and its index, blocking above `index`.
+ * Indexes stay text: the event list's are 64-bit hashes a number would round.
+ */
+export async function watchOnce(client: ApiClient, q: WatchQuery, index: string, signal?: AbortSignal): Promise<{ index: string; data: unknown }> {
+  const blocking: [string, string][] = index !== "0" && index !== "" ? [["index", index], ["wait", "300s"]] : [];
   const r = await client.request({
     method: "GET",
-    path: pathWith(q),
-    query: { waitIndex: index, waitTimeMs: index > 0 ? 5 * 60_000 : undefined, signal },
+    path: pathWith(q, blocking),
+    query: { signal },
     accept: q.accept404 ? [404] : [],
   });
-  return { index: r.meta.lastIndex, data: q.data(r.status, r.text) };
+  return { index: r.meta.lastIndexText ?? String(r.meta.lastIndex), data: q.data(r.status, r.text) };
 }
 
 /**
@@ -118,15 +132,16 @@ export async function watchLoop(
   q: WatchQuery,
   signal: AbortSignal,
   io: Pick<CliIo, "stderr">,
-  onChange: (index: number, data: unknown) => Promise<void>,
+  onChange: (index: string, data: unknown) => Promise<void>,
 ): Promise<number> {
-  let index = 0;
+  let index = "0";
   let first = true;
   let failures = 0;
   while (!signal.aborted) {
-    let r: { index: number; data: unknown };
+    let r: { index: string; data: unknown };
+    const round = linkedSignal(signal);
     try {
-      r = await watchOnce(client, q, index, signal);
+      r = await watchOnce(client, q, index, round.signal);
       failures = 0;
     } catch (err) {
       if (signal.aborted) break;
@@ -138,10 +153,13 @@ export async function watchLoop(
       io.stderr(`Watch error: ${apiErrorText(err)}; retrying\n`);
       await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1_000 * 2 ** Math.min(failures, 5))));
       continue;
+    } finally {
+      round.dispose();
     }
     // The index went backwards (a snapshot restore, a new leader): start over.
-    if (r.index < index) {
-      index = 0;
+    // Event-list indexes are hashes, not ordered: only equality matters there.
+    if (q.path !== "/v1/event/list" && indexValue(r.index) < indexValue(index)) {
+      index = "0";
       continue;
     }
     if (!first && r.index === index) continue;
@@ -170,7 +188,7 @@ export const watchCommand: Command = {
 
     if (handler.length === 0) {
       try {
-        const { data } = await watchOnce(client, q, 0);
+        const { data } = await watchOnce(client, q, "0");
         io.stdout(`${prettyJson(data)}\n`);
         return 0;
       } catch (err) {
@@ -183,7 +201,7 @@ export const watchCommand: Command = {
     try {
       return await watchLoop(client, q, shutdown.signal, io, async (index, data) => {
         const body = new TextEncoder().encode(`${JSON.stringify(data)}\n`);
-        const child = startChild(handler, io, { shell, env: { CONSUL_INDEX: String(index), CAIRN_INDEX: String(index) }, stdin: body });
+        const child = startChild(handler, io, { shell, env: { CONSUL_INDEX: index, CAIRN_INDEX: index }, stdin: body });
         const code = await child.exited;
         if (code !== 0) io.stderr(`Error executing handler: exit status ${code}\n`);
       });

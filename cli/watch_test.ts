@@ -71,7 +71,7 @@ test("watch loop: the handler sees the initial value, then each change, with a g
     { name: "passingonly", kind: "bool", usage: "" },
   ]));
   assert.ok(typeof q !== "string");
-  const seen: Array<{ index: number; nodes: string[] }> = [];
+  const seen: Array<{ index: string; nodes: string[] }> = [];
   const ctl = new AbortController();
   const loop = watchLoop(api, q, ctl.signal, { stderr() {} }, async (index, data) => {
     seen.push({ index, nodes: (data as Array<{ Node: { Node: string } }>).map((e) => e.Node.Node) });
@@ -86,7 +86,7 @@ test("watch loop: the handler sees the initial value, then each change, with a g
   await api.catalog.register({ Node: "n1", Address: "10.1.1.1", Service: { Service: "web", Port: 80 } });
   await waitSeen(2);
   assert.deepEqual(seen[1]!.nodes, ["n1"]);
-  assert.ok(seen[1]!.index > seen[0]!.index);
+  assert.ok(BigInt(seen[1]!.index) > BigInt(seen[0]!.index));
   await api.catalog.register({ Node: "n1", Address: "10.1.1.1", Check: { CheckID: "c", Name: "c", ServiceID: "web", Status: "critical" } });
   await waitSeen(3);
   assert.deepEqual(seen[2]!.nodes, [], "-passingonly drops the critical instance");
@@ -107,4 +107,32 @@ test("watch: the handler runs through the shell with the JSON on stdin and CONSU
   const child = startChild(['test -n "$CONSUL_INDEX" && cat'], t, { shell: true, env: { CONSUL_INDEX: "9" }, stdin: new TextEncoder().encode('{"Key":"cfg/two"}\n') });
   assert.equal(await child.exited, 0);
   assert.equal(t.stdoutText, '{"Key":"cfg/two"}\n');
+});
+
+test("watch loop: events, whose 64-bit hash indexes must round-trip exactly (no busy loop)", { timeout: 15_000 }, async () => {
+  const q = watchQuery(parseFlags(["-type=event", "-name=deploy"], [
+    { name: "type", kind: "string", usage: "" },
+    { name: "name", kind: "string", usage: "" },
+  ]));
+  assert.ok(typeof q !== "string");
+  let requests = 0;
+  const counting = new ApiClient({ address: addr, fetch: (input, init) => { requests++; return fetch(input, init); } });
+  const seen: string[][] = [];
+  const ctl = new AbortController();
+  const loop = watchLoop(counting, q, ctl.signal, { stderr() {} }, async (_index, data) => {
+    seen.push((data as Array<{ Name: string }>).map((e) => e.Name));
+  });
+  const fire = (name: string) => fetch(`http://${addr}/v1/event/fire/${name}`, { method: "PUT", body: "x" });
+  const deadline = Date.now() + 5_000;
+  while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await fire("deploy");
+  while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(seen.at(-1), ["deploy"]);
+  await fire("other");
+  await new Promise((r) => setTimeout(r, 300));
+  const before = requests;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.ok(requests - before <= 2, `the loop must block, not spin: ${requests - before} requests in 300 ms`);
+  ctl.abort();
+  assert.equal(await loop, 0);
 });

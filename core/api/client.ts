@@ -63,6 +63,8 @@ export interface WriteOptions {
 export interface QueryMeta {
   /** X-Consul-Index. */
   lastIndex: number;
+  /** X-Consul-Index as sent: event-list indexes are 64-bit hashes that a number cannot hold exactly. */
+  lastIndexText?: string;
   /** X-Consul-KnownLeader. */
   knownLeader: boolean;
   /** X-Consul-LastContact, ms. */
@@ -80,6 +82,7 @@ export function normalizeAddress(address: string, useTls = false): string {
 function queryMeta(headers: Headers): QueryMeta {
   return {
     lastIndex: Number(headers.get("X-Consul-Index") ?? 0) || 0,
+    lastIndexText: headers.get("X-Consul-Index") ?? "0",
     knownLeader: headers.get("X-Consul-KnownLeader") === "true",
     lastContactMs: Number(headers.get("X-Consul-LastContact") ?? 0) || 0,
   };

@@ -13,6 +13,7 @@
 // do not fit the flags this store keeps (safe integers), so they are left out.
 import type { ApiClient } from "./client.ts";
 import type { KVPair } from "./kv.ts";
+import { linkedSignal } from "./signals.ts";
 
 export const defaultLockSessionTtl = "15s";
 export const defaultLockRetryMs = 5_000;
@@ -109,8 +110,9 @@ async function monitor(
   let index = startIndex;
   let failures = 0;
   while (!lost.signal.aborted) {
-    const signal = AbortSignal.any([lost.signal, session.ctl.signal]);
     if (session.ctl.signal.aborted) break;
+    const linked = linkedSignal(lost.signal, session.ctl.signal);
+    const signal = linked.signal;
     try {
       const r = await query(index, signal);
       failures = 0;
@@ -120,6 +122,8 @@ async function monitor(
       if (signal.aborted) break;
       if (++failures > retries) break;
       await sleep(1_000, signal);
+    } finally {
+      linked.dispose();
     }
   }
   if (!lost.signal.aborted) lost.abort(new Error("lock lost"));
@@ -144,16 +148,18 @@ export class Lock {
     let index = 0;
     try {
       while (!signal?.aborted) {
-        const waitSignal = signal ? AbortSignal.any([signal, session.ctl.signal]) : session.ctl.signal;
+        const wait = linkedSignal(signal, session.ctl.signal);
         let pair: KVPair | null;
         try {
-          const r = await this.#c.kv.get(o.key, { waitIndex: index, waitTimeMs: 15_000, signal: waitSignal });
+          const r = await this.#c.kv.get(o.key, { waitIndex: index, waitTimeMs: 15_000, signal: wait.signal });
           pair = r.pair;
           index = r.meta.lastIndex;
         } catch (err) {
           if (signal?.aborted) break;
           if (session.ctl.signal.aborted) throw new Error("lock session was invalidated before the lock was acquired");
           throw err;
+        } finally {
+          wait.dispose();
         }
         if (pair?.Session && pair.Session !== session.id) continue; // held by someone else: block on the key
         const ok = await this.#c.kv.put(o.key, o.value ?? "", { acquire: session.id });
@@ -241,16 +247,18 @@ export class Semaphore {
       if (!(await this.#c.kv.put(contender, o.value ?? "", { acquire: session.id }))) throw new Error("failed to make contender entry");
       let index = 0;
       while (!signal?.aborted) {
-        const waitSignal = signal ? AbortSignal.any([signal, session.ctl.signal]) : session.ctl.signal;
+        const wait = linkedSignal(signal, session.ctl.signal);
         let pairs: KVPair[];
         try {
-          const r = await this.#c.kv.list(this.#prefix(), { waitIndex: index, waitTimeMs: 15_000, signal: waitSignal });
+          const r = await this.#c.kv.list(this.#prefix(), { waitIndex: index, waitTimeMs: 15_000, signal: wait.signal });
           pairs = r.pairs;
           index = r.meta.lastIndex;
         } catch (err) {
           if (signal?.aborted) break;
           if (session.ctl.signal.aborted) throw new Error("semaphore session was invalidated before a slot was acquired");
           throw err;
+        } finally {
+          wait.dispose();
         }
         const { lock, modifyIndex } = this.#state(pairs);
         if (!lock.Holders[session.id]) {
