@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { defaultConfig } from "../config/defaults.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { NoLeaderError } from "../errors.ts";
-import { nullLogger } from "../log/logger.ts";
+import { CaptureSink, createLogger, nullLogger } from "../log/logger.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import type { LanPoolLike, MemberLike } from "./bootstrap.ts";
@@ -89,8 +89,8 @@ test("server nodes: bootstrap-expect from gossip, forwarding, reconcile, operato
     port: await freePort(),
     dir: join(root, name),
   })));
-  const start = async (s: (typeof specs)[number], expect: number, seed: number): Promise<ServerNode> => {
-    const n = await startServerNode({ config: config(s.name, s.dir, s.port, expect), nodeId: s.id, clock, rng: new Rng(seed), logger: nullLogger() });
+  const start = async (s: (typeof specs)[number], expect: number, seed: number, logger = nullLogger()): Promise<ServerNode> => {
+    const n = await startServerNode({ config: config(s.name, s.dir, s.port, expect), nodeId: s.id, clock, rng: new Rng(seed), logger, snapshotThreshold: 20, trailingLogs: 5 });
     nodes.push(n);
     n.attachLan(lan);
     return n;
@@ -143,9 +143,26 @@ test("server nodes: bootstrap-expect from gossip, forwarding, reconcile, operato
     await settle(follower.router.callRaw(operatorMethods.transferLeader, { id: targetId }), "transfer");
     await runUntil(() => target.raft?.isLeader() === true, "target leads");
 
+    // A follower loses its raft/ directory (same node ID): it catches up by
+    // snapshot (the leader compacted its log: threshold 20, 5 trailing entries).
+    const wipedNode = [na, nb, nc].find((n) => !n.raft?.isLeader())!;
+    const wiped = specs.find((s) => s.port === Number(wipedNode.rpcAddr.split(":")[1]))!;
+    await wipedNode.stop();
+    nodes.splice(nodes.indexOf(wipedNode), 1);
+    for (let i = 0; i < 30; i++) await settle(leader()!.router.call("KVS.Apply", { op: "set", entry: { key: `w${i}`, value: new Uint8Array([i]) } }), "write while down");
+    await rm(join(wiped.dir, "raft"), { recursive: true, force: true });
+    const capture = new CaptureSink();
+    const reborn = await start(wiped, 3, 31, createLogger({ sink: capture, level: "info" }));
+    await runUntil(() => reborn.fsm.state.kvsGet("w29").value !== undefined, "wiped server caught up");
+    assert.match(capture.text(), /installing snapshot from leader/);
+    const rebornIndex = [na, nb, nc].indexOf(wipedNode);
+    const trio = [na, nb, nc];
+    trio[rebornIndex] = reborn;
+    await runUntil(() => (leader()?.raft?.configuration().servers.length ?? 0) === 3, "three voters again");
+
     // Restart a, b, c from disk: same data, same voters.
     await nd.stop();
-    for (const n of [na, nb, nc]) await n.stop();
+    for (const n of trio) await n.stop();
     nodes.length = 0;
     const again = [await start(a, 3, 11), await start(b, 3, 12), await start(c, 3, 13)];
     await runUntil(() => leader() !== undefined, "a leader after restart");

@@ -184,8 +184,8 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   await more.stop();
   const wiped = c.servers.find((s) => s !== leader3 && s !== torn) ?? torn;
   await c.kill(wiped);
-  // Remove it from the configuration first (a leader keeps what it knew of the
-  // old log otherwise), then wipe its Raft data; the leader re-adds it from gossip.
+  // Remove it from the configuration (operator raft remove-peer), wipe its Raft
+  // data; the leader re-adds it when gossip shows it alive again.
   const wipedId = readFileSync(join(wiped.dir, "node-id"), "utf8").trim();
   const rm = await cli(["operator", "raft", "remove-peer", `-id=${wipedId}`, `-http-addr=127.0.0.1:${leader3.http}`]);
   assert.equal(rm.code, 0, rm.stderr);
