@@ -9,7 +9,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../e2e/harness.ts";
 import { makeCluster, waitForLeader, type Cluster } from "../e2e/raft_cluster.ts";
@@ -176,6 +176,7 @@ async function main(): Promise<void> {
   let etcd: { procs: ChildProcess[]; leaderPort: number; dir: string } | undefined;
   try {
     console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase, load sent to the leader`);
+    console.log(`# load average at start: ${loadavg().map((x) => x.toFixed(2)).join(" ")} (the machine may be shared)`);
     cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
     for (const s of cluster.servers) cluster.start(s);
     const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
@@ -186,6 +187,7 @@ async function main(): Promise<void> {
     etcd = await startEtcd();
     const etcdResults = await runTarget(etcdTarget(etcd.leaderPort));
 
+    console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
     console.log("\n# ratios cairn / etcd (ops/s higher is better; p99 lower is better)");
     console.log("  (etcd GET default and consistent are both linearizable ranges; stale = serializable)");
     for (const [k, c] of cairn) {
