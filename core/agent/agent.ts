@@ -168,7 +168,16 @@ export async function startAgent(
     for (const route of eventRoutes({ events })) router.add(route);
     for (const route of coordinateRoutes({ gossip })) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });
-    httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
+    try {
+      httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
+    } catch (err) {
+      // Nothing may keep the process alive after a failed start: gossip sockets included.
+      local.stop();
+      await serverNode?.stop();
+      clientRpc?.close();
+      await gossip.stop();
+      throw err;
+    }
   }
 
   let dns: StartedDns | undefined;
