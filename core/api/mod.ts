@@ -16,3 +16,6 @@ export { AgentMembers, coordinateDistanceSeconds, Coordinates, Event, memberStat
 export type { AgentMember, CoordinateDatacenterMap, CoordinateEntry, CoordinateJson, KeyringResponse, UserEvent } from "./gossip.ts";
 export { Operator } from "./operator.ts";
 export type { RaftConfiguration, RaftServer } from "./operator.ts";
+export { defaultLockRetryMs, defaultLockSessionTtl, defaultMonitorRetries, Lock, LockConflictError, Semaphore } from "./lock.ts";
+export type { Held, LockOptions } from "./lock.ts";
+export { linkedSignal } from "./signals.ts";
