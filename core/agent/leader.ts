@@ -203,6 +203,14 @@ export class LeaderDuties {
   /** One full pass: every member, then catalog nodes with serfHealth that gossip no longer knows (Consul reconcileReaped). */
   async reconcile(): Promise<void> {
     if (this.#stopped || !this.#o.consensus.isLeader()) return;
+    // Like Consul's barrier before reconciling: read the catalog only once every committed write is applied.
+    try {
+      await this.#o.consensus.readBarrier();
+    } catch (err) {
+      this.#log.warn("barrier before reconcile failed; will retry", { error: errorMessage(err) });
+      this.#nextFullMs = 0;
+      return;
+    }
     this.stats.reconciles++;
     this.#nextFullMs = this.#o.clock.now() + (this.#o.reconcileIntervalMs ?? defaultReconcileIntervalMs);
     const dc = this.#o.datacenter;
