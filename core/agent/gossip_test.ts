@@ -216,3 +216,28 @@ test("bad packets are counted and dropped, never thrown: garbage, truncated, ove
     await g.stop();
   }
 });
+
+test("restart with a data dir: the member snapshot rejoins the previous members; after a leave only with rejoin", async () => {
+  const dataDir = tmp();
+  const persistent = (extra: Partial<AgentConfig> = {}) => config("snap", { dev: false, dataDir, server: false, ...extra });
+  const peer = await startGossip(config("peer", { server: false }), { logger: nullLogger(), clock: systemClock, nodeId: "00000000-0000-0000-0000-0000000000d1" });
+  try {
+    const a = await startGossip(persistent(), { logger: nullLogger(), clock: systemClock, nodeId: "00000000-0000-0000-0000-0000000000d2" });
+    assert.equal((await a.lan.join([addrOf(peer.lan)])).joined, 1);
+    await until(() => alive(a.lan).length === 2, "joined");
+    await a.stop(); // a crash-like stop: the snapshot still lists the peer
+    assert.match(readFileSync(join(dataDir, "serf", "local.snapshot"), "utf8"), /alive: peer 127\.0\.0\.1:\d+/);
+    const b = await startGossip(persistent(), { logger: nullLogger(), clock: systemClock, nodeId: "00000000-0000-0000-0000-0000000000d2" });
+    await until(() => alive(b.lan).includes("peer"), "rejoined from the snapshot");
+    await b.leave();
+    await b.stop();
+    assert.match(readFileSync(join(dataDir, "serf", "local.snapshot"), "utf8"), /leave\n$/);
+    const sink = new CaptureSink();
+    const c = await startGossip(persistent(), { logger: createLogger({ sink, level: "info" }), clock: systemClock, nodeId: "00000000-0000-0000-0000-0000000000d2" });
+    assert.ok(sink.records.some((r) => /Ignoring previous node list/.test(r.message)), "no rejoin after a graceful leave");
+    assert.deepEqual(alive(c.lan), ["snap"]);
+    await c.stop();
+  } finally {
+    await peer.stop();
+  }
+});
