@@ -13,6 +13,7 @@ import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft
 import { RaftCore } from "./raft.ts";
 import type {
   Configuration,
+  HardState,
   Fsm,
   LogStore,
   RaftMessage,
@@ -68,6 +69,8 @@ export interface Consensus {
 export interface RaftNodeStats {
   readies: number;
   logSyncs: number;
+  /** Writes of term/vote to the stable store (commit-only changes are not written). */
+  hardStateSyncs: number;
   applied: number;
   snapshotsTaken: number;
   proposalsRejected: number;
@@ -94,7 +97,7 @@ export class RaftNode implements Consensus {
   readonly id: ServerId;
   readonly address: string;
   readonly core: RaftCore;
-  readonly stats: RaftNodeStats = { readies: 0, logSyncs: 0, applied: 0, snapshotsTaken: 0, proposalsRejected: 0, badMessages: 0 };
+  readonly stats: RaftNodeStats = { readies: 0, logSyncs: 0, hardStateSyncs: 0, applied: 0, snapshotsTaken: 0, proposalsRejected: 0, badMessages: 0 };
   #o: RaftNodeOptions;
   #log: Logger;
   #tickMs: number;
@@ -114,9 +117,11 @@ export class RaftNode implements Consensus {
   #readSeq = 0;
   #leaderListeners = new Set<(isLeader: boolean) => void>();
   #failure: Error | undefined;
+  /** Term and vote as last written to the stable store. */
+  #savedHard: HardState;
 
   /** Use createRaftNode. */
-  constructor(o: RaftNodeOptions, core: RaftCore, applied: number) {
+  constructor(o: RaftNodeOptions, core: RaftCore, applied: number, savedHard: HardState) {
     this.#o = o;
     this.id = o.id;
     this.address = o.address;
@@ -124,6 +129,7 @@ export class RaftNode implements Consensus {
     this.#log = o.logger ?? nullLogger();
     this.#tickMs = Math.max(1, (o.tickMs ?? 100) * Math.max(1, o.raftMultiplier ?? 1));
     this.#applied = applied;
+    this.#savedHard = savedHard;
     this.#lastSnapshotIndex = applied;
     this.#storeCompacted = 0;
     this.#lastContact = o.clock.now();
@@ -377,7 +383,15 @@ export class RaftNode implements Consensus {
       this.stats.logSyncs++;
       for (const e of rd.entries) if (e.type === "config") this.#learnAddresses(e.data);
     }
-    if (rd.hardState) await o.stableStore.save(rd.hardState);
+    // Term and vote must be durable before any message goes out; the commit
+    // index need not be (it is re-learned from the leader, and a stale value
+    // is safe), so a Ready that only advances commit skips the atomic
+    // write-fsync-rename of the stable store: that was most of a PUT's latency.
+    if (rd.hardState && (rd.hardState.term !== this.#savedHard.term || rd.hardState.vote !== this.#savedHard.vote)) {
+      await o.stableStore.save(rd.hardState);
+      this.#savedHard = rd.hardState;
+      this.stats.hardStateSyncs++;
+    }
     if (this.#stopped) return;
     // 2. Send.
     for (const m of rd.messages) {
@@ -572,7 +586,7 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
     },
     o.rng,
   );
-  const node = new RaftNode(o, core, snap?.meta.index ?? 0);
+  const node = new RaftNode(o, core, snap?.meta.index ?? 0, hardState ?? { term: 0, vote: "", commit: 0 });
   node.start();
   return node;
 }
