@@ -207,7 +207,7 @@ export function findCommand(argv: readonly string[]): { command: Command; args: 
 
 /** mitchellh/cli BasicHelpFunc: top-level commands only. */
 export function usage(): string {
-  const top = commands.filter((c) => !c.name.includes(" ") && !c.hidden);
+  const top = commands.filter((c) => !c.name.includes(" ") && !c.hidden).sort((a, b) => a.name.localeCompare(b.name));
   const width = Math.max(...top.map((c) => c.name.length));
   const lines = top.map((c) => `    ${c.name.padEnd(width)}    ${c.synopsis}`);
   return `Usage: cairn [--version] [--help] <command> [<args>]\n\nAvailable commands are:\n${lines.join("\n")}\n`;
