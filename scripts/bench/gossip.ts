@@ -36,6 +36,18 @@ process.on("SIGINT", () => process.exit(130));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// freePort() can hand out the same port twice while nothing holds it yet: never reuse one in a run.
+const usedPorts = new Set<number>();
+async function uniquePort(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (!usedPorts.has(p)) {
+      usedPorts.add(p);
+      return p;
+    }
+  }
+}
+
 interface Member { name: string; status: string }
 
 interface BenchAgent {
@@ -67,7 +79,18 @@ class SerfRpc {
       s.once("error", fail);
     });
     const rpc = new SerfRpc(sock);
-    await rpc.call("handshake", { Version: 1 }, false);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        rpc.call("handshake", { Version: 1 }, false),
+        new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("handshake timeout")), 2_000))),
+      ]);
+    } catch (err) {
+      rpc.close();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
     return rpc;
   }
 
@@ -112,8 +135,8 @@ class SerfRpc {
 }
 
 async function startSerfAgent(i: number): Promise<BenchAgent> {
-  const port = await freePort();
-  const rpcPort = await freePort();
+  const port = await uniquePort();
+  const rpcPort = await uniquePort();
   const name = `serf${i}`;
   const child = spawn(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, "-log-level=warn"], { stdio: "ignore" });
   children.push(child);
@@ -140,8 +163,8 @@ async function startSerfAgent(i: number): Promise<BenchAgent> {
 const statusNames = ["none", "alive", "leaving", "left", "failed"];
 
 async function startCairnAgent(i: number): Promise<BenchAgent> {
-  const port = await freePort();
-  const httpPort = await freePort();
+  const port = await uniquePort();
+  const httpPort = await uniquePort();
   const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
   dirs.push(dir);
   const name = `cairn${i}`;
