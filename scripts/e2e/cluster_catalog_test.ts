@@ -5,7 +5,8 @@
 // registered on one client is read from the other; its TTL check expires to
 // critical; anti-entropy puts back a catalog entry deleted behind the agent's
 // back; kill -9 of a client turns its serfHealth critical and invalidates its
-// sessions (releasing their locks).
+// sessions (releasing their locks), so a `cairn lock` waiting through the
+// other client takes over while the one through the dead agent stops its child.
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { cairnBin, freePort, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
@@ -113,6 +114,12 @@ test("cluster catalog: server + two clients, serfHealth, cross-agent reads, TTL 
   // 5. A session of c1 holding a lock; kill -9 c1 → serfHealth critical → session invalidated, lock released.
   const sid = (JSON.parse(await put(`${c1.http}/v1/session/create`, { Name: "c1-lock", LockDelay: "0s" })) as { ID: string }).ID;
   assert.equal((await put(`${c1.http}/v1/kv/service/leader?acquire=${sid}`, "c1")).trim(), "true");
+  // `cairn lock` through c1 holds e2e/lock; the same lock through c2 waits for it.
+  const holder = startProcess(cairnBin, ["lock", `-http-addr=${c1.http}`, "e2e/lock", "echo c1-held; sleep 60"]);
+  procs.push(holder);
+  await waitFor(() => holder.output().includes("c1-held"), { what: "cairn lock holding through c1" });
+  const waiter = startProcess(cairnBin, ["lock", `-http-addr=${c2.http}`, "e2e/lock", 'echo "c2-held $CONSUL_LOCK_HELD"']);
+  procs.push(waiter);
   await c1.proc.kill("SIGKILL");
   await waitFor(async () => (await serfStatus(c2, "c1")) === "critical", { timeoutMs: 60_000, what: "c1 serfHealth critical after kill -9" })
     .catch((err) => { throw new Error(`${String(err)}${tail(srv)}`); });
@@ -121,6 +128,12 @@ test("cluster catalog: server + two clients, serfHealth, cross-agent reads, TTL 
   await waitFor(async () => (await getJson<unknown[]>(`${c2.http}/v1/session/node/c1`)).length === 0, { what: "c1's session invalidated" });
   const kv = await getJson<Array<{ Session?: string }>>(`${c2.http}/v1/kv/service/leader`);
   assert.equal(kv[0]?.Session ?? "", "", "lock released with the session");
+  // The holder lost its agent: it gives up the lock and stops its child; the waiter gets it (after the lock delay).
+  assert.equal(await holder.exited, 1, holder.output());
+  assert.match(holder.output(), /Lock lost, killing child/);
+  const got = await Promise.race([waiter.exited, new Promise((r) => setTimeout(() => r("timeout"), 45_000))]);
+  assert.equal(got, 0, `waiter: ${waiter.output()}`);
+  assert.match(waiter.output(), /c2-held true/);
   // The failed node stays in the catalog (critical) until it leaves or is reaped.
   assert.ok((await getJson<Array<{ Node: string }>>(`${c2.http}/v1/catalog/nodes`)).some((n) => n.Node === "c1"));
 });
