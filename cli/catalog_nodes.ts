@@ -88,12 +88,8 @@ export const catalogNodes: Command = {
       return 1;
     }
     const near = str(p, "near");
-    if (near !== "") {
-      io.stderr("Error listing nodes: -near is not supported yet: network coordinates are not stored\n");
-      return 1;
-    }
     const api = apiClientFromFlags(p, io);
-    const q = { allowStale: bool(p, "stale"), nodeMeta, filter: str(p, "filter") || undefined };
+    const q = { allowStale: bool(p, "stale"), nodeMeta, filter: str(p, "filter") || undefined, ...(near !== "" ? { near } : {}) };
     try {
       let nodes: CatalogNode[];
       const service = str(p, "service");

@@ -159,6 +159,7 @@ export async function startAgent(
       agent: agentInfo,
       logger: logger.named("agent.http"),
       kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
+      coordinates: () => gossip.lan.coordinates(),
     });
     for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
     const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });

@@ -118,8 +118,9 @@ export class Catalog {
     return { services: r.value ?? {}, meta: r.meta };
   }
 
-  async service(name: string, opts?: CatalogListOptions & { tags?: string[] }): Promise<{ services: CatalogService[]; meta: QueryMeta }> {
+  async service(name: string, opts?: CatalogListOptions & { tags?: string[]; near?: string }): Promise<{ services: CatalogService[]; meta: QueryMeta }> {
     const params = [...(opts?.tags ?? []).map((t): [string, string] => ["tag", t]), ...listParams(opts)];
+    if (opts?.near) params.push(["near", opts.near]);
     const r = await this.#get<CatalogService[]>(`/v1/catalog/service/${seg(name)}`, params, opts);
     return { services: r.value ?? [], meta: r.meta };
   }

@@ -3,6 +3,7 @@
 // node-services/<node>. Bodies are Consul's PascalCase JSON, read
 // case-insensitively as Go's encoding/json does; answers are Consul's JSON.
 import { BadRequestError } from "../errors.ts";
+import { sortNear, type NearOptions } from "./near.ts";
 import type {
   CatalogDeregisterArgs,
   CatalogRegisterArgs,
@@ -304,14 +305,11 @@ export function catalogDatacentersHandler(options: { rpc: Rpc }): H {
   return async (req) => jsonResponse(await options.rpc.call("Catalog.ListDatacenters", {}, callOptions(req)), { pretty: wantsPretty(req) });
 }
 
-export function catalogNodesHandler(options: { rpc: Rpc }): H {
+export function catalogNodesHandler(options: { rpc: Rpc; near?: NearOptions }): H {
   return async (req) => {
-    if (req.query.has("near")) {
-      const near = req.query.get("near") ?? "";
-      if (near !== "" && near !== "_agent") throw new BadRequestError(`Sorting by "near" is not supported yet: network coordinates are not stored`);
-    }
     const reply = await options.rpc.call("Catalog.ListNodes", listArgs(req), callOptions(req));
-    return readResponse(req, reply.meta, reply.nodes.map(nodeToJson));
+    const nodes = options.near ? sortNear(reply.nodes, (n) => n.node, req.query.get("near") ?? "", options.near) : reply.nodes;
+    return readResponse(req, reply.meta, nodes.map(nodeToJson));
   };
 }
 
@@ -324,7 +322,7 @@ export function catalogServicesHandler(options: { rpc: Rpc }): H {
 
 export const catalogServicePrefix = "/v1/catalog/service/";
 
-export function catalogServiceHandler(options: { rpc: Rpc }): H {
+export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions }): H {
   return async (req) => {
     const serviceName = pathTail(req, catalogServicePrefix);
     if (serviceName === "") throw new BadRequestError("Missing service name");
@@ -334,7 +332,8 @@ export function catalogServiceHandler(options: { rpc: Rpc }): H {
       { ...listArgs(req), serviceName, ...(tags.length > 0 ? { serviceTags: tags } : {}) },
       callOptions(req),
     );
-    return readResponse(req, reply.meta, reply.serviceNodes.map(serviceNodeToJson));
+    const rows = options.near ? sortNear(reply.serviceNodes, (s) => s.node.node, req.query.get("near") ?? "", options.near) : reply.serviceNodes;
+    return readResponse(req, reply.meta, rows.map(serviceNodeToJson));
   };
 }
 

@@ -2,6 +2,7 @@
 // checks/<service>, service/<service> (?passing, ?tag, ?filter, ?node-meta),
 // state/<state>. All blocking; answers are Consul's JSON.
 import { BadRequestError } from "../errors.ts";
+import { sortNear, type NearOptions } from "./near.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { callOptions, listArgs, pathTail, readResponse } from "./catalog.ts";
@@ -41,7 +42,7 @@ export function parsePassing(req: HttpRequest): boolean {
   throw new BadRequestError(`Invalid value for ?passing: ${JSON.stringify(v)}`);
 }
 
-export function healthServiceHandler(options: { rpc: Rpc }): H {
+export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions }): H {
   return async (req) => {
     const serviceName = pathTail(req, healthServicePrefix);
     if (serviceName === "") throw new BadRequestError("Missing service name");
@@ -51,7 +52,8 @@ export function healthServiceHandler(options: { rpc: Rpc }): H {
       { ...listArgs(req), serviceName, passingOnly: parsePassing(req), ...(tags.length > 0 ? { serviceTags: tags } : {}) },
       callOptions(req),
     );
-    return readResponse(req, reply.meta, reply.nodes.map(checkServiceNodeToJson));
+    const rows = options.near ? sortNear(reply.nodes, (n) => n.node.node, req.query.get("near") ?? "", options.near) : reply.nodes;
+    return readResponse(req, reply.meta, rows.map(checkServiceNodeToJson));
   };
 }
 

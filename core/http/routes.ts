@@ -2,6 +2,7 @@
 // handler. A pattern ending in "/" matches every path under it (Go ServeMux
 // semantics, longest pattern wins); any other pattern matches exactly.
 import type { Logger } from "../log/mod.ts";
+import type { CoordinateSource } from "./near.ts";
 import { nullLogger } from "../log/mod.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { agentSelfHandler, type AgentInfo } from "./agent.ts";
@@ -115,6 +116,8 @@ export interface RouteDeps {
   rpc: Rpc;
   agent: AgentInfo;
   logger?: Logger;
+  /** LAN coordinates for `?near` sorting (from the agent's gossip pool). */
+  coordinates?: CoordinateSource;
   /** KV value limit (Consul kv_max_value_size), default 512 KiB. */
   kvMaxValueBytes?: number;
 }
@@ -130,6 +133,6 @@ export function createRoutes(deps: RouteDeps): Router {
     { pattern: "/v1/status/leader", methods: ["GET"], handler: statusLeaderHandler({ rpc }) },
     { pattern: "/v1/status/peers", methods: ["GET"], handler: statusPeersHandler({ rpc }) },
     { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
-    ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName }),
+    ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName, coordinates: deps.coordinates }),
   ], { logger });
 }
