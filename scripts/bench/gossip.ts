@@ -138,7 +138,11 @@ async function startSerfAgent(i: number): Promise<BenchAgent> {
   const port = await uniquePort();
   const rpcPort = await uniquePort();
   const name = `serf${i}`;
-  const child = spawn(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, "-log-level=warn"], { stdio: "ignore" });
+  // The same member metadata a cairn client gossips (Consul's tags), so both sides move the same bytes;
+  // BENCH_SERF_PLAIN=1 runs serf with no tags instead.
+  const id = `${(0x10000000 + i).toString(16)}-0000-4000-8000-${String(i).padStart(12, "0")}`;
+  const tags = process.env.BENCH_SERF_PLAIN ? [] : ["role=node", "dc=dc1", "segment=", `id=${id}`, "vsn=2", "vsn_min=2", "vsn_max=3", "build=0.1.0:0123abcd"].flatMap((t) => ["-tag", t]);
+  const child = spawn(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, "-log-level=warn", ...tags], { stdio: "ignore" });
   children.push(child);
   let rpc: SerfRpc | undefined;
   for (let t = 0; !rpc; t++) {
@@ -272,7 +276,7 @@ if (!existsSync(serfBin)) throw new Error(`${serfBin} is missing`);
 const cairn = await runSide("cairn", startCairnAgent);
 const serf = await runSide("serf 0.9.4", startSerfAgent);
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
-console.log(`\n# gossip bench, N=${N} per side, 127.0.0.1, LAN timings on both sides`);
+console.log(`\n# gossip bench, N=${N} per side, 127.0.0.1, LAN timings on both sides, serf ${process.env.BENCH_SERF_PLAIN ? "without tags" : "with Consul's tags"}`);
 console.log("metric                         cairn        serf      cairn/serf");
 const row = (name: string, a: number, b: number, unit: string) =>
   console.log(`${name.padEnd(30)} ${`${a.toFixed(unit === "%" ? 2 : 0)} ${unit}`.padStart(10)} ${`${b.toFixed(unit === "%" ? 2 : 0)} ${unit}`.padStart(10)}   ${ratio(a, b)}`);
