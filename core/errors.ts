@@ -111,3 +111,14 @@ export class CorruptionError extends CairnError {
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/** A listener (HTTP, DNS, gossip, RPC) could not be opened on its address. */
+export class ListenError extends CairnError {
+  readonly host: string;
+  readonly port: number;
+  constructor(message: string, where: { host: string; port: number; cause?: unknown }) {
+    super("listen", message, { cause: where.cause });
+    this.host = where.host;
+    this.port = where.port;
+  }
+}

@@ -8,7 +8,7 @@ import { Buffer } from "node:buffer";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { connect, createServer, type Server as TcpServer, type Socket as TcpSocket } from "node:net";
 import * as dnsPacket from "dns-packet";
-import { CairnError } from "../errors.ts";
+import { ListenError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { Rng } from "../sim/rng.ts";
@@ -16,15 +16,8 @@ import { isValidName, rcodeAnswer, type DnsAnswer, type DnsQuestion, type DnsRco
 import type { DnsLookedUp, DnsResolver } from "./driver.ts";
 import { parseQuery, typeName } from "./query.ts";
 
-export class DnsListenError extends CairnError {
-  readonly host: string;
-  readonly port: number;
-  constructor(message: string, where: { host: string; port: number; cause?: unknown }) {
-    super("listen", message, { cause: where.cause });
-    this.host = where.host;
-    this.port = where.port;
-  }
-}
+/** The DNS port could not be opened (the shared ListenError, under the name DNS callers know). */
+export const DnsListenError = ListenError;
 
 export interface DnsCounters {
   udpQueries: number;

@@ -2,22 +2,13 @@
 // reading, client aborts cancel blocking queries, clear listen errors,
 // graceful close. The only file in core/http that touches sockets.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { CairnError } from "../errors.ts";
+import { ListenError } from "../errors.ts";
+
+export { ListenError };
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { bodyTooLargeResponse, type Router } from "./routes.ts";
 import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
-
-/** The HTTP port could not be opened. */
-export class ListenError extends CairnError {
-  readonly host: string;
-  readonly port: number;
-  constructor(message: string, where: { host: string; port: number; cause?: unknown }) {
-    super("listen", message, { cause: where.cause });
-    this.host = where.host;
-    this.port = where.port;
-  }
-}
 
 export interface HttpServerOptions {
   router: Router;
