@@ -3,35 +3,13 @@
 // lock makes -timeout give up; destroying the session kills the child; -n
 // conflicts are refused; a semaphore admits n holders.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { ApiClient } from "../core/api/client.ts";
+import { test } from "node:test";
+import { useDevAgent } from "./_test_agent.ts";
 import { Semaphore } from "../core/api/lock.ts";
-import { buildConfig } from "../core/config/mod.ts";
-import { FanoutSink } from "../core/log/mod.ts";
-import { startAgent, type RunningAgent } from "../core/agent/agent.ts";
-import { testIo } from "./_testing.ts";
 import { lockCommand } from "./lock.ts";
 
-let agent: RunningAgent;
-let addr = "";
-let api: ApiClient;
-
-before(async () => {
-  const config = buildConfig({ dev: true, flags: { ports: { http: 0, dns: -1, serfLan: 0, serfWan: 0, server: 0 }, nodeName: "locker" } });
-  agent = await startAgent(config, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
-  addr = `127.0.0.1:${agent.httpAddr!.port}`;
-  api = new ApiClient({ address: addr });
-});
-
-after(async () => {
-  await agent.stop();
-});
-
-function io() {
-  const t = testIo({ env: { CONSUL_HTTP_ADDR: addr } });
-  delete (t as { fetch?: typeof fetch }).fetch;
-  return t;
-}
+const dev = useDevAgent("locker");
+const io = () => dev.io();
 
 async function until(pred: () => Promise<boolean>, what: string, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -48,8 +26,8 @@ test("lock: runs the child holding the lock, returns its exit code, cleans the k
   assert.equal(code, 3, t.stderrText);
   assert.match(t.stdoutText, /Setting up lock at path: svc\/a\/\.lock/);
   assert.match(t.stdoutText, /\nheld\n/);
-  assert.equal((await api.kv.get("svc/a/.lock")).pair, null, "lock key removed after release");
-  assert.deepEqual((await api.session.list()).sessions, [], "session destroyed");
+  assert.equal((await dev.api.kv.get("svc/a/.lock")).pair, null, "lock key removed after release");
+  assert.deepEqual((await dev.api.session.list()).sessions, [], "session destroyed");
 });
 
 test("lock: -shell=false runs argv directly; -child-exit-code maps failure to 2", async () => {
@@ -58,15 +36,15 @@ test("lock: -shell=false runs argv directly; -child-exit-code maps failure to 2"
 });
 
 test("lock: -timeout gives up while another session holds the lock", async () => {
-  const sid = await api.session.create({ Name: "other" });
-  assert.equal(await api.kv.put("svc/c/.lock", "", { acquire: sid }), true);
+  const sid = await dev.api.session.create({ Name: "other" });
+  assert.equal(await dev.api.kv.put("svc/c/.lock", "", { acquire: sid }), true);
   const t = io();
   const started = Date.now();
   assert.equal(await lockCommand.run(["-timeout=300ms", "svc/c", "echo never"], t), 1);
   assert.ok(Date.now() - started < 3_000, "gave up near the timeout");
   assert.match(t.stderrText, /timeout during lock acquisition/);
   assert.doesNotMatch(t.stdoutText, /never/);
-  await api.session.destroy(sid);
+  await dev.api.session.destroy(sid);
 });
 
 test("lock: losing the session kills the child", async () => {
@@ -74,28 +52,28 @@ test("lock: losing the session kills the child", async () => {
   const running = lockCommand.run(["svc/d", "echo started; sleep 30"], t);
   let sid = "";
   await until(async () => {
-    sid = (await api.kv.get("svc/d/.lock")).pair?.Session ?? "";
+    sid = (await dev.api.kv.get("svc/d/.lock")).pair?.Session ?? "";
     return sid !== "" && t.stdoutText.includes("started");
   }, "lock held and child started");
   const t0 = Date.now();
-  await api.session.destroy(sid);
+  await dev.api.session.destroy(sid);
   assert.equal(await running, 1);
   assert.ok(Date.now() - t0 < 4_000, "child stopped promptly");
   assert.match(t.stderrText, /Lock lost, killing child/);
 });
 
 test("semaphore: admits n holders, refuses a conflicting -n", async () => {
-  const a = await new Semaphore(api, { key: "svc/e", limit: 2 }).acquire();
-  const b = await new Semaphore(api, { key: "svc/e", limit: 2 }).acquire();
+  const a = await new Semaphore(dev.api, { key: "svc/e", limit: 2 }).acquire();
+  const b = await new Semaphore(dev.api, { key: "svc/e", limit: 2 }).acquire();
   assert.ok(a && b);
   const ctl = new AbortController();
   setTimeout(() => ctl.abort(), 300);
-  assert.equal(await new Semaphore(api, { key: "svc/e", limit: 2 }).acquire(ctl.signal), undefined, "third waits while full");
+  assert.equal(await new Semaphore(dev.api, { key: "svc/e", limit: 2 }).acquire(ctl.signal), undefined, "third waits while full");
   const t = io();
   assert.equal(await lockCommand.run(["-n=3", "svc/e", "echo never"], t), 1);
   assert.match(t.stderrText, /limit conflict \(lock: 2, local: 3\)/);
   await a.release();
-  const c = await new Semaphore(api, { key: "svc/e", limit: 2 }).acquire();
+  const c = await new Semaphore(dev.api, { key: "svc/e", limit: 2 }).acquire();
   assert.ok(c, "a released slot is taken");
   await b.release();
   await c.release();

@@ -2,38 +2,17 @@
 // current value is printed and the command ends; the loop hands the current
 // value, then every change, to the handler; bad flag combinations fail.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { ApiClient } from "../core/api/client.ts";
-import { buildConfig } from "../core/config/mod.ts";
-import { FanoutSink } from "../core/log/mod.ts";
-import { startAgent, type RunningAgent } from "../core/agent/agent.ts";
+import { useDevAgent } from "./_test_agent.ts";
 import { parseFlags } from "./_flags.ts";
-import { testIo } from "./_testing.ts";
 import { watchCommand, watchLoop, watchQuery } from "./watch.ts";
 
-let agent: RunningAgent;
-let addr = "";
-let api: ApiClient;
-
-before(async () => {
-  const config = buildConfig({ dev: true, flags: { ports: { http: 0, dns: -1, serfLan: 0, serfWan: 0, server: 0 }, nodeName: "watcher" } });
-  agent = await startAgent(config, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
-  addr = `127.0.0.1:${agent.httpAddr!.port}`;
-  api = new ApiClient({ address: addr });
-});
-
-after(async () => {
-  await agent.stop();
-});
-
-function io() {
-  const t = testIo({ env: { CONSUL_HTTP_ADDR: addr } });
-  delete (t as { fetch?: typeof fetch }).fetch;
-  return t;
-}
+const dev = useDevAgent("watcher");
+const io = () => dev.io();
 
 test("watch: without a handler prints the current value once", async () => {
-  await api.kv.put("cfg/one", "1");
+  await dev.api.kv.put("cfg/one", "1");
   let t = io();
   assert.equal(await watchCommand.run(["-type=key", "-key=cfg/one"], t), 0, t.stderrText);
   const pair = JSON.parse(t.stdoutText) as { Key: string; Value: string };
@@ -44,7 +23,7 @@ test("watch: without a handler prints the current value once", async () => {
   assert.equal(t.stdoutText.trim(), "null");
   // The dev server's leader reconcile puts the agent's own node in the catalog.
   const deadline = Date.now() + 5_000;
-  while ((await api.catalog.nodes()).nodes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while ((await dev.api.catalog.nodes()).nodes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   t = io();
   assert.equal(await watchCommand.run(["-type=nodes"], t), 0);
   assert.deepEqual((JSON.parse(t.stdoutText) as Array<{ Node: string }>).map((n) => n.Node), ["watcher"]);
@@ -73,7 +52,7 @@ test("watch loop: the handler sees the initial value, then each change, with a g
   assert.ok(typeof q !== "string");
   const seen: Array<{ index: string; nodes: string[] }> = [];
   const ctl = new AbortController();
-  const loop = watchLoop(api, q, ctl.signal, { stderr() {} }, async (index, data) => {
+  const loop = watchLoop(dev.api, q, ctl.signal, { stderr() {} }, async (index, data) => {
     seen.push({ index, nodes: (data as Array<{ Node: { Node: string } }>).map((e) => e.Node.Node) });
   });
   const waitSeen = async (n: number) => {
@@ -83,11 +62,11 @@ test("watch loop: the handler sees the initial value, then each change, with a g
   };
   await waitSeen(1);
   assert.deepEqual(seen[0]!.nodes, []);
-  await api.catalog.register({ Node: "n1", Address: "10.1.1.1", Service: { Service: "web", Port: 80 } });
+  await dev.api.catalog.register({ Node: "n1", Address: "10.1.1.1", Service: { Service: "web", Port: 80 } });
   await waitSeen(2);
   assert.deepEqual(seen[1]!.nodes, ["n1"]);
   assert.ok(BigInt(seen[1]!.index) > BigInt(seen[0]!.index));
-  await api.catalog.register({ Node: "n1", Address: "10.1.1.1", Check: { CheckID: "c", Name: "c", ServiceID: "web", Status: "critical" } });
+  await dev.api.catalog.register({ Node: "n1", Address: "10.1.1.1", Check: { CheckID: "c", Name: "c", ServiceID: "web", Status: "critical" } });
   await waitSeen(3);
   assert.deepEqual(seen[2]!.nodes, [], "-passingonly drops the critical instance");
   ctl.abort();
@@ -100,7 +79,7 @@ test("watch: the handler runs through the shell with the JSON on stdin and CONSU
     { name: "key", kind: "string", usage: "" },
   ]));
   assert.ok(typeof q !== "string");
-  await api.kv.put("cfg/two", "2");
+  await dev.api.kv.put("cfg/two", "2");
   // The command's loop ends only on SIGINT/SIGTERM: exercise its handler path (startChild) directly.
   const { startChild } = await import("./_child.ts");
   const t = io();
@@ -116,13 +95,13 @@ test("watch loop: events, whose 64-bit hash indexes must round-trip exactly (no 
   ]));
   assert.ok(typeof q !== "string");
   let requests = 0;
-  const counting = new ApiClient({ address: addr, fetch: (input, init) => { requests++; return fetch(input, init); } });
+  const counting = new ApiClient({ address: dev.addr, fetch: (input, init) => { requests++; return fetch(input, init); } });
   const seen: string[][] = [];
   const ctl = new AbortController();
   const loop = watchLoop(counting, q, ctl.signal, { stderr() {} }, async (_index, data) => {
     seen.push((data as Array<{ Name: string }>).map((e) => e.Name));
   });
-  const fire = (name: string) => fetch(`http://${addr}/v1/event/fire/${name}`, { method: "PUT", body: "x" });
+  const fire = (name: string) => fetch(`http://${dev.addr}/v1/event/fire/${name}`, { method: "PUT", body: "x" });
   const deadline = Date.now() + 5_000;
   while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   await fire("deploy");
