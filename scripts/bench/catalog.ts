@@ -10,6 +10,7 @@
 // CAIRN_BENCH_SECONDS (default 3) sets each GET phase's length,
 // CAIRN_BENCH_WATCHERS (default 1000) the number of watchers.
 import { Agent, request } from "node:http";
+import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { startDevAgent, type DevAgent } from "../e2e/harness.ts";
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
@@ -20,23 +21,8 @@ const serviceCount = 100;
 let host = "127.0.0.1";
 let port = 0;
 
-interface Reply {
-  status: number;
-  index: number;
-  body: Buffer;
-}
-
 function httpCall(agent: Agent, method: string, path: string, body?: string): Promise<Reply> {
-  return new Promise((ok, fail) => {
-    const req = request({ host, port, method, path, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => ok({ status: res.statusCode ?? 0, index: Number(res.headers["x-consul-index"] ?? 0), body: Buffer.concat(chunks) }));
-      res.on("error", fail);
-    });
-    req.on("error", fail);
-    req.end(body);
-  });
+  return sharedHttpCall({ host, port }, agent, method, path, body);
 }
 
 function percentile(sorted: number[], p: number): number {

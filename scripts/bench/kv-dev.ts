@@ -12,6 +12,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
+import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 
@@ -41,23 +42,8 @@ function agentCpuSeconds(): number {
   }
 }
 
-interface Reply {
-  status: number;
-  index: number;
-  body: Buffer;
-}
-
 function httpCall(agent: Agent, method: string, path: string, body?: Buffer): Promise<Reply> {
-  return new Promise((ok, fail) => {
-    const req = request({ host, port, method, path, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => ok({ status: res.statusCode ?? 0, index: Number(res.headers["x-consul-index"] ?? 0), body: Buffer.concat(chunks) }));
-      res.on("error", fail);
-    });
-    req.on("error", fail);
-    req.end(body);
-  });
+  return sharedHttpCall({ host, port }, agent, method, path, body);
 }
 
 function freePort(): Promise<number> {
