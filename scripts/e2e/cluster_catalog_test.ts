@@ -8,15 +8,11 @@
 // sessions (releasing their locks), so a `cairn lock` waiting through the
 // other client takes over while the one through the dead agent stops its child.
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { cairnBin, freePort, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
+import { useCleanup } from "./cleanup.ts";
 
-const dirs: Array<{ remove(): void }> = [];
-const procs: Proc[] = [];
-after(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
-  for (const d of dirs) d.remove();
-});
+const cleanup = useCleanup();
 
 interface Agent {
   name: string;
@@ -27,7 +23,7 @@ interface Agent {
 
 async function startAgent(name: string, extra: string[], env: Record<string, string> = {}): Promise<Agent> {
   const dir = tempDir(`cairn-cluster-${name}-`);
-  dirs.push(dir);
+  cleanup.dir(dir);
   const httpPort = await freePort();
   const serfPort = await freePort();
   const proc = startProcess(cairnBin, [
@@ -35,7 +31,7 @@ async function startAgent(name: string, extra: string[], env: Record<string, str
     `-serf-lan-port=${serfPort}`, `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`,
     `-http-port=${httpPort}`, "-dns-port=-1", ...extra,
   ], { env });
-  procs.push(proc);
+  cleanup.proc(proc);
   const http = `http://127.0.0.1:${httpPort}`;
   await waitFor(async () => {
     if (proc.child.exitCode !== null) throw new Error(`agent ${name} exited:\n${proc.output()}`);
@@ -116,10 +112,10 @@ test("cluster catalog: server + two clients, serfHealth, cross-agent reads, TTL 
   assert.equal((await put(`${c1.http}/v1/kv/service/leader?acquire=${sid}`, "c1")).trim(), "true");
   // `cairn lock` through c1 holds e2e/lock; the same lock through c2 waits for it.
   const holder = startProcess(cairnBin, ["lock", `-http-addr=${c1.http}`, "e2e/lock", "echo c1-held; sleep 60"]);
-  procs.push(holder);
+  cleanup.proc(holder);
   await waitFor(() => holder.output().includes("c1-held"), { what: "cairn lock holding through c1" });
   const waiter = startProcess(cairnBin, ["lock", `-http-addr=${c2.http}`, "e2e/lock", 'echo "c2-held $CONSUL_LOCK_HELD"']);
-  procs.push(waiter);
+  cleanup.proc(waiter);
   await c1.proc.kill("SIGKILL");
   await waitFor(async () => (await serfStatus(c2, "c1")) === "critical", { timeoutMs: 60_000, what: "c1 serfHealth critical after kill -9" })
     .catch((err) => { throw new Error(`${String(err)}${tail(srv)}`); });

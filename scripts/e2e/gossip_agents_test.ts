@@ -3,15 +3,11 @@
 // crosses, `cairn leave` makes an agent leave and exit, -retry-join gives up
 // after -retry-max with exit 1, and kill -9 is marked failed.
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { cairnBin, freePort, run, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
+import { useCleanup } from "./cleanup.ts";
 
-const dirs: Array<{ remove(): void }> = [];
-const procs: Proc[] = [];
-after(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
-  for (const d of dirs) d.remove();
-});
+const cleanup = useCleanup();
 
 export interface ClientAgent {
   name: string;
@@ -24,14 +20,14 @@ export interface ClientAgent {
 /** A cairn client agent on loopback with its own data dir and free ports. */
 export async function startClient(name: string, extra: string[] = [], options: { wait?: boolean } = {}): Promise<ClientAgent> {
   const dir = tempDir(`cairn-gossip-${name}-`);
-  dirs.push(dir);
+  cleanup.dir(dir);
   const httpPort = await freePort();
   const serfPort = await freePort();
   const proc = startProcess(cairnBin, [
     "agent", `-node=${name}`, `-data-dir=${dir.path}`, "-bind=127.0.0.1", "-client=127.0.0.1",
     `-serf-lan-port=${serfPort}`, `-http-port=${httpPort}`, "-dns-port=-1", ...extra,
   ]);
-  procs.push(proc);
+  cleanup.proc(proc);
   const http = `http://127.0.0.1:${httpPort}`;
   if (options.wait !== false) {
     await waitFor(async () => {

@@ -7,18 +7,14 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { cairnBin, freePort, run, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
+import { useCleanup } from "./cleanup.ts";
 
 const serfBin = "/usr/bin/serf";
 const skip = existsSync(serfBin) ? false : "serf binary not installed";
 
-const dirs: Array<{ remove(): void }> = [];
-const procs: Proc[] = [];
-after(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
-  for (const d of dirs) d.remove();
-});
+const cleanup = useCleanup();
 
 interface Agent {
   name: string;
@@ -30,14 +26,14 @@ interface Agent {
 
 async function startClient(name: string, extra: string[] = []): Promise<Agent> {
   const dir = tempDir(`cairn-serf-${name}-`);
-  dirs.push(dir);
+  cleanup.dir(dir);
   const httpPort = await freePort();
   const serfPort = await freePort();
   const proc = startProcess(cairnBin, [
     "agent", `-node=${name}`, `-data-dir=${dir.path}`, "-bind=127.0.0.1", "-client=127.0.0.1",
     `-serf-lan-port=${serfPort}`, `-http-port=${httpPort}`, "-dns-port=-1", ...extra,
   ]);
-  procs.push(proc);
+  cleanup.proc(proc);
   const http = `http://127.0.0.1:${httpPort}`;
   await waitFor(async () => {
     if (proc.child.exitCode !== null) throw new Error(`agent ${name} exited:\n${proc.output()}`);
@@ -58,7 +54,7 @@ async function startSerf(name: string, extra: string[] = []): Promise<Serf> {
   let rpcPort = await freePort();
   while (rpcPort === port) rpcPort = await freePort();
   const proc = startProcess(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, "-log-level=debug", ...extra]);
-  procs.push(proc);
+  cleanup.proc(proc);
   const rpc = `-rpc-addr=127.0.0.1:${rpcPort}`;
   await waitFor(() => spawnSync(serfBin, ["members", rpc], { encoding: "utf8", timeout: 5000 }).status === 0, { what: `serf ${name}` });
   return { name, proc, port, rpc };
