@@ -18,7 +18,9 @@ import type {
   ServiceNode,
 } from "../rpc/methods.ts";
 import {
+  checkIndexRow,
   checkKey,
+  checkServicePrefix,
   deepFreeze,
   keySep,
   nodeKey,
@@ -68,6 +70,20 @@ export function servicesOfNode(tx: ReadTxn, node: string, ws?: WatchSet): Servic
 
 export function checksOfNode(tx: ReadTxn, node: string, ws?: WatchSet): HealthCheck[] {
   return tx.tables.checks.prefix(nodePrefix(node), ws);
+}
+
+/**
+ * The checks of one service instance ("" = the node-level checks), through the
+ * checks_by_service index. Watching the index prefix is enough: every check
+ * write rewrites its index row.
+ */
+export function checksOfService(tx: ReadTxn, node: string, serviceId: string, ws?: WatchSet): HealthCheck[] {
+  const out: HealthCheck[] = [];
+  for (const r of tx.tables.checks_by_service.prefix(checkServicePrefix(node, serviceId), ws)) {
+    const c = tx.tables.checks.get(r.ref);
+    if (c) out.push(c);
+  }
+  return out;
 }
 
 // ---- nodes ----
@@ -144,8 +160,7 @@ export function ensureServiceTxn(tx: WriteTxn, idx: number, node: string, input:
   tx.setIndex(serviceIndexName(candidate.service), idx);
   // Keep the denormalised name and tags of the service's checks current.
   let touched = false;
-  for (const c of checksOfNode(tx, node)) {
-    if (c.serviceId.toLowerCase() !== id.toLowerCase()) continue;
+  for (const c of checksOfService(tx, node, id)) {
     if (c.serviceName === candidate.service && sameJson(c.serviceTags, candidate.tags)) continue;
     tx.insert(tx.tables.checks, deepFreeze({ ...c, serviceName: candidate.service, serviceTags: [...candidate.tags], modifyIndex: idx }));
     touched = true;
@@ -194,6 +209,10 @@ export function ensureCheckTxn(tx: WriteTxn, idx: number, clock: WriteClock, nod
   const candidate = makeCheck(nodeRow.node, { ...input, checkId }, service, existing?.createIndex ?? idx, idx);
   if (existing && sameJson(withoutIndexes(existing), withoutIndexes(candidate))) return;
   tx.insert(tx.tables.checks, candidate);
+  if (existing && existing.serviceId.toLowerCase() !== candidate.serviceId.toLowerCase()) {
+    tx.delete(tx.tables.checks_by_service, checkIndexRow(existing).key);
+  }
+  tx.insert(tx.tables.checks_by_service, checkIndexRow(candidate));
   tx.setIndex("checks", idx);
   if (existing && existing.serviceId !== "" && existing.serviceName !== candidate.serviceName) {
     tx.setIndex(serviceIndexName(existing.serviceName), idx);
@@ -250,6 +269,7 @@ function deleteCheckTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: stri
   const c = tx.tables.checks.get(key);
   if (!c) return;
   tx.delete(tx.tables.checks, key);
+  tx.delete(tx.tables.checks_by_service, checkIndexRow(c).key);
   tx.setIndex("checks", idx);
   if (c.serviceId !== "") tx.setIndex(serviceIndexName(c.serviceName), idx);
   else bumpNodeServicesTxn(tx, idx, node);
@@ -260,9 +280,7 @@ function deleteServiceTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: st
   const key = serviceKey(node, serviceId);
   const s = tx.tables.services.get(key);
   if (!s) return;
-  for (const c of checksOfNode(tx, node)) {
-    if (c.serviceId.toLowerCase() === serviceId.toLowerCase()) deleteCheckTxn(tx, idx, clock, node, c.checkId);
-  }
+  for (const c of checksOfService(tx, node, serviceId)) deleteCheckTxn(tx, idx, clock, node, c.checkId);
   tx.delete(tx.tables.services, key);
   tx.delete(tx.tables.services_by_name, serviceNamePrefix(s.service) + key);
   tx.setIndex("services", idx);
@@ -403,7 +421,7 @@ export function serviceChecksTxn(tx: ReadTxn, ws: WatchSet | undefined, name: st
       const n = tx.tables.nodes.getWatch(nodeKey(s.node), ws);
       if (!n || !matchesNodeMeta(n, nodeMeta)) continue;
     }
-    for (const c of checksOfNode(tx, s.node, ws)) if (c.serviceId.toLowerCase() === s.id.toLowerCase()) out.push(c);
+    out.push(...checksOfService(tx, s.node, s.id, ws));
   }
   return { index: serviceMaxIndex(tx, name), value: out };
 }
@@ -433,7 +451,8 @@ export function checkServiceNodesTxn(
     if (!hasAllTags(s, q.tags)) continue;
     const node = tx.tables.nodes.getWatch(nodeKey(s.node), ws);
     if (!node || !matchesNodeMeta(node, q.nodeMeta)) continue;
-    const checks = checksOfNode(tx, s.node, ws).filter((c) => c.serviceId === "" || c.serviceId.toLowerCase() === s.id.toLowerCase());
+    // Node-level checks first, then the instance's own (Consul parseCheckServiceNodes).
+    const checks = [...checksOfService(tx, s.node, "", ws), ...checksOfService(tx, s.node, s.id, ws)];
     if (q.passingOnly && checks.some((c) => c.status !== "passing")) continue;
     out.push({ node, service: toNodeService(s), checks });
   }

@@ -37,6 +37,17 @@ export function checkKey(node: string, checkId: string): string {
   return nodePrefix(node) + checkId.toLowerCase();
 }
 
+/** Prefix of the checks_by_service rows of one service instance ("" = the node-level checks). */
+export function checkServicePrefix(node: string, serviceId: string): string {
+  return nodePrefix(node) + serviceId.toLowerCase() + keySep;
+}
+
+/** The checks_by_service row of a check. */
+export function checkIndexRow(c: { node: string; serviceId: string; checkId: string }): IndexRow {
+  const ref = checkKey(c.node, c.checkId);
+  return { key: checkServicePrefix(c.node, c.serviceId) + c.checkId.toLowerCase(), ref };
+}
+
 export function serviceNamePrefix(name: string): string {
   return name.toLowerCase() + keySep;
 }
@@ -118,6 +129,8 @@ export const servicesByNameSchema: TableSchema<IndexRow> = {
     return Object.freeze({ key: raw.key, ref: raw.ref });
   },
 };
+
+export const checksByServiceSchema: TableSchema<IndexRow> = { ...servicesByNameSchema, name: "checks_by_service" };
 
 /** Freeze an object and every plain object/array inside it. */
 export function deepFreeze<T>(v: T): T {

@@ -154,3 +154,36 @@ test("catalog: a node ID belongs to one node name", () => {
   reg(s, 4, { node: "a", id: "11111111-2222-3333-4444-555555555555", address: "z" });
   assert.equal(nodesTxn(s, undefined).value[0]!.address, "z");
 });
+
+test("catalog: health answers come from the checks_by_service index: node checks first, moves and deletes kept in step, old snapshots re-derive it", async () => {
+  const s = new StateStore();
+  web(s, 2, "n1");
+  reg(s, 3, { node: "n1", address: "addr-n1", service: { service: "db", port: 5432 } });
+  reg(s, 4, { node: "n1", address: "addr-n1", check: { name: "zz node", checkId: "a-node", status: "passing" } });
+  reg(s, 5, { node: "n1", address: "addr-n1", check: { name: "db alive", checkId: "b-db", serviceId: "db", status: "passing" } });
+  const checkIds = (name: string) => checkServiceNodesTxn(s, undefined, { name }).value[0]!.checks.map((c) => c.checkId);
+  assert.deepEqual(checkIds("web"), ["a-node", "web-check"], "node-level checks, then the instance's own");
+  assert.deepEqual(checkIds("db"), ["a-node", "b-db"]);
+
+  // A check re-registered under another service leaves the first one's answer.
+  const ws = new WatchSet();
+  let fired = 0;
+  checkServiceNodesTxn(s, ws, { name: "web" });
+  ws.onFire(() => fired++);
+  reg(s, 6, { node: "n1", address: "addr-n1", check: { name: "web alive", checkId: "web-check", serviceId: "db", status: "passing" } });
+  assert.equal(fired, 1, "moving a check away wakes the old service's readers");
+  assert.deepEqual(checkIds("web"), ["a-node"]);
+  assert.deepEqual(checkIds("db"), ["a-node", "b-db", "web-check"]);
+
+  // Deleting a service deletes its checks and their index rows.
+  s.write(7, (tx) => deregisterTxn(tx, 7, clock, { node: "n1", serviceId: "db" }));
+  assert.deepEqual(s.tables.checks_by_service.all().map((r) => r.ref), ["n1\x00a-node"]);
+
+  // A snapshot taken before the index existed: restore derives it from the checks.
+  web(s, 8, "n2");
+  const rows = s.tables.checks_by_service.all();
+  s.write(9, (tx) => { for (const r of rows) tx.delete(tx.tables.checks_by_service, r.key); });
+  const restored = await StateStore.restore(concatChunks([...s.snapshot()]));
+  assert.deepEqual(restored.tables.checks_by_service.all(), rows);
+  assert.deepEqual(checkServiceNodesTxn(restored, undefined, { name: "web" }).value.map((x) => x.checks.length), [1, 1]);
+});

@@ -4,7 +4,7 @@
 
 import type { DirEntry } from "../rpc/methods.ts";
 import type { HealthCheck, Node } from "../rpc/methods.ts";
-import { checksSchema, nodesSchema, servicesByNameSchema, servicesSchema } from "./catalog_schema.ts";
+import { checksByServiceSchema, checksSchema, nodesSchema, servicesByNameSchema, servicesSchema } from "./catalog_schema.ts";
 import type { IndexRow, ServiceRow } from "./catalog_schema.ts";
 import { kvsSchema } from "./kvs_schema.ts";
 import { sessionsSchema } from "./session.ts";
@@ -22,6 +22,8 @@ export interface Tables {
   checks: Table<HealthCheck>;
   /** Secondary index: lower(service name) + "\x00" + services key. */
   services_by_name: Table<IndexRow>;
+  /** Secondary index: node + "\x00" + lower(service ID, "" for node checks) + "\x00" + lower(check ID) → checks key. */
+  checks_by_service: Table<IndexRow>;
 }
 
 export function createTables(): Tables {
@@ -33,6 +35,7 @@ export function createTables(): Tables {
     services: new Table(servicesSchema),
     checks: new Table(checksSchema),
     services_by_name: new Table(servicesByNameSchema),
+    checks_by_service: new Table(checksByServiceSchema),
   };
 }
 

@@ -19,6 +19,7 @@ import {
   kvsSetTxn,
   kvsUnlockTxn,
 } from "./kvs.ts";
+import { checkIndexRow } from "./catalog_schema.ts";
 import type { Indexed, KvsWriteEntry } from "./kvs.ts";
 import { createTables, tableList } from "./schema.ts";
 import type { Tables } from "./schema.ts";
@@ -230,6 +231,10 @@ export class StateStore implements ReadTxn {
       }
     }
     for (const [name, rows] of pending) byName.get(name)!._load(rows);
+    // Snapshots written before the checks_by_service index existed: derive it.
+    if (store.tables.checks_by_service.size === 0 && store.tables.checks.size > 0) {
+      store.tables.checks_by_service._load(store.tables.checks.all().map(checkIndexRow));
+    }
     if (skipped > 0) logger.warn("snapshot rows for unknown tables were dropped", { rows: skipped });
     return store;
   }
