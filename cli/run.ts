@@ -24,11 +24,13 @@ import { validateCommand } from "./validate.ts";
 import { versionCommand } from "./version.ts";
 import { eventCommand } from "./event.ts";
 import { forceLeaveCommand } from "./force_leave.ts";
+import { infoCommand } from "./info.ts";
 import { joinCommand } from "./join.ts";
 import { keygenCommand } from "./keygen.ts";
 import { keyringCommand } from "./keyring.ts";
 import { leaveCommand } from "./leave.ts";
 import { membersCommand } from "./members.ts";
+import { monitorCommand } from "./monitor.ts";
 import { rttCommand } from "./rtt.ts";
 import { lockCommand } from "./lock.ts";
 import { watchCommand } from "./watch.ts";
@@ -116,6 +118,7 @@ Usage: cairn kv <subcommand> [options] [args]
   ),
   eventCommand,
   forceLeaveCommand,
+  infoCommand,
   joinCommand,
   keygenCommand,
   keyringCommand,
@@ -128,6 +131,7 @@ Usage: cairn kv <subcommand> [options] [args]
   lockCommand,
   maintCommand,
   membersCommand,
+  monitorCommand,
   parentCommand(
     "operator",
     "Provides cluster-level tools for Cairn operators",

@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "../clock/mod.ts";
 import type { AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
 import { createRoutes, createHttpServer, memberStatus, type AgentInfo, type HttpServer } from "../http/mod.ts";
-import { createLogger, FanoutSink, type Logger } from "../log/mod.ts";
+import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { createLocalRpc } from "../rpc/local.ts";
 import { agentServicesRoutes } from "../http/agent_services.ts";
@@ -22,10 +22,12 @@ import { createClientRpc, readOrCreateNodeId, startServerNode } from "./server_n
 import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
 import { UserEventStore } from "./user_events.ts";
 import { LeaderDuties } from "./leader.ts";
+import { consulStats, runtimeStats } from "./stats.ts";
 import { memberRoutes, memberStatusCode, poolStatsStrings } from "../http/members.ts";
 import { keyringRoutes } from "../http/keyring.ts";
 import { eventRoutes } from "../http/event.ts";
 import { coordinateRoutes } from "../http/coordinate.ts";
+import { monitorRoutes } from "../http/monitor.ts";
 import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
 
 export interface AgentIo {
@@ -58,8 +60,12 @@ export async function startAgent(
 ): Promise<RunningAgent> {
   const clock = options.clock ?? systemClock;
   const sink = options.logSink ?? new FanoutSink();
-  if (!options.logSink) sink.sinks.add(new StreamSink({ json: config.logJson, write: options.io.stdout }));
-  const logger = createLogger({ sink, level: config.logLevel, now: () => clock.wallNow() });
+  const consoleSink = options.logSink ? undefined : new StreamSink({ json: config.logJson, write: options.io.stdout });
+  if (consoleSink) sink.add(consoleSink, config.logLevel);
+  // The last records at the agent's level, replayed to a `monitor` that connects later.
+  const recent = new RecentSink();
+  sink.add(recent, config.logLevel);
+  const logger = createLogger({ sink, level: sink.threshold, now: () => clock.wallNow() });
 
   const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
   const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
@@ -111,6 +117,9 @@ export async function startAgent(
   });
   const reload = async (): Promise<void> => {
     const next = reloadConfig();
+    // Consul reloads log_level too.
+    if (consoleSink) sink.add(consoleSink, next.logLevel);
+    sink.add(recent, next.logLevel);
     local.reload({ services: next.services, checks: next.checks });
     await local.syncChanges();
   };
@@ -130,13 +139,24 @@ export async function startAgent(
       const m = gossip.lan.localMember();
       return { name: m.name, addr: m.addr, port: m.port, tags: { ...m.tags }, status: memberStatusCode[m.status] ?? memberStatus.alive };
     },
-    stats: () => ({
-      agent: local.stats(),
-      serf_lan: poolStatsStrings(gossip.lan),
-      ...(gossip.wan ? { serf_wan: poolStatsStrings(gossip.wan) } : {}),
-      raft: serverNode ? serverNode.raftStats() : { state: "Leader", num_peers: "0" },
-      build: { version, revision, prerelease: "" },
-    }),
+    stats: () => {
+      const raft = serverNode ? serverNode.raftStats() : { state: "Leader", num_peers: "0" };
+      return {
+        agent: local.stats(),
+        consul: consulStats({
+          server: config.server,
+          bootstrap: config.bootstrap,
+          raft,
+          knownServers: () => gossip.lan.members().filter((m) => m.tags.role === "consul" && m.status === "alive").length,
+          knownDatacenters: () => new Set((gossip.wan ?? gossip.lan).members().map((m) => m.tags.dc)).size,
+        }),
+        serf_lan: poolStatsStrings(gossip.lan),
+        ...(gossip.wan ? { serf_wan: poolStatsStrings(gossip.wan) } : {}),
+        ...(config.server ? { raft } : {}),
+        runtime: runtimeStats(),
+        build: { version, revision, prerelease: "" },
+      };
+    },
     debugConfig: () => ({
       DevMode: config.dev,
       DataDir: config.dataDir,
@@ -168,6 +188,7 @@ export async function startAgent(
     for (const route of keyringRoutes({ keyring: gossip.keyring })) router.add(route);
     for (const route of eventRoutes({ events })) router.add(route);
     for (const route of coordinateRoutes({ gossip })) router.add(route);
+    for (const route of monitorRoutes({ sink, recent })) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });
     try {
       httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });

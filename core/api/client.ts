@@ -132,6 +132,21 @@ export class ApiClient {
 
   /** One HTTP round trip; throws ApiError for statuses outside 2xx and `accept`. */
   async request(req: RawRequest): Promise<RawResponse> {
+    const res = await this.#send(req);
+    const text = await res.text();
+    const ok = (res.status >= 200 && res.status < 300) || (req.accept ?? []).includes(res.status);
+    if (!ok) throw new ApiError(res.status, text);
+    return { status: res.status, text, meta: queryMeta(res.headers) };
+  }
+
+  /** A response body that keeps coming (`/v1/agent/monitor`), piece by piece; ApiError outside 2xx. */
+  async stream(req: RawRequest): Promise<AsyncIterable<Uint8Array>> {
+    const res = await this.#send(req);
+    if (res.status < 200 || res.status >= 300) throw new ApiError(res.status, await res.text());
+    return readBody(res.body);
+  }
+
+  async #send(req: RawRequest): Promise<Response> {
     const url = new URL(this.address + req.path);
     const opts = { ...req.write, ...req.query };
     const dc = opts.datacenter || this.#datacenter;
@@ -148,9 +163,8 @@ export class ApiClient {
     const headers: Record<string, string> = {};
     const token = opts.token || this.#token;
     if (token) headers["X-Consul-Token"] = token;
-    let res: Response;
     try {
-      res = await this.#fetch(url.toString().replace(/=(&|$)/g, "$1"), {
+      return await this.#fetch(url.toString().replace(/=(&|$)/g, "$1"), {
         method: req.method,
         headers,
         body: req.body as BodyInit | undefined,
@@ -159,10 +173,20 @@ export class ApiClient {
     } catch (err) {
       throw new ApiConnectionError(this.address, connectionReason(err), { cause: err });
     }
-    const text = await res.text();
-    const ok = (res.status >= 200 && res.status < 300) || (req.accept ?? []).includes(res.status);
-    if (!ok) throw new ApiError(res.status, text);
-    return { status: res.status, text, meta: queryMeta(res.headers) };
+  }
+}
+
+async function* readBody(body: ReadableStream<Uint8Array> | null): AsyncGenerator<Uint8Array> {
+  if (!body) return;
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    await reader.cancel().catch(() => {});
   }
 }
 

@@ -2,7 +2,7 @@
 // reading, client aborts cancel blocking queries, clear listen errors,
 // graceful close. The only file in core/http that touches sockets.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { ListenError } from "../errors.ts";
+import { errorMessage, ListenError } from "../errors.ts";
 
 export { ListenError };
 import type { Logger } from "../log/mod.ts";
@@ -66,10 +66,29 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   function send(res: ServerResponse, r: HttpResponse): void {
     if (res.headersSent || res.destroyed) return;
     if (closing) r.headers["Connection"] = "close";
+    if (r.stream) {
+      void sendStream(res, r.status, r.headers, r.stream);
+      return;
+    }
     // A known length instead of chunked encoding, as Go's server does for small answers.
     r.headers["Content-Length"] = String(typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.length);
     res.writeHead(r.status, r.headers);
     res.end(r.body);
+  }
+
+  /** Chunked: headers at once, then each piece as it comes, waiting for the socket to drain. */
+  async function sendStream(res: ServerResponse, status: number, headers: Record<string, string>, stream: AsyncIterable<Uint8Array | string>): Promise<void> {
+    res.writeHead(status, headers);
+    res.flushHeaders();
+    try {
+      for await (const piece of stream) {
+        if (res.destroyed) break;
+        if (!res.write(piece)) await new Promise<void>((resolve) => { res.once("drain", resolve); res.once("close", resolve); });
+      }
+    } catch (err) {
+      logger.debug("response stream failed", { error: errorMessage(err) });
+    }
+    if (!res.destroyed) res.end();
   }
 
   /** Answer 413 now; read and drop the rest of the body, or cut the connection if it is huge. */

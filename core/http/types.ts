@@ -21,6 +21,11 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: Uint8Array | string;
+  /**
+   * A body that keeps coming (`/v1/agent/monitor`): sent chunked after the
+   * headers, `body` ignored. It should end when the request's signal aborts.
+   */
+  stream?: AsyncIterable<Uint8Array | string>;
 }
 
 export type Handler = (req: HttpRequest) => Promise<HttpResponse>;

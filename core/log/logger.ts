@@ -39,20 +39,31 @@ export function parseLogLevel(text: string): LogLevel | undefined {
   return (logLevels as readonly string[]).includes(t) ? (t as LogLevel) : undefined;
 }
 
+/** The lowest level a logger emits, shared and changeable at run time (a `monitor` asking for debug). */
+export interface LogThreshold {
+  rank: number;
+}
+
+export function levelRank(level: LogLevel): number {
+  return logLevels.indexOf(level);
+}
+
 export function createLogger(options: {
   sink: LogSink;
-  level?: LogLevel;
+  /** A fixed level, or a threshold that may move (FanoutSink.threshold). Default info. */
+  level?: LogLevel | LogThreshold;
   name?: string;
   now?: () => number;
 }): Logger {
-  const minRank = logLevels.indexOf(options.level ?? "info");
+  const level = options.level ?? "info";
+  const threshold = typeof level === "string" ? { rank: levelRank(level) } : level;
   const now = options.now ?? (() => Date.now());
-  return makeLogger(options.sink, minRank, options.name ?? "", {}, now);
+  return makeLogger(options.sink, threshold, options.name ?? "", {}, now);
 }
 
-function makeLogger(sink: LogSink, minRank: number, name: string, base: LogFields, now: () => number): Logger {
+function makeLogger(sink: LogSink, threshold: LogThreshold, name: string, base: LogFields, now: () => number): Logger {
   const emit = (level: LogLevel, message: string, fields?: LogFields): void => {
-    if (logLevels.indexOf(level) < minRank) return;
+    if (levelRank(level) < threshold.rank) return;
     sink.write({ timeMs: now(), level, name, message, fields: fields ? { ...base, ...fields } : base });
   };
   return {
@@ -61,9 +72,9 @@ function makeLogger(sink: LogSink, minRank: number, name: string, base: LogField
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
-    named: (child) => makeLogger(sink, minRank, name ? `${name}.${child}` : child, base, now),
-    with: (fields) => makeLogger(sink, minRank, name, { ...base, ...fields }, now),
-    isEnabled: (level) => logLevels.indexOf(level) >= minRank,
+    named: (child) => makeLogger(sink, threshold, name ? `${name}.${child}` : child, base, now),
+    with: (fields) => makeLogger(sink, threshold, name, { ...base, ...fields }, now),
+    isEnabled: (level) => levelRank(level) >= threshold.rank,
   };
 }
 
@@ -108,11 +119,52 @@ export class CaptureSink implements LogSink {
   }
 }
 
-/** Sends every record to a list of sinks (stderr plus a `monitor` stream, say). */
+/**
+ * Sends each record to the sinks that want its level (stderr at the agent's
+ * level plus `monitor` streams at theirs). `threshold` follows the lowest
+ * level any sink wants; give it to createLogger so records nobody wants are
+ * not even built.
+ */
 export class FanoutSink implements LogSink {
-  readonly sinks = new Set<LogSink>();
+  readonly threshold: LogThreshold = { rank: levelRank("error") };
+  readonly #sinks = new Map<LogSink, number>();
+
+  /** Add a sink for records at `level` and above (default: every level). */
+  add(sink: LogSink, level: LogLevel = "trace"): void {
+    this.#sinks.set(sink, levelRank(level));
+    this.#recompute();
+  }
+
+  delete(sink: LogSink): void {
+    this.#sinks.delete(sink);
+    this.#recompute();
+  }
+
   write(record: LogRecord): void {
-    for (const s of this.sinks) s.write(record);
+    const rank = levelRank(record.level);
+    for (const [s, min] of this.#sinks) if (rank >= min) s.write(record);
+  }
+
+  #recompute(): void {
+    let min = levelRank("error");
+    for (const r of this.#sinks.values()) min = Math.min(min, r);
+    this.threshold.rank = min;
+  }
+}
+
+/** The last `capacity` records, for a `monitor` that joins late. */
+export class RecentSink implements LogSink {
+  readonly #buf: LogRecord[] = [];
+  readonly #capacity: number;
+  constructor(capacity = 512) {
+    this.#capacity = capacity;
+  }
+  write(record: LogRecord): void {
+    if (this.#buf.length === this.#capacity) this.#buf.shift();
+    this.#buf.push(record);
+  }
+  records(): readonly LogRecord[] {
+    return this.#buf;
   }
 }
 

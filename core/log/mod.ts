@@ -5,8 +5,10 @@ export {
   FanoutSink,
   formatJson,
   formatText,
+  levelRank,
   logLevels,
   nullLogger,
   parseLogLevel,
+  RecentSink,
 } from "./logger.ts";
-export type { LogFields, Logger, LogLevel, LogRecord, LogSink } from "./logger.ts";
+export type { LogFields, LogThreshold, Logger, LogLevel, LogRecord, LogSink } from "./logger.ts";
