@@ -32,6 +32,7 @@ import { leaveCommand } from "./leave.ts";
 import { membersCommand } from "./members.ts";
 import { monitorCommand } from "./monitor.ts";
 import { rttCommand } from "./rtt.ts";
+import { snapshotInspect, snapshotRestore, snapshotSave } from "./snapshot.ts";
 import { lockCommand } from "./lock.ts";
 import { watchCommand } from "./watch.ts";
 
@@ -159,6 +160,33 @@ Usage: cairn operator raft <subcommand> [options]
   operatorRaftTransferLeader,
   reloadCommand,
   rttCommand,
+  parentCommand(
+    "snapshot",
+    "Saves, restores and inspects snapshots of Cairn server state",
+    `
+Usage: cairn snapshot <subcommand> [options] [args]
+
+  This command has subcommands for saving, restoring, and inspecting the state
+  of the Cairn servers for disaster recovery. These are atomic, point-in-time
+  snapshots which include key/value entries, service catalog, sessions and
+  checks.
+
+  Create a snapshot:
+
+      $ cairn snapshot save backup.snap
+
+  Restore a snapshot:
+
+      $ cairn snapshot restore backup.snap
+
+  Inspect a snapshot:
+
+      $ cairn snapshot inspect backup.snap
+`,
+  ),
+  snapshotInspect,
+  snapshotRestore,
+  snapshotSave,
   parentCommand(
     "services",
     "Interact with services",

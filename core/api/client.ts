@@ -139,6 +139,13 @@ export class ApiClient {
     return { status: res.status, text, meta: queryMeta(res.headers) };
   }
 
+  /** Like request(), for a binary answer (`/v1/snapshot`). */
+  async requestBytes(req: RawRequest): Promise<{ status: number; bytes: Uint8Array; meta: QueryMeta }> {
+    const res = await this.#send(req);
+    if (res.status < 200 || res.status >= 300) throw new ApiError(res.status, await res.text());
+    return { status: res.status, bytes: new Uint8Array(await res.arrayBuffer()), meta: queryMeta(res.headers) };
+  }
+
   /** A response body that keeps coming (`/v1/agent/monitor`), piece by piece; ApiError outside 2xx. */
   async stream(req: RawRequest): Promise<AsyncIterable<Uint8Array>> {
     const res = await this.#send(req);

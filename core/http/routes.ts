@@ -9,6 +9,7 @@ import { agentSelfHandler, type AgentInfo } from "./agent.ts";
 import { catalogRoutes } from "./catalog_routes.ts";
 import { errorResponse } from "./http_error.ts";
 import { kvMaxValueBytes, kvPrefix, kvsHandler } from "./kvs.ts";
+import { snapshotRoutes } from "./snapshot.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
 import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
 import { textResponse, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
@@ -134,5 +135,6 @@ export function createRoutes(deps: RouteDeps): Router {
     { pattern: "/v1/status/peers", methods: ["GET"], handler: statusPeersHandler({ rpc }) },
     { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
     ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName, coordinates: deps.coordinates }),
+    ...snapshotRoutes({ rpc }),
   ], { logger });
 }

@@ -315,6 +315,10 @@ export interface RpcMethods {
   "Session.Get": { args: CatalogQueryArgs & { sessionId: string }; reply: { sessions: Session[]; meta: QueryMeta } };
   "Session.List": { args: CatalogQueryArgs; reply: { sessions: Session[]; meta: QueryMeta } };
   "Session.NodeSessions": { args: CatalogQueryArgs & { node: string }; reply: { sessions: Session[]; meta: QueryMeta } };
+  /** The whole state as a snapshot archive (core/server/snapshot_archive.ts); `allowStale` lets any server answer. */
+  "Snapshot.Save": { args: { datacenter?: string; token?: string; allowStale?: boolean }; reply: { index: number; archive: Uint8Array } };
+  /** Replace the whole state with an archive's, through the Raft log. */
+  "Snapshot.Restore": { args: { datacenter?: string; token?: string; archive: Uint8Array }; reply: { index: number } };
   /** Reset the TTL timer (leader only); `sessions` is empty when the session does not exist. */
   "Session.Renew": {
     args: { sessionId: string; datacenter?: string; token?: string };

@@ -26,6 +26,13 @@ export const MessageType = {
   Tombstone: 5,
   CoordinateBatchUpdate: 6,
   Txn: 8,
+  /**
+   * cairn's own: replace the whole state with a snapshot's (`PUT
+   * /v1/snapshot`). Consul restores beside the log; here the state travels
+   * in the entry, so every server replaces its state at the same index.
+   * No ignore-unknown flag: an older server must stop rather than skip it.
+   */
+  Restore: 100,
 } as const;
 export type MessageType = number;
 
@@ -111,8 +118,9 @@ export class Fsm {
       throw new FsmError(`Command at index ${index} has no message type`);
     }
     const command = cmd as Command;
-    const fn = this.#applies.get(command.type);
     this.#lastIndex = index;
+    if (command.type === MessageType.Restore) return this.#applyRestore(index, command);
+    const fn = this.#applies.get(command.type);
     if (!fn) {
       if ((command.type & ignoreUnknownTypeFlag) !== 0) {
         this.#logger.warn("ignoring unknown message type, upgrade to a newer version", {
@@ -124,6 +132,23 @@ export class Fsm {
       throw new FsmError(`Failed to apply request: unknown message type ${command.type} at index ${index}`);
     }
     return fn({ index, state: this.#state, logger: this.#logger }, command);
+  }
+
+  /** A Restore entry: the same bytes give the same answer on every server, so a refusal changes nothing anywhere. */
+  #applyRestore(index: number, command: Command): unknown {
+    if (!(command.state instanceof Uint8Array)) return new Error("Restore command without state");
+    let fresh: StateStore;
+    try {
+      fresh = StateStore.restoreSync(command.state, { logger: this.#logger });
+    } catch (err) {
+      return new Error(`Snapshot state is not valid: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    fresh.raiseIndexes(index);
+    const old = this.#state;
+    this.#state = fresh;
+    old.abandon();
+    this.#logger.info("state restored from a snapshot", { index, snapshotIndex: fresh.snapshotIndex });
+    return true;
   }
 
   /** The whole state as one buffer (the Raft seam's shape). */

@@ -110,3 +110,29 @@ test("fsm: snapshot → restore round trip is equal and wakes watchers of the ol
   await assert.rejects(fsm.restore(snap.subarray(0, 10)));
   assert.ok(!fsm.state.abandoned, "a failed restore keeps the current store");
 });
+
+test("fsm: a Restore entry replaces the state at its index, wakes watchers, and a bad state changes nothing", () => {
+  const source = new Fsm();
+  source.apply(2, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "kept", value: bytes("v") } }));
+  const saved = source.snapshot();
+
+  const fsm = new Fsm();
+  fsm.apply(2, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "gone", value: bytes("x") } }));
+  fsm.apply(3, encodeCommand(MessageType.KVS, { op: "set", entry: { key: "gone2", value: bytes("y") } }));
+  const ws = new WatchSet();
+  fsm.state.kvsGet("gone", ws);
+  let woken = 0;
+  ws.onFire(() => woken++);
+
+  const bad = fsm.apply(4, encodeCommand(MessageType.Restore, { state: bytes("garbage") }));
+  assert.ok(bad instanceof Error && /Snapshot state is not valid/.test(bad.message));
+  assert.equal(fsm.state.kvsGet("gone").value?.key, "gone", "a refused restore keeps the state");
+  assert.equal(woken, 0);
+
+  assert.equal(fsm.apply(5, encodeCommand(MessageType.Restore, { state: saved })), true);
+  assert.equal(woken, 1, "the old store is abandoned");
+  assert.equal(fsm.state.kvsGet("gone").value, undefined);
+  assert.equal(fsm.state.kvsGet("kept").value?.modifyIndex, 2, "rows keep their own indexes");
+  assert.equal(fsm.state.kvsGet("kept").index, 5, "the table index moves to the restore's, so blocking readers see a change");
+  assert.equal(fsm.lastIndex, 5);
+});

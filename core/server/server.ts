@@ -14,6 +14,7 @@ import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
 import { sessionEndpoints } from "./session.ts";
 import { SessionTimers } from "./session_timers.ts";
+import { snapshotEndpoints } from "./snapshot.ts";
 import { statusEndpoints } from "./status.ts";
 import { txnEndpoints } from "./txn.ts";
 
@@ -54,6 +55,7 @@ export class Server {
       ...catalogEndpoints(this.#ctx),
       ...healthEndpoints(this.#ctx),
       ...sessionEndpoints(this.#ctx, this.sessionTimers),
+      ...snapshotEndpoints(this.#ctx),
     };
   }
 

@@ -51,50 +51,76 @@ export function* encodeSnapshot(state: CapturedState): Generator<Uint8Array> {
 
 export type ByteStream = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
 
-/** Records from a (possibly re-chunked) stream. Throws CorruptionError on a bad or truncated stream. */
-export async function* decodeSnapshot(stream: ByteStream): AsyncGenerator<SnapshotRecord> {
-  const decoder = new Decoder();
+/**
+ * Reassembles frames from chunks of any size: push() returns the records
+ * completed by a chunk, finish() checks the stream ended with its end record.
+ * Throws CorruptionError on bad data.
+ */
+class SnapshotReader {
+  readonly #decoder = new Decoder();
   // Chunks not yet parsed; joined only once a whole frame has arrived, so
   // small chunks do not make reassembly quadratic.
-  let parts: Uint8Array[] = [];
-  let have = 0;
-  let need = 4;
-  let sawEnd = false;
-  const chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array> = stream instanceof Uint8Array ? [stream] : stream;
-  for await (const chunk of chunks) {
-    if (chunk.length === 0) continue;
-    if (sawEnd) throw new CorruptionError("Snapshot has data after its end record");
-    parts.push(chunk);
-    have += chunk.length;
-    if (have < need) continue;
-    const buf = parts.length === 1 ? parts[0]! : concatChunks(parts);
+  #parts: Uint8Array[] = [];
+  #have = 0;
+  #need = 4;
+  #sawEnd = false;
+
+  push(chunk: Uint8Array): SnapshotRecord[] {
+    const out: SnapshotRecord[] = [];
+    if (chunk.length === 0) return out;
+    if (this.#sawEnd) throw new CorruptionError("Snapshot has data after its end record");
+    this.#parts.push(chunk);
+    this.#have += chunk.length;
+    if (this.#have < this.#need) return out;
+    const buf = this.#parts.length === 1 ? this.#parts[0]! : concatChunks(this.#parts);
     let off = 0;
-    need = 4;
+    this.#need = 4;
     while (buf.length - off >= 4) {
       const len = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0);
       if (len > maxFrameBytes) throw new CorruptionError(`Snapshot frame too large: ${len} bytes`, { offset: off });
       if (buf.length - off - 4 < len) {
-        need = 4 + len;
+        this.#need = 4 + len;
         break;
       }
       let rec: unknown;
       try {
-        rec = decoder.decode(buf.subarray(off + 4, off + 4 + len));
+        rec = this.#decoder.decode(buf.subarray(off + 4, off + 4 + len));
       } catch (err) {
         throw new CorruptionError(`Snapshot frame is not valid msgpack: ${String(err)}`);
       }
       off += 4 + len;
       const r = checkRecord(rec);
-      if (r.t === "end") sawEnd = true;
-      yield r;
-      if (sawEnd) break;
+      out.push(r);
+      if (r.t === "end") {
+        this.#sawEnd = true;
+        break;
+      }
     }
-    if (sawEnd && off < buf.length) throw new CorruptionError("Snapshot has data after its end record");
+    if (this.#sawEnd && off < buf.length) throw new CorruptionError("Snapshot has data after its end record");
     const rest = buf.subarray(off);
-    parts = rest.length > 0 ? [rest] : [];
-    have = rest.length;
+    this.#parts = rest.length > 0 ? [rest] : [];
+    this.#have = rest.length;
+    return out;
   }
-  if (!sawEnd) throw new CorruptionError("Snapshot is truncated: no end record");
+
+  finish(): void {
+    if (!this.#sawEnd) throw new CorruptionError("Snapshot is truncated: no end record");
+  }
+}
+
+/** Records from a (possibly re-chunked) stream. Throws CorruptionError on a bad or truncated stream. */
+export async function* decodeSnapshot(stream: ByteStream): AsyncGenerator<SnapshotRecord> {
+  const reader = new SnapshotReader();
+  const chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array> = stream instanceof Uint8Array ? [stream] : stream;
+  for await (const chunk of chunks) yield* reader.push(chunk);
+  reader.finish();
+}
+
+/** The same, for bytes already in hand (a Raft log entry is applied synchronously). */
+export function* decodeSnapshotSync(stream: Uint8Array | Iterable<Uint8Array>): Generator<SnapshotRecord> {
+  const reader = new SnapshotReader();
+  for (const chunk of stream instanceof Uint8Array ? [stream] : stream) yield* reader.push(chunk);
+  reader.finish();
 }
 
 function checkRecord(rec: unknown): SnapshotRecord {

@@ -24,8 +24,8 @@ import type { Indexed, KvsWriteEntry } from "./kvs.ts";
 import { createTables, tableList } from "./schema.ts";
 import type { Tables } from "./schema.ts";
 import { sessionCreateTxn } from "./session.ts";
-import { decodeSnapshot, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
-import type { ByteStream, CapturedState } from "./snapshot.ts";
+import { decodeSnapshot, decodeSnapshotSync, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
+import type { ByteStream, CapturedState, SnapshotRecord } from "./snapshot.ts";
 import { graveyardReapTxn } from "./tombstones.ts";
 import { maxIndexOf, WriteTxn } from "./txn.ts";
 import type { ReadTxn } from "./txn.ts";
@@ -197,45 +197,70 @@ export class StateStore implements ReadTxn {
 
   /** Build a fresh store from a snapshot stream. Throws CorruptionError on bad data. */
   static async restore(stream: ByteStream, options: { logger?: Logger } = {}): Promise<StateStore> {
-    const store = new StateStore();
-    const logger = options.logger ?? nullLogger();
+    const b = new StateStore().#builder(options.logger ?? nullLogger());
+    for await (const rec of decodeSnapshot(stream)) b.add(rec);
+    return b.finish();
+  }
+
+  /** The same, for bytes in hand (the FSM applies a restore entry synchronously). */
+  static restoreSync(bytes: Uint8Array, options: { logger?: Logger } = {}): StateStore {
+    const b = new StateStore().#builder(options.logger ?? nullLogger());
+    for (const rec of decodeSnapshotSync(bytes)) b.add(rec);
+    return b.finish();
+  }
+
+  /**
+   * Raise every table index to at least `index`: after a restore through the
+   * Raft log, blocking queries see the change at the restore's own index.
+   */
+  raiseIndexes(index: number): void {
+    for (const t of tableList(this.tables)) this.#indexes.set(t.name, Math.max(this.#indexes.get(t.name) ?? 0, index));
+    for (const [name, idx] of this.#indexes) if (idx < index) this.#indexes.set(name, index);
+  }
+
+  #builder(logger: Logger): { add(rec: SnapshotRecord): void; finish(): StateStore } {
+    const store = this;
     const byName = new Map(tableList(store.tables).map((t) => [t.name, t]));
     const pending = new Map<string, object[]>();
     let sawHeader = false;
     let skipped = 0;
-    for await (const rec of decodeSnapshot(stream)) {
-      if (!sawHeader) {
-        if (rec.t !== "header") throw new CorruptionError("Snapshot does not start with a header");
-        if (rec.version !== snapshotVersion) {
-          throw new CorruptionError(`Snapshot version ${rec.version} is not supported (want ${snapshotVersion})`);
+    return {
+      add(rec) {
+        if (!sawHeader) {
+          if (rec.t !== "header") throw new CorruptionError("Snapshot does not start with a header");
+          if (rec.version !== snapshotVersion) {
+            throw new CorruptionError(`Snapshot version ${rec.version} is not supported (want ${snapshotVersion})`);
+          }
+          sawHeader = true;
+          store.#snapshotIndex = rec.index;
+          return;
         }
-        sawHeader = true;
-        store.#snapshotIndex = rec.index;
-        continue;
-      }
-      if (rec.t === "rows") {
-        const table = byName.get(rec.table);
-        if (!table) {
-          skipped += rec.rows.length;
-          continue;
+        if (rec.t === "rows") {
+          const table = byName.get(rec.table);
+          if (!table) {
+            skipped += rec.rows.length;
+            return;
+          }
+          let list = pending.get(rec.table);
+          if (!list) pending.set(rec.table, (list = []));
+          for (const raw of rec.rows) {
+            const row = table.schema.fromRecord(raw);
+            if (!row) throw new CorruptionError(`Snapshot has a malformed ${JSON.stringify(rec.table)} row`);
+            list.push(row);
+          }
+        } else if (rec.t === "indexes") {
+          for (const [name, idx] of rec.indexes) store.#indexes.set(name, idx);
         }
-        let list = pending.get(rec.table);
-        if (!list) pending.set(rec.table, (list = []));
-        for (const raw of rec.rows) {
-          const row = table.schema.fromRecord(raw);
-          if (!row) throw new CorruptionError(`Snapshot has a malformed ${JSON.stringify(rec.table)} row`);
-          list.push(row);
+      },
+      finish() {
+        for (const [name, rows] of pending) byName.get(name)!._load(rows);
+        // Snapshots written before the checks_by_service index existed: derive it.
+        if (store.tables.checks_by_service.size === 0 && store.tables.checks.size > 0) {
+          store.tables.checks_by_service._load(store.tables.checks.all().map(checkIndexRow));
         }
-      } else if (rec.t === "indexes") {
-        for (const [name, idx] of rec.indexes) store.#indexes.set(name, idx);
-      }
-    }
-    for (const [name, rows] of pending) byName.get(name)!._load(rows);
-    // Snapshots written before the checks_by_service index existed: derive it.
-    if (store.tables.checks_by_service.size === 0 && store.tables.checks.size > 0) {
-      store.tables.checks_by_service._load(store.tables.checks.all().map(checkIndexRow));
-    }
-    if (skipped > 0) logger.warn("snapshot rows for unknown tables were dropped", { rows: skipped });
-    return store;
+        if (skipped > 0) logger.warn("snapshot rows for unknown tables were dropped", { rows: skipped });
+        return store;
+      },
+    };
   }
 }
