@@ -15,8 +15,8 @@ test("snapshot archive: round trip keeps the state and its meta", async () => {
 
 test("snapshot archive: a changed, truncated or foreign file is refused with the reason", async () => {
   const archive = await writeSnapshotArchive(state, { index: 7, nowMs: 0 });
-  const tar = new Uint8Array(await new Response(new Blob([archive]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
-  const regzip = async (t: Uint8Array) => new Uint8Array(await new Response(new Blob([t]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer());
+  const tar = new Uint8Array(await new Response(new Blob([archive as BlobPart]).stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer());
+  const regzip = async (t: Uint8Array) => new Uint8Array(await new Response(new Blob([t as BlobPart]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer());
   // One byte of state.bin changed (its data starts after two 512-byte blocks: meta header + meta data, then its header).
   const flipped = tar.slice();
   flipped[512 * 3 + 5]! ^= 0xff;
