@@ -263,6 +263,10 @@ export class FakeRpc implements Rpc {
       }
     }
     this.#wake();
-    return { results, errors: [], index: this.index };
+    const q = a.query;
+    if (!q) return { results, errors: [], index: this.index };
+    // Read-only (the HTTP layer sends `query` only then): the read's meta, as the server's Txn.Read.
+    const consistencyLevel = q.allowStale ? "stale" : q.requireConsistent ? "consistent" : "leader";
+    return { results, errors: [], index: this.index, meta: { index: Math.max(this.index, 1), ...this.meta, consistencyLevel } };
   }
 }

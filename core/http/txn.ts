@@ -4,7 +4,7 @@
 import { BadRequestError, TooLargeError } from "../errors.ts";
 import type { Rpc, TxnKvOp, TxnKvVerb, TxnOp, TxnReply } from "../rpc/mod.ts";
 import { decodeBase64 } from "./base64.ts";
-import { parseWriteOptions } from "./blocking.ts";
+import { parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
 import { dirEntryToJson, kvMaxValueBytes, type DirEntryJson } from "./kvs.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
@@ -130,18 +130,11 @@ export function txnHandler(options: { rpc: Rpc; maxValueBytes?: number }): (req:
     }
     const ops = parseTxnOps(req.body, options);
     const readOnly = ops.every((op) => !writeVerbs.has(op.kv.verb));
-    const stale = req.query.has("stale");
-    const consistent = req.query.has("consistent");
-    if (readOnly && stale && consistent) throw new BadRequestError("Cannot specify ?stale with ?consistent, conflicting semantics.");
-    const reply = await options.rpc.call("Txn.Apply", { ops, ...parseWriteOptions(req) });
+    // Read-only transactions are answered like reads (consul Txn.Read + setMeta).
+    const query = readOnly ? parseQueryOptions(req) : undefined;
+    const reply = await options.rpc.call("Txn.Apply", { ops, ...parseWriteOptions(req), ...(query ? { query } : {}) });
     const headers: Record<string, string> = {};
-    if (readOnly) {
-      // Read-only transactions are answered like reads (consul Txn.Read + setMeta).
-      headers["X-Consul-Index"] = String(reply.index > 0 ? reply.index : 1);
-      headers["X-Consul-KnownLeader"] = "true";
-      headers["X-Consul-LastContact"] = "0";
-      headers["X-Consul-Effective-Consistency"] = stale ? "stale" : consistent ? "consistent" : "leader";
-    }
+    if (reply.meta) setMetaHeaders(headers, reply.meta);
     return jsonResponse(txnReplyToJson(reply), { status: reply.errors.length > 0 ? 409 : 200, headers, pretty: wantsPretty(req) });
   };
 }

@@ -88,6 +88,8 @@ export interface TxnReply {
   errors: TxnError[];
   /** Raft index of the transaction when it wrote. */
   index: number;
+  /** Read-only transactions: the read's meta (index, leader contact, consistency). */
+  meta?: QueryMeta;
 }
 
 // ---- Catalog, health and sessions (Consul's structs, camelCase) ----
@@ -275,7 +277,8 @@ export interface RpcMethods {
     reply: { keys: string[]; meta: QueryMeta };
   };
   /** Read-only transactions may be served like reads (stale allowed). */
-  "Txn.Apply": { args: { ops: TxnOp[]; datacenter?: string; token?: string }; reply: TxnReply };
+  /** `query` applies to read-only transactions (stale/consistent), as Consul's Txn.Read. */
+  "Txn.Apply": { args: { ops: TxnOp[]; datacenter?: string; token?: string; query?: QueryOptions }; reply: TxnReply };
   /** "ip:port" of the leader's server RPC address, or "" when none is known. */
   "Status.Leader": { args: { datacenter?: string }; reply: string };
   "Status.Peers": { args: { datacenter?: string }; reply: string[] };

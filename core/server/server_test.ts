@@ -131,6 +131,11 @@ test("server: a follower refuses writes and non-stale reads, serves stale ones",
   await assert.rejects(rpc.call("KVS.Get", { key: "a", query: q() }), NotLeaderError);
   const stale = await rpc.call("KVS.Get", { key: "a", query: q({ allowStale: true }) });
   assert.deepEqual(stale.meta, { index: 7, knownLeader: true, lastContactMs: 12, consistencyLevel: "stale" });
+  // Read-only transactions follow the same rules (Consul Txn.Read), with the read's meta.
+  const get = [{ kv: { verb: "get" as const, key: "a" } }];
+  await assert.rejects(rpc.call("Txn.Apply", { ops: get }), NotLeaderError);
+  const staleTxn = await rpc.call("Txn.Apply", { ops: get, query: q({ allowStale: true }) });
+  assert.deepEqual([staleTxn.results.map((r) => r.kv.key), staleTxn.meta], [["a"], { index: 7, knownLeader: true, lastContactMs: 12, consistencyLevel: "stale" }]);
   leader = "";
   await assert.rejects(rpc.call("KVS.Get", { key: "a", query: q() }), NoLeaderError);
 });

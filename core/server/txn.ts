@@ -8,7 +8,7 @@ import { isReadOnlyTxn } from "../state/txn_ops.ts";
 import type { TxnOutcome } from "../state/txn_ops.ts";
 import { kvsMaxIndex } from "../state/kvs.ts";
 import type { ServerContext } from "./context.ts";
-import { raftApply, requireLeader } from "./context.ts";
+import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 
 /** Most operations in one transaction (Consul maxTxnOps). */
@@ -37,13 +37,16 @@ export function txnEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Txn.Apply">
       }
       const errors = preCheck(ops);
       if (errors.length > 0) return { results: [], errors, index: 0 };
-      requireLeader(ctx);
       if (isReadOnlyTxn(ops)) {
-        const state = ctx.fsm.state;
-        const out = state.txnRO(ops);
-        const index = kvsMaxIndex(state);
-        return { results: out.results, errors: out.errors, index: index > 0 ? index : 1 };
+        // Consul Txn.Read: a read, with the read's consistency modes and meta (never blocking).
+        const q = { ...(args.query ?? { allowStale: false, requireConsistent: false, maxQueryTimeMs: 0 }), minQueryIndex: 0 };
+        const { value: out, meta } = await read(ctx, q, (state) => {
+          const index = kvsMaxIndex(state);
+          return { index: index > 0 ? index : 1, value: state.txnRO(ops) };
+        }, options);
+        return { results: out.results, errors: out.errors, index: meta.index, meta };
       }
+      requireLeader(ctx);
       const { index, result } = await raftApply(ctx, encodeCommand(MessageType.Txn, { ops }), options);
       const out = result as TxnOutcome;
       return { results: out.errors.length > 0 ? [] : out.results, errors: out.errors, index };
