@@ -1,0 +1,57 @@
+// End-to-end: `cairn snapshot save` through a follower (forwarded to the
+// leader), more writes, `cairn snapshot restore`: every server of a
+// three-server cluster answers with the saved state, and it survives a
+// kill -9 and restart of a server (the Restore entry is in the Raft log).
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { run, waitFor } from "./harness.ts";
+import { bin, getJson, makeCluster, waitForLeader, type Cluster, type ServerSpec } from "./raft_cluster.ts";
+
+let cluster: Cluster | undefined;
+after(async () => {
+  await cluster?.stopAll();
+  cluster?.root.remove();
+});
+
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return bin.endsWith(".cjs") ? run(process.execPath, [bin, ...args]) : run(bin, args);
+}
+
+async function staleKeys(c: Cluster, s: ServerSpec): Promise<string[]> {
+  const keys = await getJson(c.url(s, "/v1/kv/app/?keys&stale")).catch(() => undefined);
+  return Array.isArray(keys) ? (keys as string[]) : [];
+}
+
+test("three servers: snapshot save via a follower, restore, every server and a restarted one hold the saved state", { timeout: 120_000 }, async () => {
+  cluster = await makeCluster(3, { prefix: "cairn-snapshot-e2e-" });
+  const c = cluster;
+  for (const s of c.servers) c.start(s);
+  const leader = await waitForLeader(c, c.servers, { timeoutMs: 60_000 });
+  const follower = c.servers.find((s) => s !== leader)!;
+  for (const k of ["one", "two"]) {
+    const r = await fetch(c.url(leader, `/v1/kv/app/${k}`), { method: "PUT", body: k });
+    assert.ok(r.ok);
+  }
+
+  const file = join(c.root.path, "backup.snap");
+  const saved = await cli(["snapshot", "save", `-http-addr=127.0.0.1:${follower.http}`, file]);
+  assert.equal(saved.code, 0, saved.stderr);
+  assert.match(saved.stdout, /^Saved and verified snapshot to index \d+/);
+
+  assert.ok((await fetch(c.url(leader, "/v1/kv/app/three"), { method: "PUT", body: "3" })).ok);
+  assert.ok((await fetch(c.url(leader, "/v1/kv/app/one"), { method: "DELETE" })).ok);
+  const restored = await cli(["snapshot", "restore", `-http-addr=127.0.0.1:${follower.http}`, file]);
+  assert.equal(restored.code, 0, restored.stderr);
+  assert.equal(restored.stdout, "Restored snapshot\n");
+
+  for (const s of c.servers) {
+    await waitFor(async () => JSON.stringify(await staleKeys(c, s)) === JSON.stringify(["app/one", "app/two"]), { timeoutMs: 10_000, what: `the restored keys on ${s.name}` });
+  }
+
+  // The restore is in the log: a server killed and restarted replays it.
+  await c.kill(follower, "SIGKILL");
+  c.start(follower);
+  await waitFor(async () => JSON.stringify(await staleKeys(c, follower)) === JSON.stringify(["app/one", "app/two"]), { timeoutMs: 30_000, what: "the restored keys after a restart" });
+  assert.equal(await (await fetch(c.url(follower, "/v1/kv/app/two?raw&stale"))).text(), "two");
+});
