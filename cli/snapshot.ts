@@ -7,7 +7,7 @@ import { readSnapshotArchive } from "../core/server/snapshot_archive.ts";
 import { decodeSnapshot } from "../core/state/snapshot.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { apiClientFromFlags, bool, formatHelp, httpFlags } from "./_flags.ts";
-import type { FlagSpec } from "./_flags.ts";
+import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
 
@@ -15,6 +15,20 @@ function oneFile(positionals: string[], io: CliIo): string | undefined {
   if (positionals.length === 1) return positionals[0]!;
   io.stderr(positionals.length === 0 ? "Missing FILE argument\n" : `Too many arguments (expected 1, got ${positionals.length})\n`);
   return undefined;
+}
+
+/** Flags, exactly one FILE, and its bytes; an exit code when any of that fails. */
+async function openSnapshotFile(cmd: Command, args: string[], flags: readonly FlagSpec[], io: CliIo): Promise<{ p: ParsedFlags; archive: Uint8Array } | number> {
+  const p = parseCommandFlags(cmd, args, flags, io);
+  if (typeof p === "number") return p;
+  const file = oneFile(p.positionals, io);
+  if (file === undefined) return 1;
+  try {
+    return { p, archive: await io.readFile(file) };
+  } catch (err) {
+    io.stderr(`Error opening snapshot file: ${errorMessage(err)}\n`);
+    return 1;
+  }
 }
 
 const saveFlags: readonly FlagSpec[] = [...httpFlags];
@@ -93,17 +107,9 @@ Usage: cairn snapshot restore [options] FILE
       $ cairn snapshot restore backup.snap
 `, restoreFlags),
   async run(args, io) {
-    const p = parseCommandFlags(snapshotRestore, args, restoreFlags, io);
-    if (typeof p === "number") return p;
-    const file = oneFile(p.positionals, io);
-    if (file === undefined) return 1;
-    let archive: Uint8Array;
-    try {
-      archive = await io.readFile(file);
-    } catch (err) {
-      io.stderr(`Error opening snapshot file: ${errorMessage(err)}\n`);
-      return 1;
-    }
+    const opened = await openSnapshotFile(snapshotRestore, args, restoreFlags, io);
+    if (typeof opened === "number") return opened;
+    const { p, archive } = opened;
     try {
       await apiClientFromFlags(p, io).request({ method: "PUT", path: "/v1/snapshot", body: archive });
     } catch (err) {
@@ -148,17 +154,9 @@ Usage: cairn snapshot inspect [options] FILE
       $ cairn snapshot inspect backup.snap
 `, inspectFlags),
   async run(args, io) {
-    const p = parseCommandFlags(snapshotInspect, args, inspectFlags, io);
-    if (typeof p === "number") return p;
-    const file = oneFile(p.positionals, io);
-    if (file === undefined) return 1;
-    let archive: Uint8Array;
-    try {
-      archive = await io.readFile(file);
-    } catch (err) {
-      io.stderr(`Error opening snapshot file: ${errorMessage(err)}\n`);
-      return 1;
-    }
+    const opened = await openSnapshotFile(snapshotInspect, args, inspectFlags, io);
+    if (typeof opened === "number") return opened;
+    const { archive } = opened;
     const tables = new Map<string, { count: number; size: number }>();
     let meta;
     try {
