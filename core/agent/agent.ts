@@ -22,11 +22,13 @@ import { createClientRpc, readOrCreateNodeId, startServerNode } from "./server_n
 import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
 import { UserEventStore } from "./user_events.ts";
 import { LeaderDuties } from "./leader.ts";
+import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
 import { memberRoutes, memberStatusCode, poolStatsStrings } from "../http/members.ts";
 import { keyringRoutes } from "../http/keyring.ts";
 import { eventRoutes } from "../http/event.ts";
 import { coordinateRoutes } from "../http/coordinate.ts";
+import { metricsRoutes } from "../http/metrics.ts";
 import { monitorRoutes } from "../http/monitor.ts";
 import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
 
@@ -171,6 +173,15 @@ export async function startAgent(
 
   const events = new UserEventStore({ pool: gossip.lan, nodeName: config.nodeName, localServices: () => local.state.services(), clock, logger: logger.named("agent.event") });
 
+  const telemetry = startAgentMetrics({
+    config,
+    clock,
+    lan: gossip.lan,
+    server: serverNode
+      ? { fsm: serverNode.fsm, raftStats: () => serverNode!.raftStats() }
+      : devServer ? { fsm: devServer.fsm, raftStats: () => ({ state: "Leader" }) } : undefined,
+  });
+
   let http: HttpServer | undefined;
   let httpAddr: { host: string; port: number } | undefined;
   if (config.ports.http >= 0) {
@@ -180,6 +191,7 @@ export async function startAgent(
       logger: logger.named("agent.http"),
       kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
       coordinates: () => gossip.lan.coordinates(),
+      metrics: telemetry.metrics,
     });
     for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
     const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });
@@ -189,6 +201,7 @@ export async function startAgent(
     for (const route of eventRoutes({ events })) router.add(route);
     for (const route of coordinateRoutes({ gossip })) router.add(route);
     for (const route of monitorRoutes({ sink, recent })) router.add(route);
+    for (const route of metricsRoutes({ metrics: telemetry.metrics, prometheus: config.telemetry.prometheusRetentionTimeMs > 0 })) router.add(route);
     http = createHttpServer({ router, logger: logger.named("agent.http") });
     try {
       httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
@@ -273,6 +286,7 @@ export async function startAgent(
       clientRpc?.close();
       await dns?.server.close();
       await gossip.stop();
+      telemetry.stop();
     },
   };
 }

@@ -132,7 +132,22 @@ const SCHEMA: Schema = {
   enable_debug: "ignore",
   ui: "ignore",
   ui_config: "ignore",
-  telemetry: "ignore",
+  telemetry: {
+    section: {
+      prometheus_retention_time: "duration",
+      disable_hostname: "bool",
+      // Sinks cairn does not ship (statsd, dogstatsd, circonus, …) are accepted and ignored.
+      statsd_address: "ignore",
+      statsite_address: "ignore",
+      dogstatsd_addr: "ignore",
+      dogstatsd_tags: "ignore",
+      metrics_prefix: "ignore",
+      filter_default: "ignore",
+      prefix_filter: "ignore",
+      enable_host_metrics: "ignore",
+      disable_compat_1_9: "ignore",
+    },
+  },
   raft_protocol: "ignore",
   server_name: "ignore",
   log_file: "ignore",

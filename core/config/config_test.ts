@@ -202,3 +202,12 @@ test("loadConfig: -config-dir in lexical order, -config-file order kept, HCL rej
     rmSync(dir, { recursive: true });
   }
 });
+
+test("parseConfigText: telemetry's Prometheus retention and hostname switch; other sinks are accepted and ignored", () => {
+  const layer = parseConfigText(
+    JSON.stringify({ telemetry: { prometheus_retention_time: "60s", disable_hostname: true, statsd_address: "127.0.0.1:8125" } }),
+    { file: "t.json", format: "json" },
+  );
+  assert.deepEqual(layer.telemetry, { prometheusRetentionTimeMs: 60_000, disableHostname: true });
+  assert.throws(() => parseConfigText(JSON.stringify({ telemetry: { prometheus_retention_time: "soon" } }), { file: "t.json", format: "json" }), /telemetry\.prometheus_retention_time/);
+});

@@ -52,6 +52,7 @@ export function defaultConfig(): AgentConfig {
       soa: { refresh: 3600, retry: 600, expire: 86400, min: 0 },
     },
     limits: { rpcHoldTimeoutMs: 7_000, kvMaxValueSizeBytes: 512 * 1024, txnMaxReqLenBytes: 512 * 1024 },
+    telemetry: { prometheusRetentionTimeMs: 0, disableHostname: false },
     enableScriptChecks: false,
     enableLocalScriptChecks: false,
     reconnectTimeoutMs: 72 * HOUR_MS,

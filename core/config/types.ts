@@ -49,6 +49,13 @@ export interface PerformanceConfig {
   raftMultiplier: number;
 }
 
+export interface TelemetryConfig {
+  /** How long Prometheus gauges are kept; 0 turns `/v1/agent/metrics?format=prometheus` off (Consul's default). */
+  prometheusRetentionTimeMs: number;
+  /** Leave the host name out of gauge names. */
+  disableHostname: boolean;
+}
+
 export interface AddressesConfig {
   /** Overrides `clientAddr` for the HTTP listener. */
   http?: string;
@@ -97,6 +104,7 @@ export interface AgentConfig {
   recursors: string[];
   dnsConfig: DnsConfig;
   limits: LimitsConfig;
+  telemetry: TelemetryConfig;
   enableScriptChecks: boolean;
   enableLocalScriptChecks: boolean;
   reconnectTimeoutMs: number;

@@ -4,6 +4,7 @@
 import type { Logger } from "../log/mod.ts";
 import type { CoordinateSource } from "./near.ts";
 import { nullLogger } from "../log/mod.ts";
+import type { Metrics } from "../metrics/metrics.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { agentSelfHandler, type AgentInfo } from "./agent.ts";
 import { catalogRoutes } from "./catalog_routes.ts";
@@ -35,9 +36,14 @@ export class Router {
   /** Prefix routes, longest first. */
   #prefixes: Route[] = [];
   readonly #logger: Logger;
+  /** consul.api.http timings (method, route path) when set. */
+  metrics: Metrics | undefined;
+  /** Each route's `path` label, as Consul writes it: "/v1/kv/" → "v1.kv._". */
+  readonly #pathLabels = new WeakMap<Route, string>();
 
-  constructor(routes: readonly Route[] = [], options: { logger?: Logger } = {}) {
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics } = {}) {
     this.#logger = options.logger ?? nullLogger();
+    this.metrics = options.metrics;
     for (const r of routes) this.add(r);
   }
 
@@ -87,11 +93,26 @@ export class Router {
 
   /** Run a route's handler; errors become Consul's plain-text answers. Never throws. */
   async dispatch(route: Route, req: HttpRequest): Promise<HttpResponse> {
+    const metrics = this.metrics;
+    const start = metrics?.now() ?? 0;
+    let r: HttpResponse;
     try {
-      return await route.handler(req);
+      r = await route.handler(req);
     } catch (err) {
-      return errorResponse(err, this.#logger, { method: req.method, path: req.path });
+      r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
     }
+    if (metrics) metrics.sample("api.http", metrics.now() - start, { method: req.method, path: this.#pathLabel(route) });
+    return r;
+  }
+
+  #pathLabel(route: Route): string {
+    let label = this.#pathLabels.get(route);
+    if (label === undefined) {
+      const p = route.pattern.slice(1);
+      label = p.endsWith("/") ? `${p.slice(0, -1).replaceAll("/", ".")}._` : p.replaceAll("/", ".");
+      this.#pathLabels.set(route, label);
+    }
+    return label;
   }
 
   /** Lookup + body limit + dispatch, for callers that already hold the whole request (tests). */
@@ -121,6 +142,7 @@ export interface RouteDeps {
   coordinates?: CoordinateSource;
   /** KV value limit (Consul kv_max_value_size), default 512 KiB. */
   kvMaxValueBytes?: number;
+  metrics?: Metrics;
 }
 
 /** Cairn's /v1 routes for KV, txn, status and agent/self. */
@@ -136,5 +158,5 @@ export function createRoutes(deps: RouteDeps): Router {
     { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
     ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName, coordinates: deps.coordinates }),
     ...snapshotRoutes({ rpc }),
-  ], { logger });
+  ], { logger, metrics: deps.metrics });
 }
