@@ -86,7 +86,7 @@ export async function startAgent(
   const clientRpc = !config.dev && !config.server
     ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
     : undefined;
-  const devServer = serverNode || clientRpc ? undefined : createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr });
+  const devServer = serverNode || clientRpc ? undefined : createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr, datacenter: config.datacenter, coordinates: () => gossip.lan.coordinates() });
   const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : createLocalRpc(devServer!.server);
   let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
   const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));

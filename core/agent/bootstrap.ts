@@ -2,6 +2,7 @@
 // agent/consul/server_serf.go `maybeBootstrap`, agent/metadata/server.go
 // `IsConsulServer`), plus `raft/peers.json` manual recovery. Pure: gossip
 // members in, decisions out.
+import type { Coordinate } from "../gossip/coordinate.ts";
 import type { Configuration, ServerEntry } from "../raft/types.ts";
 
 /** The part of a gossip member this layer reads (core/agent/gossip.ts `PoolMember` fits). */
@@ -16,6 +17,8 @@ export interface MemberLike {
 /** The part of a gossip pool this layer reads (core/agent/gossip.ts `GossipPool` fits). */
 export interface LanPoolLike {
   members(): MemberLike[];
+  /** Members' Vivaldi coordinates (prepared queries sort by them). */
+  coordinates?(): Array<{ node: string; coord: Coordinate }>;
   onMemberEvent(fn: (e: { type: string; members: MemberLike[] }) => void): () => void;
 }
 

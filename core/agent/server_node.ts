@@ -152,6 +152,7 @@ export class ServerNode {
       rng: o.rng.fork(),
       logger: o.logger,
       datacenter: o.config.datacenter,
+      coordinates: () => this.#lan?.coordinates?.() ?? [],
     });
     const local = {
       handle: (method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> => this.#handleLocal(method, args, options),

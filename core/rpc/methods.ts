@@ -267,6 +267,87 @@ export interface SessionApplyArgs {
   token?: string;
 }
 
+// ---- Prepared queries (Consul structs.PreparedQuery, camelCase) ----
+
+/** Consul's only template type: the query's Name is a prefix of the names it answers. */
+export const queryTemplateTypeNamePrefixMatch = "name_prefix_match";
+
+export interface PreparedQueryTemplate {
+  /** "" for a static query, else "name_prefix_match". */
+  type: string;
+  /** Go regexp run over the looked-up name; its groups are `${match(N)}`. */
+  regexp: string;
+  /** Drop tags that render to "". */
+  removeEmptyTags: boolean;
+}
+
+export interface QueryFailover {
+  nearestN: number;
+  datacenters: string[];
+}
+
+/** Consul structs.ServiceQuery. */
+export interface ServiceQuery {
+  service: string;
+  /** Stored as given; failover to other datacenters is not possible in cairn (one datacenter). */
+  failover: QueryFailover;
+  ignoreCheckIds: string[];
+  onlyPassing: boolean;
+  /** Sort by RTT from this node ("_agent": the agent that asked). */
+  near: string;
+  /** Required tags; "!tag" excludes. Case-insensitive. */
+  tags: string[];
+  nodeMeta: Record<string, string>;
+  serviceMeta: Record<string, string>;
+  connect: boolean;
+}
+
+export interface PreparedQuery {
+  id: string;
+  name: string;
+  /** A session whose invalidation deletes the query ("" for none). */
+  session: string;
+  token: string;
+  template: PreparedQueryTemplate;
+  service: ServiceQuery;
+  dns: { ttl: string };
+  createIndex: number;
+  modifyIndex: number;
+}
+
+/** A query without indexes: what Apply carries. */
+export type PreparedQueryBody = Omit<PreparedQuery, "createIndex" | "modifyIndex">;
+
+export interface PreparedQueryApplyArgs {
+  op: "create" | "update" | "delete";
+  /** Create: id must be ""; delete: only id matters. */
+  query: PreparedQueryBody;
+  datacenter?: string;
+  token?: string;
+}
+
+export interface PreparedQueryExecuteArgs {
+  queryIdOrName: string;
+  /** Keep at most this many nodes (0: all). */
+  limit?: number;
+  /** `?near`: sort by RTT from this node; "" uses the query's Near. */
+  near?: string;
+  /** The agent that asked: `_agent` means this node. */
+  agent: { node: string; datacenter: string };
+  query: QueryOptions;
+}
+
+export interface PreparedQueryExecuteReply {
+  /** The (rendered) service name that was queried. */
+  service: string;
+  nodes: CheckServiceNode[];
+  dns: { ttl: string };
+  datacenter: string;
+  /** Always 0: no datacenter was tried but this one. */
+  failovers: number;
+  meta: QueryMeta;
+}
+
 /** Every RPC method with its argument and reply types. */
 export interface RpcMethods {
   "KVS.Apply": { args: KvsApplyArgs; reply: { ok: boolean; index: number } };
@@ -327,6 +408,14 @@ export interface RpcMethods {
     args: { sessionId: string; datacenter?: string; token?: string };
     reply: { sessions: Session[]; meta: QueryMeta };
   };
+  /** Create answers the new query's ID; update and delete the ID they were given. */
+  "PreparedQuery.Apply": { args: PreparedQueryApplyArgs; reply: { id: string; index: number } };
+  /** `queries` is [query]; an unknown ID is a NotFoundError ("Query not found"). */
+  "PreparedQuery.Get": { args: CatalogQueryArgs & { queryId: string }; reply: { queries: PreparedQuery[]; meta: QueryMeta } };
+  "PreparedQuery.List": { args: CatalogQueryArgs; reply: { queries: PreparedQuery[]; meta: QueryMeta } };
+  /** The query an ID or name resolves to, rendered when it is a template. */
+  "PreparedQuery.Explain": { args: PreparedQueryExecuteArgs; reply: { query: PreparedQuery; meta: QueryMeta } };
+  "PreparedQuery.Execute": { args: PreparedQueryExecuteArgs; reply: PreparedQueryExecuteReply };
 }
 
 export type RpcMethod = keyof RpcMethods;

@@ -16,6 +16,7 @@ import { StateStore } from "../state/store.ts";
 import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "../state/catalog_commands.ts";
+import { applyPreparedQueryCommand } from "../state/prepared_query.ts";
 
 /** Command types; numbers follow Consul's structs.MessageType. */
 export const MessageType = {
@@ -25,6 +26,7 @@ export const MessageType = {
   Session: 3,
   Tombstone: 5,
   CoordinateBatchUpdate: 6,
+  PreparedQuery: 7,
   Txn: 8,
   /**
    * cairn's own: replace the whole state with a snapshot's (`PUT
@@ -88,6 +90,7 @@ export class Fsm {
     this.register(MessageType.Register, (c, cmd) => applyRegisterCommand(c.state, c.index, cmd));
     this.register(MessageType.Deregister, (c, cmd) => applyDeregisterCommand(c.state, c.index, cmd));
     this.register(MessageType.Session, (c, cmd) => applySessionCommand(c.state, c.index, cmd));
+    this.register(MessageType.PreparedQuery, (c, cmd) => applyPreparedQueryCommand(c.state, c.index, cmd));
   }
 
   /** The current store (replaced by restore: read it again after a watch fires). */

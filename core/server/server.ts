@@ -6,12 +6,14 @@ import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
+import type { CoordinateSource } from "../http/near.ts";
 import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
 import { catalogEndpoints } from "./catalog.ts";
 import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
+import { preparedQueryEndpoints } from "./prepared_query.ts";
 import { sessionEndpoints } from "./session.ts";
 import { SessionTimers } from "./session_timers.ts";
 import { snapshotEndpoints } from "./snapshot.ts";
@@ -29,6 +31,8 @@ export interface ServerOptions {
   datacenter?: string;
   /** Known datacenters, nearest first (WAN gossip); default: just ours. */
   datacenters?: () => string[];
+  /** LAN coordinates of this agent's pool, for prepared queries' `near` sort. */
+  coordinates?: CoordinateSource;
 }
 
 export class Server {
@@ -56,6 +60,7 @@ export class Server {
       ...healthEndpoints(this.#ctx),
       ...sessionEndpoints(this.#ctx, this.sessionTimers),
       ...snapshotEndpoints(this.#ctx),
+      ...preparedQueryEndpoints(this.#ctx, { coordinates: options.coordinates }),
     };
   }
 

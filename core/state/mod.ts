@@ -74,3 +74,22 @@ export { isReadOnlyTxn, txnDispatch } from "./txn_ops.ts";
 export type { TxnOutcome } from "./txn_ops.ts";
 export { concatChunks, decodeSnapshot, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
 export type { ByteStream, CapturedState, SnapshotRecord } from "./snapshot.ts";
+export {
+  applyPreparedQueryCommand,
+  isUuid,
+  makePreparedQuery,
+  preparedQueriesDeleteBySessionTxn,
+  preparedQueriesSchema,
+  preparedQueryBodyFrom,
+  preparedQueryDeleteTxn,
+  preparedQueryGetTxn,
+  preparedQueryListTxn,
+  preparedQueryResolveOrThrow,
+  preparedQueryResolveTxn,
+  preparedQuerySetProblem,
+  preparedQuerySetTxn,
+  queryNotFoundMessage,
+} from "./prepared_query.ts";
+export type { PreparedQueryCommand } from "./prepared_query.ts";
+export { compileTemplate, goRegexp, isTemplate, parseInterpolation, renderTemplate, templateMatches } from "./prepared_query_template.ts";
+export { preparedQueryToJson } from "./prepared_query_json.ts";

@@ -7,6 +7,8 @@ import type { HealthCheck, Node } from "../rpc/methods.ts";
 import { checksByServiceSchema, checksSchema, nodesSchema, servicesByNameSchema, servicesSchema } from "./catalog_schema.ts";
 import type { IndexRow, ServiceRow } from "./catalog_schema.ts";
 import { kvsSchema } from "./kvs_schema.ts";
+import { preparedQueriesSchema } from "./prepared_query.ts";
+import type { PreparedQuery } from "../rpc/methods.ts";
 import { sessionsSchema } from "./session.ts";
 import type { Session } from "./session.ts";
 import { Table } from "./table.ts";
@@ -24,6 +26,7 @@ export interface Tables {
   services_by_name: Table<IndexRow>;
   /** Secondary index: node + "\x00" + lower(service ID, "" for node checks) + "\x00" + lower(check ID) → checks key. */
   checks_by_service: Table<IndexRow>;
+  prepared_queries: Table<PreparedQuery>;
 }
 
 export function createTables(): Tables {
@@ -36,6 +39,7 @@ export function createTables(): Tables {
     checks: new Table(checksSchema),
     services_by_name: new Table(servicesByNameSchema),
     checks_by_service: new Table(checksByServiceSchema),
+    prepared_queries: new Table(preparedQueriesSchema),
   };
 }
 

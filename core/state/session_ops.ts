@@ -1,14 +1,16 @@
 // Session writes and reads (consul agent/consul/state/session.go). Creating
 // checks the node and the bound checks; invalidating releases (or, with
 // behavior "delete", deletes) the session's held keys and gives each a lock
-// delay. Lock delays are not replicated state: each server computes them from
-// the leader's wall clock carried in the command, as Consul's kvsLockDelay.
+// delay, and deletes the prepared queries bound to the session. Lock delays
+// are not replicated state: each server computes them from the leader's wall
+// clock carried in the command, as Consul's kvsLockDelay.
 
 import { StateError } from "../errors.ts";
 import type { Session } from "../rpc/methods.ts";
 import { checkKey, nodeKey, serviceKey } from "./catalog_schema.ts";
 import type { Indexed } from "./kvs.ts";
 import { kvsSessionInvalidateTxn } from "./kvs.ts";
+import { preparedQueriesDeleteBySessionTxn } from "./prepared_query.ts";
 import { makeSession } from "./session.ts";
 import type { Tables } from "./schema.ts";
 import type { ReadTxn, WriteTxn } from "./txn.ts";
@@ -79,6 +81,8 @@ export function sessionInvalidateTxn(tx: WriteTxn, idx: number, clock: { nowMs: 
       for (const key of held) setLockDelay(tables, key, until);
     });
   }
+  // Consul deleteSessionTxn: queries bound to the session go with it.
+  preparedQueriesDeleteBySessionTxn(tx, idx, id);
   tx.delete(tx.tables.sessions, id);
   tx.setIndex("sessions", idx);
   return true;

@@ -1,0 +1,242 @@
+// Prepared query endpoints (consul agent/consul/prepared_query_endpoint.go).
+// Apply checks the query (Consul parseQuery) and the state store's rules on
+// the leader, picks a new query's UUID from the injected Rng, then proposes;
+// the FSM checks the state rules again. Execute runs the health query of the
+// (rendered) service, drops unhealthy instances and filters by tags and meta,
+// then shuffles with the Rng or sorts by RTT from `near` (the agent's LAN
+// coordinates), and applies the limit. One datacenter only: the Failover
+// settings are stored but never used, so Failovers is always 0.
+
+import { BadRequestError, CairnError, NotFoundError, StateError } from "../errors.ts";
+import { parseDuration } from "../config/duration.ts";
+import { sortNear, type CoordinateSource } from "../http/near.ts";
+import type {
+  CheckServiceNode,
+  PreparedQuery,
+  PreparedQueryBody,
+  PreparedQueryExecuteArgs,
+  RpcHandlers,
+  ServiceQuery,
+} from "../rpc/methods.ts";
+import { checkServiceNodesTxn } from "../state/catalog.ts";
+import {
+  preparedQueryGetTxn,
+  preparedQueryListTxn,
+  preparedQueryResolveTxn,
+  preparedQuerySetProblem,
+  queryNotFoundMessage,
+} from "../state/prepared_query.ts";
+import { preparedQueryToJson } from "../state/prepared_query_json.ts";
+import { filterOf } from "./catalog.ts";
+import type { ServerContext } from "./context.ts";
+import { raftApply, read, requireLeader } from "./context.ts";
+import { encodeCommand, MessageType } from "./fsm.ts";
+import { uuidFromRng } from "./session.ts";
+
+type PreparedQueryMethods =
+  | "PreparedQuery.Apply"
+  | "PreparedQuery.Get"
+  | "PreparedQuery.List"
+  | "PreparedQuery.Explain"
+  | "PreparedQuery.Execute";
+
+/** What Consul shows instead of a token to a caller without a management token (cairn has no ACLs, so it never redacts). */
+export const redactedToken = "<hidden>";
+
+/** Consul's node meta limits (structs.ValidateNodeMetadata). */
+const metaMaxPairs = 64;
+const metaKeyMaxLength = 128;
+const metaValueMaxLength = 512;
+const metaKeyPattern = /^[a-zA-Z0-9_-]+$/;
+
+function validateMetaFilters(meta: Record<string, string>): void {
+  const keys = Object.keys(meta);
+  if (keys.length > metaMaxPairs) throw new BadRequestError(`Node metadata cannot contain more than ${metaMaxPairs} key/value pairs`);
+  for (const k of keys) {
+    if (k === "") throw new BadRequestError("Key cannot be blank");
+    if (!metaKeyPattern.test(k)) throw new BadRequestError(`Key contains invalid characters: ${k}`);
+    if (k.length > metaKeyMaxLength) throw new BadRequestError(`Key is too long (limit: ${metaKeyMaxLength} characters)`);
+    if (meta[k]!.length > metaValueMaxLength) throw new BadRequestError(`Value is too long (limit: ${metaValueMaxLength} characters)`);
+  }
+}
+
+/** Consul parseQuery: refuses with "Invalid prepared query: …" (a 400 here). */
+export function validatePreparedQuery(q: PreparedQueryBody): void {
+  const bad = (why: string): never => {
+    throw new BadRequestError(`Invalid prepared query: ${why}`);
+  };
+  if (q.name === "" && q.template.type === "" && q.session === "") bad("Must be bound to a session");
+  if (q.token === redactedToken) bad(`Bad Token '${q.token}', it looks like a query definition with a redacted token was submitted`);
+  if (q.service.service === "") bad("Must provide a Service name to query");
+  if (q.service.failover.nearestN < 0) bad(`Bad NearestN '${q.service.failover.nearestN}', must be >= 0`);
+  try {
+    validateMetaFilters(q.service.nodeMeta);
+  } catch (err) {
+    bad(err instanceof Error ? err.message : String(err));
+  }
+  if (q.dns.ttl !== "") {
+    const ms = parseDuration(q.dns.ttl);
+    if (ms === undefined) bad(`Bad DNS TTL '${q.dns.ttl}': time: invalid duration "${q.dns.ttl}"`);
+    if (ms! < 0) bad(`DNS TTL '${q.dns.ttl}', must be >=0`);
+  }
+}
+
+/** Consul CheckServiceNodes.FilterIgnore: critical drops an instance, and so does warning with onlyPassing; ignored check IDs do not count. */
+export function filterHealthy(nodes: readonly CheckServiceNode[], onlyPassing: boolean, ignoreCheckIds: readonly string[]): CheckServiceNode[] {
+  const ignore = new Set(ignoreCheckIds);
+  return nodes.filter((n) =>
+    n.checks.every((c) => ignore.has(c.checkId) || (c.status !== "critical" && (!onlyPassing || c.status === "passing")))
+  );
+}
+
+/** Consul tagFilter: every tag required, `!tag` excluded, without regard to case. */
+export function filterTags(nodes: readonly CheckServiceNode[], tags: readonly string[]): CheckServiceNode[] {
+  const must: string[] = [], not: string[] = [];
+  for (const t of tags) {
+    const l = t.toLowerCase();
+    if (l.startsWith("!")) not.push(l.slice(1));
+    else must.push(l);
+  }
+  return nodes.filter((n) => {
+    const have = new Set(n.service.tags.map((t) => t.toLowerCase()));
+    return must.every((t) => have.has(t)) && !not.some((t) => have.has(t));
+  });
+}
+
+function satisfiesMeta(meta: Record<string, string>, filters: Record<string, string>): boolean {
+  return Object.entries(filters).every(([k, v]) => Object.hasOwn(meta, k) && meta[k] === v);
+}
+
+/** The instances a query's Service selects (Consul PreparedQuery.execute, local datacenter), before ordering. */
+export function selectInstances(nodes: readonly CheckServiceNode[], s: ServiceQuery): CheckServiceNode[] {
+  // cairn has no Connect: no instance is Connect-capable.
+  if (s.connect) return [];
+  let out = filterHealthy(nodes, s.onlyPassing, s.ignoreCheckIds);
+  if (Object.keys(s.nodeMeta).length > 0) out = out.filter((n) => satisfiesMeta(n.node.meta, s.nodeMeta));
+  if (Object.keys(s.serviceMeta).length > 0) out = out.filter((n) => satisfiesMeta(n.service.meta, s.serviceMeta));
+  if (s.tags.length > 0) out = filterTags(out, s.tags);
+  return out;
+}
+
+/** Refuse another datacenter: cairn has no WAN forwarding (Consul's words when it has no route). */
+function requireLocalDatacenter(ctx: ServerContext, dc: string | undefined): void {
+  if (dc && ctx.datacenter && dc.toLowerCase() !== ctx.datacenter.toLowerCase()) throw new CairnError("no_path", "No path to datacenter");
+}
+
+export function preparedQueryEndpoints(
+  ctx: ServerContext,
+  options: { coordinates?: CoordinateSource } = {},
+): Pick<RpcHandlers, PreparedQueryMethods> {
+  function resolve(args: PreparedQueryExecuteArgs) {
+    if (typeof args.queryIdOrName !== "string" || args.queryIdOrName === "") throw new BadRequestError("Missing Query ID");
+    requireLocalDatacenter(ctx, args.query.datacenter);
+    return read(ctx, { ...args.query, minQueryIndex: 0 }, (state) => {
+      const r = preparedQueryResolveTxn(state, args.queryIdOrName);
+      if (!r.value) return { index: r.index, value: undefined };
+      const rendered: PreparedQuery = r.value;
+      const nodes = checkServiceNodesTxn(state, undefined, { name: rendered.service.service });
+      return { index: Math.max(r.index, nodes.index), value: { query: rendered, nodes: selectInstances(nodes.value, rendered.service) } };
+    });
+  }
+
+  return {
+    async "PreparedQuery.Apply"(args, callOptions) {
+      const op = args.op;
+      if (op !== "create" && op !== "update" && op !== "delete") throw new BadRequestError(`Unknown prepared query operation: ${String(op)}`);
+      requireLocalDatacenter(ctx, args.datacenter);
+      const q = args.query;
+      if (typeof q !== "object" || q === null) throw new BadRequestError("Missing prepared query");
+      if (op === "create") {
+        if (q.id !== "") throw new BadRequestError("ID must be empty when creating a new prepared query");
+      } else if (typeof q.id !== "string" || q.id === "") {
+        throw new BadRequestError("Missing Query ID");
+      }
+      if (op !== "delete") validatePreparedQuery(q);
+      requireLeader(ctx);
+      const state = ctx.fsm.state;
+      if (op === "delete") {
+        if (!state.tables.prepared_queries.get(q.id)) throw new NotFoundError(`Cannot modify non-existent prepared query: '${q.id}'`);
+        const { index } = await raftApply(ctx, encodeCommand(MessageType.PreparedQuery, { op, id: q.id }), callOptions);
+        return { id: q.id, index };
+      }
+      let id = q.id;
+      if (op === "create") {
+        id = uuidFromRng(ctx.rng);
+        while (state.tables.prepared_queries.get(id)) id = uuidFromRng(ctx.rng);
+      } else if (!state.tables.prepared_queries.get(id)) {
+        throw new NotFoundError(`Cannot modify non-existent prepared query: '${id}'`);
+      }
+      const query: PreparedQueryBody = { ...q, id };
+      const problem = preparedQuerySetProblem(state, op, query);
+      if (problem) throw new BadRequestError(problem);
+      const { index } = await raftApply(ctx, encodeCommand(MessageType.PreparedQuery, { op, query }), callOptions);
+      return { id, index };
+    },
+
+    async "PreparedQuery.Get"(args, callOptions) {
+      if (typeof args.queryId !== "string" || args.queryId === "") throw new BadRequestError("Missing Query ID");
+      requireLocalDatacenter(ctx, args.query.datacenter);
+      const { value, meta } = await read(ctx, args.query, (state, ws) => preparedQueryGetTxn(state, ws, args.queryId), callOptions);
+      if (!value) throw new NotFoundError(queryNotFoundMessage);
+      return { queries: [value], meta };
+    },
+
+    async "PreparedQuery.List"(args, callOptions) {
+      requireLocalDatacenter(ctx, args.query.datacenter);
+      const filter = filterOf(args);
+      const { value, meta } = await read(ctx, args.query, (state, ws) => {
+        const r = preparedQueryListTxn(state, ws);
+        return { index: r.index, value: filter ? r.value.filter((q) => filter.match(preparedQueryToJson(q))) : r.value };
+      }, callOptions);
+      return { queries: value, meta };
+    },
+
+    async "PreparedQuery.Explain"(args) {
+      const { value, meta } = await resolveOrThrow(args);
+      return { query: value.query, meta };
+    },
+
+    async "PreparedQuery.Execute"(args) {
+      const limit = args.limit ?? 0;
+      if (!Number.isSafeInteger(limit)) throw new BadRequestError(`Bad limit: ${JSON.stringify(limit)}`);
+      const { value, meta } = await resolveOrThrow(args);
+      const { query } = value;
+      let nodes = ctx.rng.shuffle([...value.nodes]);
+      // Source: the caller's `near`, else the query's Near; `_agent` is the agent that asked.
+      let near = args.near || query.service.near;
+      if (near === "_agent") near = args.agent.node;
+      // `_ip` needs the caller's address, which cairn does not carry: no sort (Consul does the same without one).
+      if (near === "_ip") near = "";
+      if (near !== "" && options.coordinates) {
+        nodes = sortNear(nodes, (n) => n.node.node, near, { coordinates: options.coordinates, agentNode: () => args.agent.node });
+      }
+      if (near !== "") {
+        // The node asked about goes first when it is among the first ten (Consul).
+        const i = nodes.slice(0, 10).findIndex((n) => n.node.node === near);
+        if (i > 0) [nodes[0], nodes[i]] = [nodes[i]!, nodes[0]!];
+      }
+      if (limit > 0 && nodes.length > limit) nodes = nodes.slice(0, limit);
+      return {
+        service: query.service.service,
+        nodes,
+        dns: { ttl: query.dns.ttl },
+        datacenter: ctx.datacenter ?? "",
+        failovers: 0,
+        meta,
+      };
+    },
+  };
+
+  async function resolveOrThrow(args: PreparedQueryExecuteArgs) {
+    let r;
+    try {
+      r = await resolve(args);
+    } catch (err) {
+      // A template looked up by ID, or one that fails to render: Consul's words, a 400 here.
+      if (err instanceof StateError) throw new BadRequestError(err.message);
+      throw err;
+    }
+    if (!r.value) throw new NotFoundError(queryNotFoundMessage);
+    return { value: r.value, meta: r.meta };
+  }
+}
