@@ -1,7 +1,7 @@
 // A prepared query body for tests: Go zero values, overridable per field.
 import type { PreparedQueryBody } from "../rpc/methods.ts";
 
-export function queryBody(over: Partial<PreparedQueryBody> & { service?: Partial<PreparedQueryBody["service"]>; template?: Partial<PreparedQueryBody["template"]> } = {}): PreparedQueryBody {
+export function queryBody(over: Partial<Omit<PreparedQueryBody, "service" | "template">> & { service?: Partial<PreparedQueryBody["service"]>; template?: Partial<PreparedQueryBody["template"]> } = {}): PreparedQueryBody {
   const { service, template, ...rest } = over;
   return {
     id: "",
