@@ -10,6 +10,7 @@ import { agentSelfHandler, type AgentInfo } from "./agent.ts";
 import { catalogRoutes } from "./catalog_routes.ts";
 import { errorResponse } from "./http_error.ts";
 import { kvMaxValueBytes, kvPrefix, kvsHandler } from "./kvs.ts";
+import { queryRoutes } from "./prepared_query.ts";
 import { snapshotRoutes } from "./snapshot.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
 import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
@@ -158,5 +159,6 @@ export function createRoutes(deps: RouteDeps): Router {
     { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
     ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName, coordinates: deps.coordinates }),
     ...snapshotRoutes({ rpc }),
+    ...queryRoutes({ rpc, nodeName: () => deps.agent.nodeName, datacenter: deps.agent.datacenter }),
   ], { logger, metrics: deps.metrics });
 }
