@@ -98,6 +98,15 @@ export class FakeBackend implements DnsBackend {
     return { instances, index: this.index };
   }
 
+  /** Prepared queries by lower-case ID or name: what PreparedQuery.Execute answered. */
+  queries = new Map<string, { service: string; nodes: CheckServiceNode[]; ttl: string }>();
+
+  async preparedQuery(args: { query: string; datacenter: string }) {
+    this.#call();
+    if (!this.datacenters.includes(args.datacenter)) return { result: null };
+    return { result: this.queries.get(args.query.toLowerCase()) ?? null };
+  }
+
   async reverse(args: { address: string }) {
     this.#call();
     const nodes = this.nodes.filter((n) => n.address === args.address);

@@ -5,6 +5,7 @@
 import type { CheckServiceNode, Node } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { SoaConfig } from "../config/types.ts";
+import { parseDuration } from "../config/duration.ts";
 import { addressToHex, canonicalName, normalizeAddress, parseIpv4, parseName, type ParsedName } from "./names.ts";
 
 export type DnsRcode = "NOERROR" | "FORMERR" | "SERVFAIL" | "NXDOMAIN" | "NOTIMP" | "REFUSED";
@@ -71,6 +72,7 @@ export interface DnsAnswerConfig {
 export type DnsLookup =
   | { kind: "node"; node: string; datacenter: string }
   | { kind: "service"; service: string; tag: string; datacenter: string }
+  | { kind: "query"; query: string; datacenter: string }
   | { kind: "reverse"; address: string };
 
 export interface DnsPlan {
@@ -84,6 +86,12 @@ export interface DnsData {
   node?: Node | null;
   /** Every instance, unfiltered (health filtering happens here); null: unknown datacenter. */
   instances?: CheckServiceNode[] | null;
+  /**
+   * A prepared query's execution: its instances already filtered and ordered
+   * by the server, the queried service and the query's DNS TTL ("" for none);
+   * null: no such query (or an unknown datacenter).
+   */
+  query?: { service: string; nodes: CheckServiceNode[]; ttl: string } | null;
   /** Nodes and services whose address is the reverse-looked-up one. */
   reverse?: { nodes: Node[]; services: Array<{ service: string; datacenter: string }> };
   /** Index of the node or instances read (0: unknown). */
@@ -110,6 +118,8 @@ export function planQuestion(question: DnsQuestion, config: DnsAnswerConfig): Dn
       return { parsed, lookup: { kind: "node", node: parsed.node, datacenter: parsed.datacenter } };
     case "service":
       return { parsed, lookup: { kind: "service", service: parsed.service, tag: parsed.tag, datacenter: parsed.datacenter } };
+    case "query":
+      return { parsed, lookup: { kind: "query", query: parsed.query, datacenter: parsed.datacenter } };
     case "apex": {
       const t = question.type;
       if (t === "SOA" || t === "NS" || t === "ANY") {
@@ -136,6 +146,7 @@ export function rcodeAnswer(rcode: DnsRcode, authoritative = false): DnsAnswer {
 /** Build the full (untrimmed) answer from the plan and the looked-up data. */
 export function buildAnswer(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: AnswerContext): DnsAnswer {
   const answer = buildRecords(question, plan, data, ctx);
+  // Not for queries: their order comes from the server's shuffle or RTT sort on every execution.
   if (data.index && data.index > 0 && (plan.lookup?.kind === "node" || plan.lookup?.kind === "service")) answer.index = data.index;
   return answer;
 }
@@ -158,6 +169,8 @@ function buildRecords(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: 
       return nodeAnswer(question, parsed, data.node ?? null, ctx);
     case "service":
       return serviceAnswer(question, parsed, data.instances ?? null, ctx);
+    case "query":
+      return queryAnswer(question, parsed, data.query ?? null, ctx);
     case "addr": {
       const a = empty("NOERROR", true);
       const wanted = parsed.family === 4 ? "A" : "AAAA";
@@ -330,6 +343,35 @@ function serviceAnswer(
   if (healthy.length === 0) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
   ctx.rng.shuffle(healthy);
   const ttl = seconds(serviceTtlMs(parsed.service, cfg.serviceTtlMs));
+  return instanceRecords(question, parsed, healthy, ttl, ctx);
+}
+
+/**
+ * `<query>.query.<domain>` (Consul preparedQueryLookup): the server filtered
+ * and ordered the instances (shuffled or by RTT), so they are used as they
+ * come. TTL: the query's DNS.TTL, else the service_ttl for its service.
+ */
+function queryAnswer(
+  question: DnsQuestion,
+  parsed: { domain: string; datacenter: string },
+  result: { service: string; nodes: CheckServiceNode[]; ttl: string } | null,
+  ctx: AnswerContext,
+): DnsAnswer {
+  if (!result || result.nodes.length === 0) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
+  const queryTtlMs = result.ttl !== "" ? parseDuration(result.ttl) : undefined;
+  const ttl = seconds(queryTtlMs ?? serviceTtlMs(result.service, ctx.config.serviceTtlMs));
+  return instanceRecords(question, parsed, [...result.nodes], ttl, ctx);
+}
+
+/** SRV or address records for instances in the given order (service and query lookups). */
+function instanceRecords(
+  question: DnsQuestion,
+  parsed: { domain: string; datacenter: string },
+  healthy: CheckServiceNode[],
+  ttl: number,
+  ctx: AnswerContext,
+): DnsAnswer {
+  const cfg = ctx.config;
   const a = empty("NOERROR", true);
   const qtype = question.type;
   if (qtype === "SRV") {

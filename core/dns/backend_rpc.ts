@@ -1,7 +1,9 @@
 // DnsBackend over the RPC contract: Health.ServiceNodes for services,
-// Catalog.NodeServices for nodes, Catalog.ListNodes / ServiceNodes for PTR.
+// Catalog.NodeServices for nodes, PreparedQuery.Execute for queries,
+// Catalog.ListNodes / ServiceNodes for PTR.
 // Reads are stale by default (dns_config allow_stale); an answer older than
 // max_stale is asked again of the leader (Consul agent/dns.go).
+import { NotFoundError } from "../errors.ts";
 import type { CheckServiceNode, Node, QueryMeta, QueryOptions, Rpc } from "../rpc/methods.ts";
 import { serversServiceName } from "./answer.ts";
 import type { DnsBackend } from "./driver.ts";
@@ -19,6 +21,8 @@ export interface RpcBackendOptions {
    * registers it). Omit on client agents.
    */
   selfServer?: { node: string; address: string; port: number };
+  /** This agent's node name: prepared queries' `_agent` means it. */
+  nodeName?: string;
   /**
    * Keep lookup results this long (ms) and answer repeated questions from
    * memory; 0 disables. Needs `now` (monotonic ms).
@@ -139,6 +143,22 @@ export function createRpcBackend(options: RpcBackendOptions): DnsBackend {
         }
         return { instances: selfInstance(), index: 0 };
       }),
+    preparedQuery: async ({ query, datacenter }) => {
+      if (!(await knownDatacenter(datacenter))) return { result: null };
+      try {
+        const r = await read(datacenter, (q) =>
+          rpc.call("PreparedQuery.Execute", {
+            queryIdOrName: query,
+            agent: { node: options.nodeName ?? "", datacenter: options.datacenter },
+            query: q,
+          })
+        );
+        return { result: { service: r.service, nodes: r.nodes, ttl: r.dns.ttl } };
+      } catch (err) {
+        if (err instanceof NotFoundError) return { result: null };
+        throw err;
+      }
+    },
     reverse: ({ address }) =>
       cached(`r\0${address}`, async () => {
         const nodesReply = await read(localDc, (q) => rpc.call("Catalog.ListNodes", { query: q }));

@@ -24,6 +24,8 @@ export interface DnsBackend {
   node(args: { node: string; datacenter: string }): Promise<{ node: Node | null; index: number }>;
   /** Every instance of the service (with the tag, when not ""), checks included, unfiltered; null for an unknown datacenter. */
   serviceInstances(args: { service: string; tag: string; datacenter: string }): Promise<{ instances: CheckServiceNode[] | null; index: number }>;
+  /** Execute a prepared query by ID or name; `result` is null for an unknown query or datacenter. */
+  preparedQuery(args: { query: string; datacenter: string }): Promise<{ result: { service: string; nodes: CheckServiceNode[]; ttl: string } | null }>;
   /** Nodes, and failing those services, registered with this address. */
   reverse(args: { address: string }): Promise<{ nodes: Node[]; services: Array<{ service: string; datacenter: string }> }>;
 }
@@ -94,6 +96,8 @@ export function createDnsResolver(options: {
         const r = await backend.serviceInstances(l);
         data.instances = r.instances;
         data.index = r.index;
+      } else if (l?.kind === "query") {
+        data.query = (await backend.preparedQuery(l)).result;
       } else if (l?.kind === "reverse") data.reverse = await backend.reverse(l);
     } catch (err) {
       logger.warn("lookup failed", { name: question.name, type: question.type, error: String(err) });

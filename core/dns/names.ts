@@ -5,6 +5,7 @@
 //   [<tag>.]<service>.service[.<dc>].<domain>
 //   _<service>._<tag|tcp|udp>[.service][.<dc>].<domain>   (RFC 2782)
 //   <hex-ip>.addr[.<dc>].<domain>
+//   <query>.query[.<dc>].<domain>                          (prepared query)
 //   <domain>                                               (SOA, NS)
 //   d.c.b.a.in-addr.arpa, <32 nibbles>.ip6.arpa            (PTR)
 
@@ -13,6 +14,8 @@ export type ParsedName =
   | { kind: "node"; domain: string; node: string; datacenter: string }
   | { kind: "service"; domain: string; service: string; tag: string; datacenter: string }
   | { kind: "addr"; domain: string; address: string; family: 4 | 6; datacenter: string }
+  /** A prepared query by ID or name; a name may hold dots (Consul joins the labels). */
+  | { kind: "query"; domain: string; query: string; datacenter: string }
   | { kind: "ptr"; address: string }
   /** Under one of our domains but not a name we answer. */
   | { kind: "nxdomain"; domain: string }
@@ -82,8 +85,10 @@ function parseLabels(labels: string[], domain: string, localDc: string): ParsedN
       if (address === undefined) return { kind: "nxdomain", domain };
       return { kind: "addr", domain, address: address.address, family: address.family, datacenter };
     }
+    case "query":
+      return { kind: "query", domain, query: parts.join("."), datacenter };
     default:
-      // Prepared queries, Connect, ingress and virtual IPs are not served.
+      // Connect, ingress and virtual IPs are not served.
       return { kind: "nxdomain", domain };
   }
 }

@@ -36,6 +36,7 @@ export async function startDnsServer(options: {
     selfServer: config.server
       ? { node: config.nodeName, address: config.advertiseAddr || config.bindAddr, port: config.ports.server }
       : undefined,
+    nodeName: config.nodeName,
     cacheMs: options.cacheMs ?? 0,
     now: () => clock.now(),
   });
