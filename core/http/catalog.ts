@@ -3,7 +3,7 @@
 // node-services/<node>. Bodies are Consul's PascalCase JSON, read
 // case-insensitively as Go's encoding/json does; answers are Consul's JSON.
 import { BadRequestError } from "../errors.ts";
-import { sortNear, type NearOptions } from "./near.ts";
+import { sortNear, type NearOptions } from "../gossip/near.ts";
 import type {
   CatalogDeregisterArgs,
   CatalogRegisterArgs,

@@ -1,7 +1,7 @@
 // The /v1/catalog, /v1/health and /v1/session routes (consul
 // agent/http_register.go entries for these families), added by createRoutes.
 import type { Rpc } from "../rpc/mod.ts";
-import type { CoordinateSource, NearOptions } from "./near.ts";
+import type { CoordinateSource, NearOptions } from "../gossip/near.ts";
 import {
   catalogDatacentersHandler,
   catalogDeregisterHandler,

@@ -2,7 +2,7 @@
 // checks/<service>, service/<service> (?passing, ?tag, ?filter, ?node-meta),
 // state/<state>. All blocking; answers are Consul's JSON.
 import { BadRequestError } from "../errors.ts";
-import { sortNear, type NearOptions } from "./near.ts";
+import { sortNear, type NearOptions } from "../gossip/near.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { callOptions, listArgs, pathTail, readResponse } from "./catalog.ts";

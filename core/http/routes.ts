@@ -2,7 +2,7 @@
 // handler. A pattern ending in "/" matches every path under it (Go ServeMux
 // semantics, longest pattern wins); any other pattern matches exactly.
 import type { Logger } from "../log/mod.ts";
-import type { CoordinateSource } from "./near.ts";
+import type { CoordinateSource } from "../gossip/near.ts";
 import { nullLogger } from "../log/mod.ts";
 import type { Metrics } from "../metrics/metrics.ts";
 import type { Rpc } from "../rpc/mod.ts";

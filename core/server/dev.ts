@@ -3,7 +3,7 @@
 import type { Clock } from "../clock/clock.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
-import type { CoordinateSource } from "../http/near.ts";
+import type { CoordinateSource } from "../gossip/near.ts";
 import type { Rng } from "../sim/rng.ts";
 import { DevConsensus } from "./consensus.ts";
 import { Fsm } from "./fsm.ts";

@@ -9,7 +9,7 @@
 
 import { BadRequestError, CairnError, NotFoundError, StateError } from "../errors.ts";
 import { parseDuration } from "../config/duration.ts";
-import { sortNear, type CoordinateSource } from "../http/near.ts";
+import { sortNear, type CoordinateSource } from "../gossip/near.ts";
 import type {
   CheckServiceNode,
   PreparedQuery,

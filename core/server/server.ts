@@ -6,7 +6,7 @@ import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
-import type { CoordinateSource } from "../http/near.ts";
+import type { CoordinateSource } from "../gossip/near.ts";
 import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";

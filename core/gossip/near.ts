@@ -2,7 +2,7 @@
 // node, using the Vivaldi coordinates of this agent's LAN pool. `_agent`
 // means this agent. Rows whose node has no coordinate keep their order after
 // the sorted ones; with no coordinate for the `near` node nothing is sorted.
-import { distanceSeconds, isCompatible, type Coordinate } from "../gossip/coordinate.ts";
+import { distanceSeconds, isCompatible, type Coordinate } from "./coordinate.ts";
 
 export type CoordinateSource = () => ReadonlyArray<{ node: string; coord: Coordinate }>;
 
