@@ -107,8 +107,55 @@ export function createWireCodec<T extends GossipTypes>(
   const compress = options.compress ?? true;
   const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
   const report = options.onWireError ?? (() => {});
+  // A broadcast (alive, suspect, dead, the layer above's user messages) is measured once and
+  // sent up to retransmitLimit times, unchanged: encode each message object once. Message
+  // values are never mutated after they are handed to the codec.
+  const encoded = new WeakMap<object, Uint8Array>();
+  // Most alive messages and push/pull entries repeat a member's metadata byte for byte:
+  // decode it once per member and hand out the same (frozen) value while it stays the same.
+  const metaByNode = new Map<string, { bytes: Uint8Array; meta: T["meta"] }>();
+  const metaCacheLimit = 4096;
+
+  function decodeMetaOf(node: string, bytes: Uint8Array): WireResult<T["meta"]> {
+    const hit = metaByNode.get(node);
+    if (hit && sameBytes(hit.bytes, bytes)) return { ok: true, value: hit.meta };
+    const r = adapter.decodeMeta(bytes);
+    if (!r.ok) return r;
+    const v: unknown = r.value;
+    const meta = typeof v === "object" && v !== null && !ArrayBuffer.isView(v) ? Object.freeze(r.value) : r.value;
+    if (!hit && metaByNode.size >= metaCacheLimit) metaByNode.clear();
+    metaByNode.set(node, { bytes: bytes.slice(), meta });
+    return { ok: true, value: meta };
+  }
 
   function leaf(msg: SwimMessage<T>, stream: boolean): Uint8Array {
+    switch (msg.type) {
+      case "alive":
+      case "suspect":
+      case "dead": {
+        let bytes = encoded.get(msg);
+        if (!bytes) {
+          bytes = leafOnce(msg, stream);
+          encoded.set(msg, bytes);
+        }
+        return bytes;
+      }
+      case "user": {
+        const key = msg.msg;
+        if (stream || typeof key !== "object" || key === null) return leafOnce(msg, stream);
+        let bytes = encoded.get(key);
+        if (!bytes) {
+          bytes = leafOnce(msg, stream);
+          encoded.set(key, bytes);
+        }
+        return bytes;
+      }
+      default:
+        return leafOnce(msg, stream);
+    }
+  }
+
+  function leafOnce(msg: SwimMessage<T>, stream: boolean): Uint8Array {
     switch (msg.type) {
       case "ping": {
         const src = msg.sourceAddr ? addrBytes(msg.sourceAddr) : undefined;
@@ -224,7 +271,7 @@ export function createWireCodec<T extends GossipTypes>(
         return { type: "dead", ...m.body };
       case "alive": {
         const b = m.body;
-        const meta = adapter.decodeMeta(b.meta);
+        const meta = decodeMetaOf(b.node, b.meta);
         if (!meta.ok) {
           report(meta.error);
           return undefined;
@@ -250,7 +297,7 @@ export function createWireCodec<T extends GossipTypes>(
         const nodes: CorePushNodeState<T["meta"]>[] = [];
         for (const n of m.body.nodes) {
           const state = stateNames[n.state];
-          const meta = adapter.decodeMeta(n.meta);
+          const meta = decodeMetaOf(n.name, n.meta);
           if (state === undefined || !meta.ok) {
             report(meta.ok ? { code: "bad_field", message: `Unknown node state ${n.state}` } : meta.error);
             continue;
@@ -348,6 +395,12 @@ export function bytesWireCodec(options: WireCodecOptions = {}): WireCodec<{
     },
     options,
   );
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -454,6 +507,7 @@ function decodeSerfMsg(bytes: Uint8Array): WireResult<SerfMsg> {
 
 /** The codec a Serf-speaking node uses (tags in Meta, coordinates in acks). */
 export function serfWireCodec(options: WireCodecOptions = {}): WireCodec<SerfTypes> {
+  const metaBytes = new WeakMap<Tags, Uint8Array>();
   return createWireCodec<SerfTypes>(
     {
       encodeUser: encodeSerfMsg,
@@ -467,7 +521,15 @@ export function serfWireCodec(options: WireCodecOptions = {}): WireCodec<SerfTyp
         }
         return { ok: true, value: r.value.body };
       },
-      encodeMeta: (tags) => encodeTags(tagsToMap(tags)),
+      encodeMeta: (tags) => {
+        // Our own tags and every member's go out in each alive and push/pull: encode a tags object once.
+        let bytes = metaBytes.get(tags);
+        if (!bytes) {
+          bytes = encodeTags(tagsToMap(tags));
+          metaBytes.set(tags, bytes);
+        }
+        return bytes;
+      },
       decodeMeta: (meta) => {
         const r = decodeTags(meta);
         return r.ok ? { ok: true, value: mapToTags(r.value) } : r;

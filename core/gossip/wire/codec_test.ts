@@ -165,3 +165,35 @@ test("addr: IPv4/IPv6 text and bytes convert both ways", () => {
   assert.deepEqual(parseAddr("[::1]:80"), { ip: parseIp("::1"), port: 80 });
   assert.equal(parseAddr("10.0.0.1:99999"), undefined);
 });
+
+test("codec: a member's unchanged metadata decodes to one frozen value, a change to a new one", () => {
+  const c = serfWireCodec();
+  const alive = (incarnation: number, tags: Record<string, string>): Uint8Array =>
+    c.encode({ type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation, meta: tags, vsn: [1, 5, 2, 2, 5, 4] }, { stream: false });
+  const meta = (bytes: Uint8Array) => {
+    const d = c.decode(bytes, { stream: false });
+    assert.ok(d.ok && d.msgs[0]!.type === "alive");
+    return (d.msgs[0] as Extract<SwimMessage<SerfTypes>, { type: "alive" }>).meta;
+  };
+  const first = meta(alive(1, { role: "node", dc: "dc1" }));
+  assert.ok(Object.isFrozen(first));
+  assert.equal(meta(alive(2, { role: "node", dc: "dc1" })), first);
+  const changed = meta(alive(3, { role: "node", dc: "dc2" }));
+  assert.notEqual(changed, first);
+  assert.deepEqual(changed, { role: "node", dc: "dc2" });
+  // Plain-bytes metadata is handed out as is (a typed array cannot be frozen).
+  const b = bytesWireCodec();
+  const d = b.decode(b.encode({ type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation: 1, meta: new Uint8Array([1, 2]), vsn: [1, 5, 2, 2, 5, 5] }, { stream: false }), { stream: false });
+  assert.ok(d.ok);
+  assert.deepEqual((d.msgs[0] as Extract<SwimMessage<SerfTypes>, { type: "alive" }>).meta, new Uint8Array([1, 2]));
+});
+
+test("codec: a broadcast encodes the same bytes every time it is sent, and measures that length", () => {
+  const c = serfWireCodec({ compress: false });
+  const msg: SwimMessage<SerfTypes> = { type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation: 1, meta: { role: "node" }, vsn: [1, 5, 2, 2, 5, 4] };
+  const once = c.encode(msg, { stream: false });
+  assert.equal(toHex(c.encode({ type: "compound", parts: [msg, msg] }, { stream: false }).subarray(-once.length)), toHex(once));
+  assert.equal(c.measure(msg), once.length);
+  const join: SwimMessage<SerfTypes> = { type: "user", msg: { type: "join", body: { lTime: 7, node: "a" } } };
+  assert.equal(toHex(c.encode(join, { stream: false })), toHex(c.encode({ type: "user", msg: { type: "join", body: { lTime: 7, node: "a" } } }, { stream: false })));
+});
