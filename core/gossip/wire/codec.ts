@@ -27,8 +27,10 @@ import type {
   WireError,
   WireResult,
 } from "./messages.ts";
+import { MessageType } from "./messages.ts";
 import { addrToString, parseAddr } from "./addr.ts";
 import {
+  decodeMessage,
   decodePacket,
   encodeAck,
   encodeAlive,
@@ -115,6 +117,38 @@ export function createWireCodec<T extends GossipTypes>(
   // decode it once per member and hand out the same (frozen) value while it stays the same.
   const metaByNode = new Map<string, { bytes: Uint8Array; meta: T["meta"] }>();
   const metaCacheLimit = 4096;
+
+  // A broadcast reaches each node many times (every node that learns it sends it retransmitLimit
+  // times), byte for byte the same: decode each distinct alive/suspect/dead/user part once, and
+  // hand out the same message value again (values are never mutated, see above).
+  const leafCache = new Map<string, MemberlistMessage>();
+  const leafCacheLimit = 2048;
+  const fromWireCache = new WeakMap<MemberlistMessage, SwimMessage<T>>();
+  const latin1 = new TextDecoder("latin1");
+
+  function decodeLeaf(bytes: Uint8Array): WireResult<MemberlistMessage> {
+    const t = bytes[0];
+    if (t !== MessageType.alive && t !== MessageType.suspect && t !== MessageType.dead && t !== MessageType.user) {
+      return decodeMessage(bytes);
+    }
+    const key = latin1.decode(bytes);
+    const hit = leafCache.get(key);
+    if (hit) return { ok: true, value: hit };
+    const r = decodeMessage(bytes);
+    if (r.ok) {
+      if (leafCache.size >= leafCacheLimit) leafCache.clear();
+      leafCache.set(key, r.value);
+    }
+    return r;
+  }
+
+  function fromWireCached(m: MemberlistMessage): SwimMessage<T> | undefined {
+    const hit = fromWireCache.get(m);
+    if (hit) return hit;
+    const out = fromWire(m);
+    if (out && (m.type === "alive" || m.type === "suspect" || m.type === "dead" || m.type === "user")) fromWireCache.set(m, out);
+    return out;
+  }
 
   function decodeMetaOf(node: string, bytes: Uint8Array): WireResult<T["meta"]> {
     const hit = metaByNode.get(node);
@@ -350,11 +384,11 @@ export function createWireCodec<T extends GossipTypes>(
           const m = fromWire(r.message);
           return m ? { ok: true, msgs: [m] } : { ok: false, error: `Undecodable ${r.message.type} payload` };
         }
-        const pkt = decodePacket(payload, { maxDecompressedBytes: maxBytes });
+        const pkt = decodePacket(payload, { maxDecompressedBytes: maxBytes, decodeLeaf });
         for (const e of pkt.errors) report(e);
         const msgs: SwimMessage<T>[] = [];
         for (const wm of pkt.messages) {
-          const m = fromWire(wm);
+          const m = fromWireCached(wm);
           if (m) msgs.push(m);
         }
         if (msgs.length === 0) return { ok: false, error: pkt.errors[0]?.message ?? "No decodable message" };
@@ -532,7 +566,11 @@ export function serfWireCodec(options: WireCodecOptions = {}): WireCodec<SerfTyp
       },
       decodeMeta: (meta) => {
         const r = decodeTags(meta);
-        return r.ok ? { ok: true, value: mapToTags(r.value) } : r;
+        if (!r.ok) return r;
+        // Forwarding these tags (alive broadcasts, push/pull) sends the bytes they came in.
+        const tags = mapToTags(r.value);
+        metaBytes.set(tags, meta.slice());
+        return { ok: true, value: tags };
       },
       encodeAck: (c: Coordinate) =>
         encodeCoordinatePayload({ vec: [...c.vec], error: c.error, adjustment: c.adjustment, height: c.height }),

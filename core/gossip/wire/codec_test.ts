@@ -197,3 +197,21 @@ test("codec: a broadcast encodes the same bytes every time it is sent, and measu
   const join: SwimMessage<SerfTypes> = { type: "user", msg: { type: "join", body: { lTime: 7, node: "a" } } };
   assert.equal(toHex(c.encode(join, { stream: false })), toHex(c.encode({ type: "user", msg: { type: "join", body: { lTime: 7, node: "a" } } }, { stream: false })));
 });
+
+test("codec: the same broadcast received twice decodes to the same value; another one does not", () => {
+  const c = serfWireCodec();
+  const alive = (inc: number): SwimMessage<SerfTypes> => ({ type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation: inc, meta: { role: "node" }, vsn: [1, 5, 2, 2, 5, 4] });
+  const join: SwimMessage<SerfTypes> = { type: "user", msg: { type: "join", body: { lTime: 3, node: "a" } } };
+  const packet = c.encode({ type: "compound", parts: [{ type: "ping", seqNo: 1, node: "b" }, alive(1), join] }, { stream: false });
+  const first = c.decode(packet, { stream: false });
+  const again = c.decode(packet, { stream: false });
+  assert.ok(first.ok && again.ok);
+  assert.deepEqual(first.msgs.map((m) => m.type), ["ping", "alive", "user"]);
+  assert.notEqual(again.msgs[0], first.msgs[0]); // pings are not cached
+  assert.equal(again.msgs[1], first.msgs[1]);
+  assert.equal(again.msgs[2], first.msgs[2]);
+  const newer = c.decode(c.encode(alive(2), { stream: false }), { stream: false });
+  assert.ok(newer.ok);
+  assert.notEqual(newer.msgs[0], first.msgs[1]);
+  assert.equal((newer.msgs[0] as Extract<SwimMessage<SerfTypes>, { type: "alive" }>).incarnation, 2);
+});
