@@ -184,6 +184,8 @@ interface Missing {
 
 /** Repair push/pulls one missing member may cause (the witness, then a random member). */
 const maxRepairsPerMember = 2;
+/** Members with pending evidence tracked at once (names come from peers). */
+const maxMissing = 1024;
 
 interface OpenQuery {
   id: number;
@@ -541,8 +543,8 @@ export class SerfCore {
    */
   #noteMissing(name: string, from: string): void {
     if (this.#t.repairGraceMs <= 0 || name === this.name || from === this.swim.addr) return;
-    const cur = this.#missing.get(name);
-    if (cur) return;
+    // A member we gave up on (e.g. one our veto refuses) keeps its entry until it ages out.
+    if (this.#missing.has(name) || this.#missing.size >= maxMissing) return;
     this.#missing.set(name, { from, atMs: this.#now, repairs: 0 });
   }
 
@@ -554,12 +556,12 @@ export class SerfCore {
   #repair(): void {
     for (const [name, miss] of this.#missing) {
       const m = this.#members.get(name);
-      if ((m && m.status !== "failed") || miss.repairs >= maxRepairsPerMember) this.#missing.delete(name);
+      if ((m && m.status !== "failed") || this.#now - miss.atMs > this.#t.recentIntentTimeoutMs) this.#missing.delete(name);
     }
     const at = this.#nextRepairAt();
     if (at === Infinity || this.#now < at) return;
     for (const [name, miss] of this.#missing) {
-      if (this.#now < miss.atMs + this.#t.repairGraceMs) continue;
+      if (miss.repairs >= maxRepairsPerMember || this.#now < miss.atMs + this.#t.repairGraceMs) continue;
       const to = miss.repairs === 0 ? miss.from : this.#randomAliveAddr();
       miss.repairs++;
       if (to === undefined) continue;
@@ -574,8 +576,10 @@ export class SerfCore {
   #nextRepairAt(): number {
     if (this.#missing.size === 0 || this.#leaving || this.swim.isRepairing) return Infinity;
     let due = Infinity;
-    for (const miss of this.#missing.values()) due = Math.min(due, miss.atMs + this.#t.repairGraceMs);
-    return Math.max(due, this.#nextRepairMs);
+    for (const miss of this.#missing.values()) {
+      if (miss.repairs < maxRepairsPerMember) due = Math.min(due, miss.atMs + this.#t.repairGraceMs);
+    }
+    return due === Infinity ? due : Math.max(due, this.#nextRepairMs);
   }
 
   #randomAliveAddr(): string | undefined {
