@@ -828,6 +828,8 @@ async function bindTransport(options: {
       advertiseAddr: options.advertiseAddr,
       logger: transportLogger(options.logger.named("memberlist")),
       keyring: options.keyring,
+      // The driver decodes every datagram anyway and reports garbage back: decode once.
+      dropUndecodablePackets: false,
     });
   try {
     return await make(options.port);

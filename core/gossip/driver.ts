@@ -15,7 +15,9 @@
 //     // Incoming traffic. onStream gets one complete decoded-able message
 //     // read from an accepted connection and returns the reply to write
 //     // (undefined = close without reply).
-//     listen(handlers: { onPacket(from: string, payload: P): void;
+//     // onPacket returns false for a payload that decodes to nothing (the
+//     // transport counts it as garbage).
+//     listen(handlers: { onPacket(from: string, payload: P): boolean | void;
 //                        onStream(from: string, payload: P): P | undefined }): void;
 //     close(): void;
 //   }
@@ -37,7 +39,8 @@ import type { WireCodec } from "./wire/codec.ts";
 export type StreamResult<P> = { ok: true; reply: P | undefined } | { ok: false; error: string };
 
 export interface GossipTransportHandlers<P> {
-  onPacket(from: string, payload: P): void;
+  /** False: the payload decoded to no message (counted as garbage by the transport). */
+  onPacket(from: string, payload: P): boolean | void;
   onStream(from: string, payload: P): P | undefined;
 }
 
@@ -146,16 +149,17 @@ export class GossipDriver<T extends GossipTypes, I extends { now: number }, E, P
     this.#pump();
   }
 
-  #onPacket(from: string, payload: P): void {
-    if (!this.#running) return;
+  #onPacket(from: string, payload: P): boolean {
+    if (!this.#running) return true;
     const r = this.#codec.decode(payload, { stream: false });
     if (!r.ok) {
       this.#log.warn("dropping undecodable packet", { from, error: r.error });
-      return;
+      return false;
     }
     const now = this.#clock.now();
     for (const msg of r.msgs) this.core.step({ kind: "packet", now, from, msg });
     this.#pump();
+    return true;
   }
 
   #onStream(from: string, payload: P): P | undefined {

@@ -107,6 +107,14 @@ export interface SerfTimings {
   readonly queryResponseSizeLimit: number;
   readonly querySizeLimit: number;
   readonly userEventSizeLimit: number;
+  /**
+   * cairn's anti-entropy repair (not in Serf): a join intent heard by gossip
+   * for a member memberlist still does not know after this long means we
+   * missed its alive broadcast; 0 turns the repair off.
+   */
+  readonly repairGraceMs: number;
+  /** At most one repair push/pull per this interval (scaled with the cluster size like push/pull). */
+  readonly repairIntervalMs: number;
 }
 
 const hourMs = 3_600_000;
@@ -132,6 +140,8 @@ export const serfTimings: SerfTimings = Object.freeze({
   queryResponseSizeLimit: 1024,
   querySizeLimit: 1024,
   userEventSizeLimit: 512,
+  repairGraceMs: 500,
+  repairIntervalMs: 1_000,
 });
 
 /** The `serf agent` differences: coalescing of member and user events on. */

@@ -14,7 +14,7 @@ import { VivaldiClient } from "./coordinate.ts";
 import type { Coordinate } from "./coordinate.ts";
 import type { GossipProfile, SerfTimings } from "./profiles.ts";
 import { serfTimings } from "./profiles.ts";
-import { estimateSize, SwimCore } from "./swim.ts";
+import { estimateSize, pushPullScaleMs, SwimCore } from "./swim.ts";
 import type { GossipTypes, SwimEvent, SwimInput, SwimMember, SwimMessage, SwimSend } from "./swim.ts";
 import type {
   MessageJoin,
@@ -173,6 +173,20 @@ interface Intent {
   atMs: number;
 }
 
+/** Evidence of a member memberlist has not (re)announced to us: a missed alive broadcast. */
+interface Missing {
+  /** Who showed it to us ("ip:port"): the gossiper of its join intent, or the member itself. */
+  from: string;
+  atMs: number;
+  /** Repair push/pulls it has caused. */
+  repairs: number;
+}
+
+/** Repair push/pulls one missing member may cause (the witness, then a random member). */
+const maxRepairsPerMember = 2;
+/** Members with pending evidence tracked at once (names come from peers). */
+const maxMissing = 1024;
+
 interface OpenQuery {
   id: number;
   deadlineMs: number;
@@ -214,6 +228,7 @@ export class SerfCore {
 
   #members = new Map<string, MemberState>();
   #intents = new Map<string, Intent>();
+  #missing = new Map<string, Missing>();
   #eventBuffer: (UserEventCollection | null)[];
   #queryBuffer: ({ lTime: number; ids: number[] } | null)[];
   #intentQueue = new BroadcastQueue<SerfMsg>();
@@ -230,6 +245,7 @@ export class SerfCore {
   #nextReapMs: number;
   #nextReconnectMs: number;
   #nextQueueCheckMs: number;
+  #nextRepairMs = 0;
 
   #memberCoalesce = new Map<string, { type: MemberEventType; member: SerfMember }>();
   #memberLastFlushed = new Map<string, MemberEventType>();
@@ -347,7 +363,7 @@ export class SerfCore {
   }
 
   nextDeadline(): number {
-    let t = Math.min(this.swim.nextDeadline(), this.#nextReapMs, this.#nextReconnectMs, this.#nextQueueCheckMs);
+    let t = Math.min(this.swim.nextDeadline(), this.#nextReapMs, this.#nextReconnectMs, this.#nextQueueCheckMs, this.#nextRepairAt());
     for (const q of this.#openQueries.values()) t = Math.min(t, q.deadlineMs);
     for (const p of this.#prunes) t = Math.min(t, p.atMs);
     if (this.#memberCoalesce.size > 0) t = Math.min(t, this.#memberFlushAt());
@@ -469,6 +485,9 @@ export class SerfCore {
       case "conflict":
         this.#events.push({ kind: "conflict", name: e.existing.name, existingAddr: e.existing.addr, otherAddr: e.other.addr });
         return;
+      case "unknownPeer":
+        this.#noteMissing(e.node, e.addr);
+        return;
     }
   }
 
@@ -508,6 +527,64 @@ export class SerfCore {
     }
     if (this.#memberCoalesce.size > 0 && now >= this.#memberFlushAt()) this.#flushMembers();
     if (this.#userCoalesce.size > 0 && now >= this.#userFlushAt()) this.#flushUser();
+    this.#repair();
+  }
+
+  // ---------------------------------------------------------------------------
+  // Anti-entropy repair (cairn; Serf waits for the next periodic push/pull)
+
+  /**
+   * Evidence that a member exists (or is back) which memberlist has not
+   * told us about: a gossiped join intent, or a ping from the member
+   * itself. If it still holds `repairGraceMs` later, we missed the member's
+   * alive broadcast: each is sent a bounded number of times, so a node can
+   * miss every copy, and memberlist only repairs that at the next periodic
+   * push/pull (30-60 s).
+   */
+  #noteMissing(name: string, from: string): void {
+    if (this.#t.repairGraceMs <= 0 || name === this.name || from === this.swim.addr) return;
+    // A member we gave up on (e.g. one our veto refuses) keeps its entry until it ages out.
+    if (this.#missing.has(name) || this.#missing.size >= maxMissing) return;
+    this.#missing.set(name, { from, atMs: this.#now, repairs: 0 });
+  }
+
+  /**
+   * Pull the state from the witness (which knew the member), or failing
+   * that from a random member: one push/pull at a time, at most one per
+   * `repairIntervalMs` scaled with the cluster size like push/pull.
+   */
+  #repair(): void {
+    for (const [name, miss] of this.#missing) {
+      const m = this.#members.get(name);
+      if ((m && m.status !== "failed") || this.#now - miss.atMs > this.#t.recentIntentTimeoutMs) this.#missing.delete(name);
+    }
+    const at = this.#nextRepairAt();
+    if (at === Infinity || this.#now < at) return;
+    for (const [name, miss] of this.#missing) {
+      if (miss.repairs >= maxRepairsPerMember || this.#now < miss.atMs + this.#t.repairGraceMs) continue;
+      const to = miss.repairs === 0 ? miss.from : this.#randomAliveAddr();
+      miss.repairs++;
+      if (to === undefined) continue;
+      this.#nextRepairMs = this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size);
+      this.#log.debug("missed the alive broadcast of a member: push/pull to repair", { node: name, with: to });
+      this.swim.step({ kind: "pushPull", now: this.#now, to });
+      return;
+    }
+  }
+
+  /** When #repair could next act (Infinity: nothing to repair, or off). */
+  #nextRepairAt(): number {
+    if (this.#missing.size === 0 || this.#leaving || this.swim.isRepairing) return Infinity;
+    let due = Infinity;
+    for (const miss of this.#missing.values()) {
+      if (miss.repairs < maxRepairsPerMember) due = Math.min(due, miss.atMs + this.#t.repairGraceMs);
+    }
+    return due === Infinity ? due : Math.max(due, this.#nextRepairMs);
+  }
+
+  #randomAliveAddr(): string | undefined {
+    const alive = [...this.#members.values()].filter((m) => m.status === "alive" && m.name !== this.name);
+    return alive.length > 0 ? this.#rng.pick(alive).addr : undefined;
   }
 
   #reap(): void {
@@ -626,7 +703,7 @@ export class SerfCore {
   #handleMessage(from: string, msg: SerfMsg): void {
     switch (msg.type) {
       case "join":
-        if (this.#handleJoinIntent(msg.body)) this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
+        if (this.#handleJoinIntent(msg.body, from)) this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
         return;
       case "leave":
         if (this.#handleLeaveIntent(msg.body)) this.#intentQueue.push(msg, { sizeBytes: this.#size(msg) });
@@ -655,11 +732,17 @@ export class SerfCore {
     return true;
   }
 
-  #handleJoinIntent(j: MessageJoin): boolean {
+  /** `from`: the gossiper of this intent (unset when it came in a push/pull). */
+  #handleJoinIntent(j: MessageJoin, from?: string): boolean {
     this.clock.witness(j.lTime);
     const m = this.#members.get(j.node);
-    if (!m) return this.#upsertIntent(j.node, "join", j.lTime);
+    if (!m) {
+      if (from !== undefined) this.#noteMissing(j.node, from);
+      return this.#upsertIntent(j.node, "join", j.lTime);
+    }
     if (j.lTime <= m.statusLTime) return false;
+    // A newer join of a member we hold failed: its alive (a restart) may be what we missed.
+    if (m.status === "failed" && from !== undefined) this.#noteMissing(j.node, from);
     m.statusLTime = j.lTime;
     if (m.status === "leaving") m.status = "alive";
     return true;

@@ -31,11 +31,18 @@ type Env<P = M> =
  * partitionable "TCP". A stream whose request or reply is cut (partition,
  * crashed peer) fails after the TCP timeout, like a real connect/read would.
  */
-function simTransport<P>(clock: SimClock, udp: SimNetwork<Env<P>>, tcp: SimNetwork<Env<P>>, addr: string): GossipTransport<P> {
+function simTransport<P>(
+  clock: SimClock,
+  udp: SimNetwork<Env<P>>,
+  tcp: SimNetwork<Env<P>>,
+  addr: string,
+  hooks: TransportHooks<P> = {},
+): GossipTransport<P> {
   return {
     localAddr: addr,
     sendPacket: (to, msg) => udp.send(addr, to, { kind: "packet", msg }),
     sendStream: (to, msg, opts, onResult) => {
+      hooks.onStreamSent?.(addr, to, msg);
       if (!opts.expectReply) {
         tcp.send(addr, to, { kind: "stream", msg });
         onResult({ ok: true, reply: undefined });
@@ -53,7 +60,9 @@ function simTransport<P>(clock: SimClock, udp: SimNetwork<Env<P>>, tcp: SimNetwo
     },
     listen: (h) => {
       udp.attach(addr, (from, env) => {
-        if (env.kind === "packet") h.onPacket(from, env.msg);
+        if (env.kind !== "packet") return;
+        const msg = hooks.filterPacket ? hooks.filterPacket(from, addr, env.msg) : env.msg;
+        if (msg !== undefined) h.onPacket(from, msg);
       });
       tcp.attach(addr, (from, env) => {
         if (env.kind === "reply") {
@@ -70,6 +79,13 @@ function simTransport<P>(clock: SimClock, udp: SimNetwork<Env<P>>, tcp: SimNetwo
       tcp.detach(addr);
     },
   };
+}
+
+interface TransportHooks<P> {
+  /** Rewrite (or drop: undefined) a datagram as it arrives at `to`. */
+  filterPacket?: (from: string, to: string, msg: P) => P | undefined;
+  /** Told about every stream a node opens. */
+  onStreamSent?: (from: string, to: string, msg: P) => void;
 }
 
 interface SimNode {
@@ -90,6 +106,7 @@ interface ClusterOptions {
   tags?: (i: number) => Tags;
   /** Run over the real wire codec (bytes on the sim network) instead of message objects. */
   wire?: WireCodec<SerfTypes>;
+  hooks?: TransportHooks<unknown>;
 }
 
 class SimCluster {
@@ -133,7 +150,7 @@ class SimCluster {
     node.driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, unknown>({
       core: serf,
       clock: this.clock,
-      transport: simTransport<unknown>(this.clock, this.udp, this.tcp, addr),
+      transport: simTransport<unknown>(this.clock, this.udp, this.tcp, addr, this.#opts.hooks),
       codec: (wire ?? identityCodec<SerfTypes>()) as GossipCodec<SerfTypes, unknown>,
       logger,
       onEvent: (e) => {
@@ -406,5 +423,71 @@ test("sim: clusters over the real wire codec (bytes, LZW) join, gossip events, a
     c.crash("n4");
     c.runUntil(() => c.live().every((x) => x.serf.memberStatus("n4") === "failed"), 90_000, "crash over the wire codec");
     assert.deepEqual(wireErrors, [], `wire errors; seed=${seed}`);
+  }
+});
+
+/** `msg` without the parts `drop` matches (undefined if nothing is left). */
+function withoutParts(msg: M, drop: (m: M) => boolean): M | undefined {
+  if (msg.type !== "compound") return drop(msg) ? undefined : msg;
+  const parts = msg.parts.filter((p) => !drop(p));
+  return parts.length === 0 ? undefined : { type: "compound", parts };
+}
+
+test("sim: a node that missed every copy of a member's alive broadcast pulls the state once the evidence (its join intent, a ping from it) is older than the grace period", () => {
+  const late: number[] = [];
+  for (const seed of seeds(100)) {
+    // n5 never gets an alive about n3 by UDP gossip: only its Serf join intent, and push/pull state.
+    const deaf = "10.0.0.6:7946";
+    const hooks: TransportHooks<unknown> = {
+      filterPacket: (_from, to, msg) => (to === deaf ? withoutParts(msg as M, (m) => m.type === "alive" && m.node === "n3") : msg),
+    };
+    const c = new SimCluster({ seed, hooks, faults: { loss: 0.01 } });
+    for (let i = 0; i < 8; i++) c.start(`n${i}`, i);
+    for (let i = 1; i < 8; i++) if (i !== 3) c.node(`n${i}`).driver.input({ kind: "join", addrs: [c.addrOf(0)] });
+    c.runUntil(() => c.live().filter((x) => x.name !== "n3").every((x) => x.serf.members().length === 7), 30_000, "seven nodes joined");
+    const t0 = c.clock.now();
+    c.node("n3").driver.input({ kind: "join", addrs: [c.addrOf(0)] });
+    c.runUntil(() => c.converged(), 60_000, "n5 learns n3");
+    const took = c.clock.now() - t0;
+    // Intent gossip (~1 s) + grace (0.5 s) + one push/pull; memberlist alone waits for a periodic push/pull (0-30 s).
+    // When n5 misses the intent too, a probe from n3 (one per second, round robin) is the evidence.
+    if (took > 5_000) late.push(seed);
+  }
+  assert.deepEqual(late, [], "n5 learned n3 late (after 5 s) in these seeds");
+});
+
+test("sim: repair push/pulls are bounded for a member nobody can tell us about (its join intent, its pings)", () => {
+  for (const seed of seeds(50)) {
+    const pushPulls = new Map<string, number>();
+    const hooks: TransportHooks<unknown> = {
+      onStreamSent: (from, _to, msg) => {
+        const m = msg as M;
+        if (m.type === "pushPull" && !m.join) pushPulls.set(from, (pushPulls.get(from) ?? 0) + 1);
+      },
+    };
+    const c = makeCluster({ seed, n: 4, hooks });
+    c.runUntil(() => c.converged(), 60_000, "convergence");
+    c.clock.advance(1_000);
+    pushPulls.clear();
+    const start = c.clock.now();
+    // A join intent for "ghost", which no node has an alive for, gossiped to every node by n1.
+    for (const x of c.live()) {
+      c.udp.send(c.node("n1").addr, x.addr, { kind: "packet", msg: { type: "user", msg: { type: "join", body: { lTime: 500, node: "ghost" } } } });
+    }
+    // ... and probes from it, again and again (a node our veto refused would do that).
+    for (let t = 0; t < 20; t++) {
+      for (const x of c.live()) {
+        c.udp.send("10.9.9.9:7946", x.addr, { kind: "packet", msg: { type: "ping", seqNo: t, node: x.name, sourceAddr: "10.9.9.9:7946", sourceNode: "ghost" } });
+      }
+      c.clock.advance(1_000);
+    }
+    // Periodic push/pulls (30 s apart, randomly phased) may add one per node in this window.
+    const periodic = (x: SimNode) => (x.serf.swim.numNodes > 0 ? 1 : 0);
+    for (const x of c.live()) {
+      const n = pushPulls.get(x.addr) ?? 0;
+      assert.ok(n <= 2 + periodic(x), `${x.name} sent ${n} push/pulls in ${c.clock.now() - start} ms about one unknown member; seed=${seed}`);
+    }
+    assert.ok([...pushPulls.values()].some((n) => n >= 1), `no repair push/pull at all; seed=${seed}`);
+    assert.ok(c.converged(), `seed=${seed}`);
   }
 });

@@ -136,7 +136,13 @@ export type SwimInput<T extends GossipTypes> =
   /** Join through these addresses; `tag` is echoed in the joinDone event. */
   | { kind: "join"; now: number; addrs: readonly string[]; tag?: string }
   | { kind: "leave"; now: number; timeoutMs: number }
-  | { kind: "setMeta"; now: number; meta: T["meta"] };
+  | { kind: "setMeta"; now: number; meta: T["meta"] }
+  /**
+   * One extra push/pull (state exchange) with `to`, outside the periodic
+   * schedule: anti-entropy when the layer above sees evidence of a missed
+   * broadcast. Ignored while another such exchange is in flight.
+   */
+  | { kind: "pushPull"; now: number; to: string };
 
 /**
  * One thing to send. Without `reliable` it is a UDP packet. With `reliable`
@@ -173,7 +179,9 @@ export type SwimEvent<T extends GossipTypes> =
   | { kind: "joinDone"; contacted: number; errors: string[]; tag?: string }
   | { kind: "leaveDone" }
   /** Another address claims a known member's name. */
-  | { kind: "conflict"; existing: SwimMember<T["meta"]>; other: AliveMsg<T["meta"]> };
+  | { kind: "conflict"; existing: SwimMember<T["meta"]>; other: AliveMsg<T["meta"]> }
+  /** A node we have no state for probed us: we may have missed its alive broadcast. */
+  | { kind: "unknownPeer"; node: string; addr: string };
 
 export interface SwimReady<T extends GossipTypes> {
   sends: SwimSend<T>[];
@@ -277,6 +285,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   #relays = new Map<number, RelayHandler>();
   #joins: PendingJoin[] = [];
   #streamKinds = new Map<number, "join" | "pushPull" | "ping">();
+  #repairRequest: number | undefined;
   #leaving = false;
   #leave: { broadcastId: number; deadlineMs: number } | undefined;
   #now: number;
@@ -389,6 +398,9 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         break;
       case "setMeta":
         this.#setMeta(input.meta);
+        break;
+      case "pushPull":
+        this.#repairPushPull(input.to);
         break;
     }
     this.#checkLeave();
@@ -589,6 +601,9 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
           this.#log.warn("got ping for unexpected node", { node: msg.node, from });
           return;
         }
+        if (msg.sourceNode && msg.sourceAddr && !this.#byName.has(msg.sourceNode)) {
+          this.#events.push({ kind: "unknownPeer", node: msg.sourceNode, addr: msg.sourceAddr });
+        }
         const ack: AckMsg<T["ack"]> = { type: "ack", seqNo: msg.seqNo };
         const payload = this.#delegate?.ackPayload();
         if (payload !== undefined) ack.payload = payload;
@@ -682,6 +697,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   }
 
   #streamDone(requestId: number, kind: "join" | "pushPull" | "ping", error: string | undefined): void {
+    if (requestId === this.#repairRequest) this.#repairRequest = undefined;
     if (kind === "pushPull" && error) this.#log.warn("push/pull failed", { error });
     if (kind !== "join") return;
     for (const j of this.#joins) {
@@ -759,6 +775,19 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       return;
     }
     this.#joins.push(pending);
+  }
+
+  /** Whether an extra push/pull asked for with a `pushPull` input is still running. */
+  get isRepairing(): boolean {
+    return this.#repairRequest !== undefined;
+  }
+
+  #repairPushPull(to: string): void {
+    if (this.#repairRequest !== undefined || this.#leaving || to === this.addr) return;
+    const requestId = this.#nextRequestId();
+    this.#streamKinds.set(requestId, "pushPull");
+    this.#repairRequest = requestId;
+    this.#sends.push({ to, msg: this.#localPushPull(false), reliable: true, requestId });
   }
 
   #periodicPushPull(): void {

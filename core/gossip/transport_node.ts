@@ -55,7 +55,11 @@ export interface NodeTransportOptions {
   maxInboundStreams?: number;
   /** Compress error replies like Go does (default true). */
   compressReplies?: boolean;
-  /** Drop datagrams that decode to no message before delivering (default true). */
+  /**
+   * Decode each datagram once here and drop those with no message before
+   * delivering (default true). A handler that decodes itself (the gossip
+   * driver) turns this off and returns false for garbage instead.
+   */
   dropUndecodablePackets?: boolean;
   /** Nonce source for encryption (tests). */
   nonce?: NonceSource;
@@ -290,7 +294,10 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
       return;
     }
     try {
-      this.#handlers.onPacket(from, bytes);
+      if (this.#handlers.onPacket(from, bytes) === false) {
+        this.stats.packetsGarbage++;
+        this.#log.debug("dropping garbage packet", { from });
+      }
     } catch (err) {
       this.#log.error("packet handler threw", { from, error: String(err) });
     }

@@ -164,6 +164,16 @@ test("transport: garbage datagrams and streams are counted and dropped", async (
   await until(() => b.stats.packetsGarbage === 3 && b.stats.packetsEmpty === 1, "garbage counters");
   assert.equal(seen.packets, 0);
 
+  // A handler that decodes itself gets every datagram and reports the garbage.
+  const c = await make({ dropUndecodablePackets: false });
+  const got: number[] = [];
+  c.listen({ onPacket: (_from, bytes) => (got.push(bytes[0]!), decodePacket(bytes).messages.length > 0), onStream: () => undefined });
+  const cAddr = splitHostPort(c.localAddr)!;
+  raw.send(new Uint8Array([0x63, 1, 2]), cAddr.port, cAddr.host);
+  raw.send(encodePing({ seqNo: 1, node: "c" }), cAddr.port, cAddr.host);
+  await until(() => got.length === 2, "both datagrams delivered");
+  assert.equal(c.stats.packetsGarbage, 1);
+
   // An unknown stream type gets an errResp and is counted.
   const garbage = await rawStream(addr, new Uint8Array([0x63, 0x63, 0x63]));
   assert.equal(garbage[0], 0x09, "errResp is compressed like Go's");

@@ -22,6 +22,13 @@ const serfBin = "/usr/bin/serf";
 const phaseLimitMs = 90_000;
 const steadyMs = 5_000;
 const tick = 100; // /proc clock ticks per second (USER_HZ)
+// How often every agent's member list is read while waiting (both sides alike). Each read of a
+// cairn agent is an HTTP request its own event loop answers (~0.4 ms CPU with 50 members, Consul
+// tags), so polling 50 agents every 20 ms took up to a core of the machine from the gossip being
+// measured (serf's msgpack RPC costs far less); every 100 ms costs ~10% and still resolves 0.1 s.
+const pollMs = Number(process.env.BENCH_POLL_MS ?? 100);
+const trace = !!process.env.BENCH_TRACE; // progress once a second while waiting
+const sides = (process.env.BENCH_SIDES ?? "cairn,serf").split(",");
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -199,12 +206,22 @@ async function startCairnAgent(i: number): Promise<BenchAgent> {
 /** Poll every agent until pred holds for all; returns ms since t0 (or NaN after the limit). */
 async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: Member[]) => boolean): Promise<number> {
   const done = new Set<BenchAgent>();
+  let nextTraceMs = 0;
   while (performance.now() - t0 < phaseLimitMs) {
+    let fewestAlive = Infinity;
     await Promise.all(agents.filter((a) => !done.has(a)).map(async (a) => {
-      try { if (pred(a, await a.members())) done.add(a); } catch { /* retry */ }
+      try {
+        const m = await a.members();
+        fewestAlive = Math.min(fewestAlive, m.filter((x) => x.status === "alive").length);
+        if (pred(a, m)) done.add(a);
+      } catch { /* retry */ }
     }));
     if (done.size === agents.length) return performance.now() - t0;
-    await sleep(20);
+    if (trace && performance.now() - t0 >= nextTraceMs) {
+      console.log(`    ${(performance.now() - t0).toFixed(0)} ms: ${done.size}/${agents.length} done, fewest alive seen ${fewestAlive}`);
+      nextTraceMs = performance.now() - t0 + 1_000;
+    }
+    await sleep(pollMs);
   }
   return Number.NaN;
 }
@@ -239,10 +256,18 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   // Convergence: everyone joins agent 0 at once.
   const t0 = performance.now();
   let joinErrors = 0;
-  await Promise.all(agents.slice(1).map((a) => a.join(agents[0]!.gossipAddr).catch(() => void joinErrors++)));
-  if (joinErrors > 0) console.log(`  ${joinErrors} of ${N - 1} join requests failed (the node still joins later through gossip)`);
+  const c0 = agents.map((a) => procTimes(a.child.pid!));
+  let firstJoinError = "";
+  await Promise.all(agents.slice(1).map((a) => a.join(agents[0]!.gossipAddr).catch((err: unknown) => {
+    joinErrors++;
+    firstJoinError ||= String(err).slice(0, 200);
+  })));
+  const joinMs = performance.now() - t0;
+  if (joinErrors > 0) console.log(`  ${joinErrors} of ${N - 1} join requests failed (the node still joins later through gossip), e.g. ${firstJoinError}`);
   const convergeMs = await until(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N);
-  console.log(`  all-see-all: ${convergeMs.toFixed(0)} ms`);
+  const c1 = agents.map((a) => procTimes(a.child.pid!));
+  const stormCpuS = c1.reduce((s, x, i) => s + (x.cpuTicks - c0[i]!.cpuTicks), 0) / tick;
+  console.log(`  all-see-all: ${convergeMs.toFixed(0)} ms (join calls returned after ${joinMs.toFixed(0)} ms; agents used ${stormCpuS.toFixed(1)} CPU-s in all, agent 0 ${((c1[0]!.cpuTicks - c0[0]!.cpuTicks) / tick).toFixed(1)} CPU-s)`);
 
   // Steady state: RSS and CPU per agent over steadyMs.
   await sleep(2_000);
@@ -273,10 +298,11 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
 
 if (!existsSync(bin)) throw new Error(`${bin} is missing: run npm run build (or set CAIRN_BIN)`);
 if (!existsSync(serfBin)) throw new Error(`${serfBin} is missing`);
-const cairn = await runSide("cairn", startCairnAgent);
-const serf = await runSide("serf 0.9.4", startSerfAgent);
+const skipped: Result = { startMs: NaN, convergeMs: NaN, detectMs: NaN, rssMiB: NaN, cpuPct: NaN };
+const cairn = sides.includes("cairn") ? await runSide("cairn", startCairnAgent) : skipped;
+const serf = sides.includes("serf") ? await runSide("serf 0.9.4", startSerfAgent) : skipped;
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
-console.log(`\n# gossip bench, N=${N} per side, 127.0.0.1, LAN timings on both sides, serf ${process.env.BENCH_SERF_PLAIN ? "without tags" : "with Consul's tags"}`);
+console.log(`\n# gossip bench, N=${N} per side, 127.0.0.1, LAN timings on both sides, serf ${process.env.BENCH_SERF_PLAIN ? "without tags" : "with Consul's tags"}, members polled every ${pollMs} ms`);
 console.log("metric                         cairn        serf      cairn/serf");
 const row = (name: string, a: number, b: number, unit: string) =>
   console.log(`${name.padEnd(30)} ${`${a.toFixed(unit === "%" ? 2 : 0)} ${unit}`.padStart(10)} ${`${b.toFixed(unit === "%" ? 2 : 0)} ${unit}`.padStart(10)}   ${ratio(a, b)}`);

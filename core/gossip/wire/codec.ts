@@ -27,8 +27,10 @@ import type {
   WireError,
   WireResult,
 } from "./messages.ts";
+import { MessageType } from "./messages.ts";
 import { addrToString, parseAddr } from "./addr.ts";
 import {
+  decodeMessage,
   decodePacket,
   encodeAck,
   encodeAlive,
@@ -107,8 +109,87 @@ export function createWireCodec<T extends GossipTypes>(
   const compress = options.compress ?? true;
   const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
   const report = options.onWireError ?? (() => {});
+  // A broadcast (alive, suspect, dead, the layer above's user messages) is measured once and
+  // sent up to retransmitLimit times, unchanged: encode each message object once. Message
+  // values are never mutated after they are handed to the codec.
+  const encoded = new WeakMap<object, Uint8Array>();
+  // Most alive messages and push/pull entries repeat a member's metadata byte for byte:
+  // decode it once per member and hand out the same (frozen) value while it stays the same.
+  const metaByNode = new Map<string, { bytes: Uint8Array; meta: T["meta"] }>();
+  const metaCacheLimit = 4096;
+
+  // A broadcast reaches each node many times (every node that learns it sends it retransmitLimit
+  // times), byte for byte the same: decode each distinct alive/suspect/dead/user part once, and
+  // hand out the same message value again (values are never mutated, see above).
+  const leafCache = new Map<string, MemberlistMessage>();
+  const leafCacheLimit = 2048;
+  const fromWireCache = new WeakMap<MemberlistMessage, SwimMessage<T>>();
+  const latin1 = new TextDecoder("latin1");
+
+  function decodeLeaf(bytes: Uint8Array): WireResult<MemberlistMessage> {
+    const t = bytes[0];
+    if (t !== MessageType.alive && t !== MessageType.suspect && t !== MessageType.dead && t !== MessageType.user) {
+      return decodeMessage(bytes);
+    }
+    const key = latin1.decode(bytes);
+    const hit = leafCache.get(key);
+    if (hit) return { ok: true, value: hit };
+    const r = decodeMessage(bytes);
+    if (r.ok) {
+      if (leafCache.size >= leafCacheLimit) leafCache.clear();
+      leafCache.set(key, r.value);
+    }
+    return r;
+  }
+
+  function fromWireCached(m: MemberlistMessage): SwimMessage<T> | undefined {
+    const hit = fromWireCache.get(m);
+    if (hit) return hit;
+    const out = fromWire(m);
+    if (out && (m.type === "alive" || m.type === "suspect" || m.type === "dead" || m.type === "user")) fromWireCache.set(m, out);
+    return out;
+  }
+
+  function decodeMetaOf(node: string, bytes: Uint8Array): WireResult<T["meta"]> {
+    const hit = metaByNode.get(node);
+    if (hit && sameBytes(hit.bytes, bytes)) return { ok: true, value: hit.meta };
+    const r = adapter.decodeMeta(bytes);
+    if (!r.ok) return r;
+    const v: unknown = r.value;
+    const meta = typeof v === "object" && v !== null && !ArrayBuffer.isView(v) ? Object.freeze(r.value) : r.value;
+    if (!hit && metaByNode.size >= metaCacheLimit) metaByNode.clear();
+    metaByNode.set(node, { bytes: bytes.slice(), meta });
+    return { ok: true, value: meta };
+  }
 
   function leaf(msg: SwimMessage<T>, stream: boolean): Uint8Array {
+    switch (msg.type) {
+      case "alive":
+      case "suspect":
+      case "dead": {
+        let bytes = encoded.get(msg);
+        if (!bytes) {
+          bytes = leafOnce(msg, stream);
+          encoded.set(msg, bytes);
+        }
+        return bytes;
+      }
+      case "user": {
+        const key = msg.msg;
+        if (stream || typeof key !== "object" || key === null) return leafOnce(msg, stream);
+        let bytes = encoded.get(key);
+        if (!bytes) {
+          bytes = leafOnce(msg, stream);
+          encoded.set(key, bytes);
+        }
+        return bytes;
+      }
+      default:
+        return leafOnce(msg, stream);
+    }
+  }
+
+  function leafOnce(msg: SwimMessage<T>, stream: boolean): Uint8Array {
     switch (msg.type) {
       case "ping": {
         const src = msg.sourceAddr ? addrBytes(msg.sourceAddr) : undefined;
@@ -224,7 +305,7 @@ export function createWireCodec<T extends GossipTypes>(
         return { type: "dead", ...m.body };
       case "alive": {
         const b = m.body;
-        const meta = adapter.decodeMeta(b.meta);
+        const meta = decodeMetaOf(b.node, b.meta);
         if (!meta.ok) {
           report(meta.error);
           return undefined;
@@ -250,7 +331,7 @@ export function createWireCodec<T extends GossipTypes>(
         const nodes: CorePushNodeState<T["meta"]>[] = [];
         for (const n of m.body.nodes) {
           const state = stateNames[n.state];
-          const meta = adapter.decodeMeta(n.meta);
+          const meta = decodeMetaOf(n.name, n.meta);
           if (state === undefined || !meta.ok) {
             report(meta.ok ? { code: "bad_field", message: `Unknown node state ${n.state}` } : meta.error);
             continue;
@@ -303,11 +384,11 @@ export function createWireCodec<T extends GossipTypes>(
           const m = fromWire(r.message);
           return m ? { ok: true, msgs: [m] } : { ok: false, error: `Undecodable ${r.message.type} payload` };
         }
-        const pkt = decodePacket(payload, { maxDecompressedBytes: maxBytes });
+        const pkt = decodePacket(payload, { maxDecompressedBytes: maxBytes, decodeLeaf });
         for (const e of pkt.errors) report(e);
         const msgs: SwimMessage<T>[] = [];
         for (const wm of pkt.messages) {
-          const m = fromWire(wm);
+          const m = fromWireCached(wm);
           if (m) msgs.push(m);
         }
         if (msgs.length === 0) return { ok: false, error: pkt.errors[0]?.message ?? "No decodable message" };
@@ -348,6 +429,12 @@ export function bytesWireCodec(options: WireCodecOptions = {}): WireCodec<{
     },
     options,
   );
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -454,6 +541,7 @@ function decodeSerfMsg(bytes: Uint8Array): WireResult<SerfMsg> {
 
 /** The codec a Serf-speaking node uses (tags in Meta, coordinates in acks). */
 export function serfWireCodec(options: WireCodecOptions = {}): WireCodec<SerfTypes> {
+  const metaBytes = new WeakMap<Tags, Uint8Array>();
   return createWireCodec<SerfTypes>(
     {
       encodeUser: encodeSerfMsg,
@@ -467,10 +555,22 @@ export function serfWireCodec(options: WireCodecOptions = {}): WireCodec<SerfTyp
         }
         return { ok: true, value: r.value.body };
       },
-      encodeMeta: (tags) => encodeTags(tagsToMap(tags)),
+      encodeMeta: (tags) => {
+        // Our own tags and every member's go out in each alive and push/pull: encode a tags object once.
+        let bytes = metaBytes.get(tags);
+        if (!bytes) {
+          bytes = encodeTags(tagsToMap(tags));
+          metaBytes.set(tags, bytes);
+        }
+        return bytes;
+      },
       decodeMeta: (meta) => {
         const r = decodeTags(meta);
-        return r.ok ? { ok: true, value: mapToTags(r.value) } : r;
+        if (!r.ok) return r;
+        // Forwarding these tags (alive broadcasts, push/pull) sends the bytes they came in.
+        const tags = mapToTags(r.value);
+        metaBytes.set(tags, meta.slice());
+        return { ok: true, value: tags };
       },
       encodeAck: (c: Coordinate) =>
         encodeCoordinatePayload({ vec: [...c.vec], error: c.error, adjustment: c.adjustment, height: c.height }),

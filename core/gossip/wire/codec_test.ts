@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { fromHex, loadVectors, toHex } from "./_vectors.ts";
 import { bytesWireCodec, serfWireCodec } from "./codec.ts";
 import { ipToString, parseAddr, parseIp } from "./addr.ts";
-import type { SwimMessage } from "../swim.ts";
+import type { BytesGossipTypes, SwimMessage } from "../swim.ts";
 import type { SerfTypes } from "../serf.ts";
 import type { WireError } from "./messages.ts";
 
@@ -164,4 +164,54 @@ test("addr: IPv4/IPv6 text and bytes convert both ways", () => {
   assert.equal(parseIp("1::2::3"), undefined);
   assert.deepEqual(parseAddr("[::1]:80"), { ip: parseIp("::1"), port: 80 });
   assert.equal(parseAddr("10.0.0.1:99999"), undefined);
+});
+
+test("codec: a member's unchanged metadata decodes to one frozen value, a change to a new one", () => {
+  const c = serfWireCodec();
+  const alive = (incarnation: number, tags: Record<string, string>): Uint8Array =>
+    c.encode({ type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation, meta: tags, vsn: [1, 5, 2, 2, 5, 4] }, { stream: false });
+  const meta = (bytes: Uint8Array) => {
+    const d = c.decode(bytes, { stream: false });
+    assert.ok(d.ok && d.msgs[0]!.type === "alive");
+    return (d.msgs[0] as Extract<SwimMessage<SerfTypes>, { type: "alive" }>).meta;
+  };
+  const first = meta(alive(1, { role: "node", dc: "dc1" }));
+  assert.ok(Object.isFrozen(first));
+  assert.equal(meta(alive(2, { role: "node", dc: "dc1" })), first);
+  const changed = meta(alive(3, { role: "node", dc: "dc2" }));
+  assert.notEqual(changed, first);
+  assert.deepEqual(changed, { role: "node", dc: "dc2" });
+  // Plain-bytes metadata is handed out as is (a typed array cannot be frozen).
+  const b = bytesWireCodec();
+  const d = b.decode(b.encode({ type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation: 1, meta: new Uint8Array([1, 2]), vsn: [1, 5, 2, 2, 5, 5] }, { stream: false }), { stream: false });
+  assert.ok(d.ok);
+  assert.deepEqual((d.msgs[0] as Extract<SwimMessage<BytesGossipTypes>, { type: "alive" }>).meta, new Uint8Array([1, 2]));
+});
+
+test("codec: a broadcast encodes the same bytes every time it is sent, and measures that length", () => {
+  const c = serfWireCodec({ compress: false });
+  const msg: SwimMessage<SerfTypes> = { type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation: 1, meta: { role: "node" }, vsn: [1, 5, 2, 2, 5, 4] };
+  const once = c.encode(msg, { stream: false });
+  assert.equal(toHex(c.encode({ type: "compound", parts: [msg, msg] }, { stream: false }).subarray(-once.length)), toHex(once));
+  assert.equal(c.measure(msg), once.length);
+  const join: SwimMessage<SerfTypes> = { type: "user", msg: { type: "join", body: { lTime: 7, node: "a" } } };
+  assert.equal(toHex(c.encode(join, { stream: false })), toHex(c.encode({ type: "user", msg: { type: "join", body: { lTime: 7, node: "a" } } }, { stream: false })));
+});
+
+test("codec: the same broadcast received twice decodes to the same value; another one does not", () => {
+  const c = serfWireCodec();
+  const alive = (inc: number): SwimMessage<SerfTypes> => ({ type: "alive", node: "a", addr: "127.0.0.1:7946", incarnation: inc, meta: { role: "node" }, vsn: [1, 5, 2, 2, 5, 4] });
+  const join: SwimMessage<SerfTypes> = { type: "user", msg: { type: "join", body: { lTime: 3, node: "a" } } };
+  const packet = c.encode({ type: "compound", parts: [{ type: "ping", seqNo: 1, node: "b" }, alive(1), join] }, { stream: false });
+  const first = c.decode(packet, { stream: false });
+  const again = c.decode(packet, { stream: false });
+  assert.ok(first.ok && again.ok);
+  assert.deepEqual(first.msgs.map((m) => m.type), ["ping", "alive", "user"]);
+  assert.notEqual(again.msgs[0], first.msgs[0]); // pings are not cached
+  assert.equal(again.msgs[1], first.msgs[1]);
+  assert.equal(again.msgs[2], first.msgs[2]);
+  const newer = c.decode(c.encode(alive(2), { stream: false }), { stream: false });
+  assert.ok(newer.ok);
+  assert.notEqual(newer.msgs[0], first.msgs[1]);
+  assert.equal((newer.msgs[0] as Extract<SwimMessage<SerfTypes>, { type: "alive" }>).incarnation, 2);
 });

@@ -10,21 +10,41 @@ const eofCode = 257;
 const maxWidth = 12;
 const maxCode = (1 << maxWidth) - 1; // 4095
 
+// The encoder's code table: open addressing over (prefix code << 8 | literal)
+// keys, as Go's writer does, reused across calls. An entry is live only when
+// its stamp equals the current generation, so a reset costs no clearing.
+const tableSize = 1 << 14;
+const tableMask = tableSize - 1;
+const tableKeys = new Int32Array(tableSize);
+const tableCodes = new Uint16Array(tableSize);
+const tableStamps = new Uint32Array(tableSize);
+let generation = 0;
+
+function nextGeneration(): void {
+  generation = (generation + 1) >>> 0;
+  if (generation === 0) {
+    tableStamps.fill(0);
+    generation = 1;
+  }
+}
+
 /** Compress like Go's `lzw.NewWriter(w, lzw.LSB, 8)` + Write + Close. */
 export function lzwCompress(input: Uint8Array): Uint8Array {
-  const out: number[] = [];
+  // At most 12 bits per input byte, plus clear/EOF codes and the final partial byte.
+  const out = new Uint8Array(Math.ceil(input.length * 1.5) + Math.ceil(input.length / 2048) * 2 + 8);
+  let o = 0;
   let bits = 0;
   let nBits = 0;
   let width = 9;
   let hi = eofCode;
   let overflow = 1 << 9;
-  let table = new Map<number, number>();
+  nextGeneration();
 
   const write = (code: number): void => {
     bits |= code << nBits;
     nBits += width;
     while (nBits >= 8) {
-      out.push(bits & 0xff);
+      out[o++] = bits & 0xff;
       bits >>>= 8;
       nBits -= 8;
     }
@@ -41,7 +61,7 @@ export function lzwCompress(input: Uint8Array): Uint8Array {
       width = 9;
       hi = eofCode;
       overflow = 1 << 9;
-      table = new Map();
+      nextGeneration();
       return false;
     }
     return true;
@@ -50,26 +70,37 @@ export function lzwCompress(input: Uint8Array): Uint8Array {
   write(clearCode);
   if (input.length > 0) {
     let code = input[0]!;
-    for (let i = 1; i < input.length; i++) {
+    outer: for (let i = 1; i < input.length; i++) {
       const literal = input[i]!;
       const key = (code << 8) | literal;
-      const hit = table.get(key);
-      if (hit !== undefined) {
-        code = hit;
-        continue;
+      let h = ((key >> 12) ^ key) & tableMask;
+      while (tableStamps[h] === generation) {
+        if (tableKeys[h] === key) {
+          code = tableCodes[h]!;
+          continue outer;
+        }
+        h = (h + 1) & tableMask;
       }
       write(code);
       code = literal;
       if (!incHi()) continue;
-      table.set(key, hi);
+      tableStamps[h] = generation;
+      tableKeys[h] = key;
+      tableCodes[h] = hi;
     }
     write(code);
     incHi();
   }
   write(eofCode);
-  if (nBits > 0) out.push(bits & 0xff);
-  return Uint8Array.from(out);
+  if (nBits > 0) out[o++] = bits & 0xff;
+  return out.slice(0, o);
 }
+
+// The decoder's tables, reused across calls (decompression is synchronous) and
+// cleared per call.
+const decodePrefix = new Uint16Array(1 << maxWidth);
+const decodeSuffix = new Uint8Array(1 << maxWidth);
+const decodeScratch = new Uint8Array(1 << maxWidth);
 
 /**
  * Decompress a Go LZW (LSB, 8) stream. The stream must end with the EOF code;
@@ -77,9 +108,12 @@ export function lzwCompress(input: Uint8Array): Uint8Array {
  */
 export function lzwDecompress(input: Uint8Array, options: { maxBytes?: number } = {}): WireResult<Uint8Array> {
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
-  const prefix = new Uint16Array(1 << maxWidth);
-  const suffix = new Uint8Array(1 << maxWidth);
-  const scratch = new Uint8Array(1 << maxWidth);
+  const prefix = decodePrefix;
+  const suffix = decodeSuffix;
+  const scratch = decodeScratch;
+  // A fresh table per stream, as Go's reader has (malformed streams may read unset entries).
+  prefix.fill(0);
+  suffix.fill(0);
   let out = new Uint8Array(Math.max(64, input.length * 3));
   let o = 0;
   let pos = 0;
@@ -118,7 +152,7 @@ export function lzwDecompress(input: Uint8Array, options: { maxBytes?: number } 
     nBits -= width;
 
     if (code < clearCode) {
-      if (!grow(1)) return tooLarge();
+      if ((o >= out.length || o >= maxBytes) && !grow(1)) return tooLarge();
       out[o++] = code;
       if (last !== -1) {
         suffix[hi] = code;
@@ -150,8 +184,7 @@ export function lzwDecompress(input: Uint8Array, options: { maxBytes?: number } 
       scratch[i] = c;
       const n = scratch.length - i;
       if (!grow(n)) return tooLarge();
-      out.set(scratch.subarray(i), o);
-      o += n;
+      for (let j = i; j < scratch.length; j++) out[o++] = scratch[j]!;
       if (last !== -1) {
         suffix[hi] = c;
         prefix[hi] = last;

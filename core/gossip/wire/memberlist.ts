@@ -473,6 +473,8 @@ export function splitCompound(bytes: Uint8Array): WireResult<SplitCompound> {
 export interface DecodePacketOptions {
   /** Cap on decompressed size (default 10 MiB). */
   maxDecompressedBytes?: number;
+  /** Decodes one leaf message; default `decodeMessage` (a caller may memoize it). */
+  decodeLeaf?: (bytes: Uint8Array) => WireResult<MemberlistMessage>;
 }
 
 /**
@@ -495,7 +497,7 @@ export function decodePacket(bytes: Uint8Array, options: DecodePacketOptions = {
     out.hadCrc = true;
     buf = inner;
   }
-  dispatch(buf, 0, out, maxBytes);
+  dispatch(buf, 0, out, maxBytes, options.decodeLeaf ?? decodeMessage);
   return out;
 }
 
@@ -503,7 +505,13 @@ function hex32(n: number): string {
   return n.toString(16).padStart(8, "0");
 }
 
-function dispatch(buf: Uint8Array, depth: number, out: DecodedPacket, maxBytes: number): void {
+function dispatch(
+  buf: Uint8Array,
+  depth: number,
+  out: DecodedPacket,
+  maxBytes: number,
+  decodeLeaf: (bytes: Uint8Array) => WireResult<MemberlistMessage>,
+): void {
   if (buf.length === 0) {
     out.errors.push({ code: "truncated", message: "Empty message" });
     return;
@@ -522,7 +530,7 @@ function dispatch(buf: Uint8Array, depth: number, out: DecodedPacket, maxBytes: 
     if (r.value.truncated > 0) {
       out.errors.push({ code: "truncated", message: `Compound message truncated: ${r.value.truncated} parts lost` });
     }
-    for (const p of r.value.parts) dispatch(p, depth + 1, out, maxBytes);
+    for (const p of r.value.parts) dispatch(p, depth + 1, out, maxBytes, decodeLeaf);
     return;
   }
   if (t === MessageType.compress) {
@@ -532,14 +540,14 @@ function dispatch(buf: Uint8Array, depth: number, out: DecodedPacket, maxBytes: 
       return;
     }
     out.hadCompression = true;
-    dispatch(r.value, depth + 1, out, maxBytes);
+    dispatch(r.value, depth + 1, out, maxBytes, decodeLeaf);
     return;
   }
   if (t === MessageType.pushPull) {
     out.errors.push({ code: "unknown_type", message: "Push/pull is not valid in a UDP packet" });
     return;
   }
-  const m = decodeMessage(buf);
+  const m = decodeLeaf(buf);
   if (m.ok) out.messages.push(m.value);
   else out.errors.push(m.error);
 }

@@ -484,6 +484,13 @@ export class MpWriter {
   /** Any integer: smallest unsigned format if >= 0, smallest signed otherwise. */
   int(n: number | bigint): this {
     if (typeof n === "number" && !Number.isInteger(n)) throw new RangeError(`Not an integer: ${n}`);
+    // Small non-negative numbers (sequence numbers, incarnations, ports, Lamport times) need no BigInt.
+    if (typeof n === "number" && n >= 0 && n <= 0xffffffff) {
+      if (n <= 0x7f) return this.byte(n);
+      if (n <= 0xff) return this.byte(0xcc).byte(n);
+      if (n <= 0xffff) return this.byte(0xcd).u16(n);
+      return this.byte(0xce).u32(n);
+    }
     const big = BigInt(n);
     if (big >= 0n) {
       if (big <= 0x7fn) return this.byte(Number(big));
@@ -542,6 +549,23 @@ export class MpWriter {
   }
 
   str(s: string): this {
+    const n = s.length;
+    if (n < 32) {
+      // Short ASCII (node names, field names, tags): write the bytes directly.
+      this.#ensure(1 + n);
+      const start = this.#len + 1;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 0x7f) break;
+        this.#buf[start + i] = c;
+      }
+      if (i === n) {
+        this.#buf[this.#len] = 0xa0 | n;
+        this.#len = start + n;
+        return this;
+      }
+    }
     return this.raw(utf8Enc.encode(s));
   }
 
@@ -562,8 +586,7 @@ export class MpWriter {
    * writer is undefined are omitted (omitempty).
    */
   struct(fields: Record<string, ((w: MpWriter) => unknown) | undefined>): this {
-    const names = Object.keys(fields).filter((k) => fields[k] !== undefined);
-    names.sort(compareBytewise);
+    const names = sortedFieldNames(Object.keys(fields).filter((k) => fields[k] !== undefined));
     this.mapHeader(names.length);
     for (const name of names) {
       this.str(name);
@@ -590,8 +613,33 @@ export class MpWriter {
   }
 }
 
+// Struct field sets are few and fixed (one per message type and option mix): sort each once.
+const sortedFieldCache = new Map<string, readonly string[]>();
+
+function sortedFieldNames(names: string[]): readonly string[] {
+  const key = names.join("\u0000");
+  let sorted = sortedFieldCache.get(key);
+  if (!sorted) {
+    sorted = Object.freeze(names.sort(compareBytewise));
+    if (sortedFieldCache.size < 1024) sortedFieldCache.set(key, sorted);
+  }
+  return sorted;
+}
+
 /** Byte order of UTF-8 strings (equal to code-unit order for ASCII names). */
 export function compareBytewise(a: string, b: string): number {
+  // Below U+D800 UTF-16 code units order like UTF-8 bytes; anything else takes the encoder.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x >= 0xd800 || y >= 0xd800) return compareUtf8(a, b);
+    if (x !== y) return x - y;
+  }
+  return a.length === b.length ? 0 : compareUtf8(a, b);
+}
+
+function compareUtf8(a: string, b: string): number {
   const x = utf8Enc.encode(a);
   const y = utf8Enc.encode(b);
   const n = Math.min(x.length, y.length);

@@ -18,7 +18,7 @@ import {
 } from "./memberlist.ts";
 import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeTags } from "./serf.ts";
 import { lzwCompress, lzwDecompress } from "./lzw.ts";
-import { decodeValue, MpWriter } from "./msgpack_go.ts";
+import { compareBytewise, decodeValue, MpWriter } from "./msgpack_go.ts";
 import { decryptPayload, Keyring, peekEncryptedStream } from "./crypto.ts";
 import { serfWireCodec } from "./codec.ts";
 
@@ -184,5 +184,24 @@ test("wire: garbage does not decrypt and reports an error", async () => {
   for (const hex of ["", "01", "02" + "00".repeat(40), "01" + "00".repeat(40), "00" + "00".repeat(30)]) {
     const r = await decryptPayload(ring, fromHex(hex));
     assert.ok(!r.ok && r.error.code === "decrypt", hex);
+  }
+});
+
+test("msgpack: struct keys and tag maps sort by UTF-8 bytes, not UTF-16 code units", () => {
+  // U+FF5E (3 UTF-8 bytes, ef bd 9e) sorts before U+1F600 (4 bytes, f0 ...), though its code unit is larger.
+  const keys = ["b", "\u{1F600}", "a", "\uFF5E", "ab", "é"];
+  assert.deepEqual([...keys].sort(compareBytewise), ["a", "ab", "b", "é", "\uFF5E", "\u{1F600}"]);
+  assert.equal(compareBytewise("abc", "abc"), 0);
+  assert.ok(compareBytewise("ab", "abc") < 0);
+});
+
+test("lzw: round trips of random inputs, one after another (the coder tables are reused)", () => {
+  for (const seed of seeds(50)) {
+    const rng = new Rng(seed);
+    const alphabet = 1 + rng.int(255);
+    const input = Uint8Array.from({ length: rng.int(20_000) }, () => rng.int(alphabet));
+    const d = lzwDecompress(lzwCompress(input));
+    assert.ok(d.ok, `seed ${seed}`);
+    assert.deepEqual(d.value, input, `seed ${seed}`);
   }
 });
