@@ -1,12 +1,16 @@
 // In-memory LogStore. Models durability: a write is visible at once but becomes
 // durable only when its (optionally delayed) "fsync" finishes, and `crash()`
 // throws away everything not yet durable, so the simulation can kill a node
-// mid-write.
+// mid-write. `-dev` keeps its log here with `modelCrashes: false`: nothing
+// outlives the process, so no durable image is kept (copying it on every
+// append would cost O(log length) per write).
 import type { LogEntry, LogStore } from "./types.ts";
 
 export interface MemoryStoreOptions {
   /** Awaited by every write before it counts as durable (sim: a SimClock timer). */
   syncDelay?: () => Promise<void>;
+  /** Keep a durable image for `crash()` (default true; the log store reads it, the stable store ignores it). */
+  modelCrashes?: boolean;
 }
 
 const immediate = (): Promise<void> => Promise.resolve();
@@ -20,11 +24,13 @@ export class MemoryLogStore implements LogStore {
   #durable: LogEntry[] = [];
   #epoch = 0;
   #syncDelay: () => Promise<void>;
+  #modelCrashes: boolean;
   /** Number of completed syncs (tests measure group commit with it). */
   syncs = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#syncDelay = options.syncDelay ?? immediate;
+    this.#modelCrashes = options.modelCrashes ?? true;
   }
 
   firstIndex(): Promise<number> {
@@ -72,11 +78,17 @@ export class MemoryLogStore implements LogStore {
 
   /** Lose every write whose sync has not finished. */
   crash(): void {
+    if (!this.#modelCrashes) throw new TypeError("crash() needs a MemoryLogStore created with modelCrashes");
     this.#epoch++;
     this.#entries = this.#durable.slice();
   }
 
   async #sync(): Promise<void> {
+    if (!this.#modelCrashes) {
+      await this.#syncDelay();
+      this.syncs++;
+      return;
+    }
     const epoch = this.#epoch;
     const image = this.#entries.slice();
     await this.#syncDelay();
