@@ -8,6 +8,6 @@ logStoreContract("memory", { create: () => Promise.resolve(new MemoryLogStore())
 stableStoreContract("memory", { create: () => Promise.resolve(new MemoryStableStore()), reopen: (s) => Promise.resolve(s) });
 snapshotStoreContract("memory", { create: () => Promise.resolve(new MemorySnapshotStore()), reopen: (s) => Promise.resolve(s) });
 logStoreContract("memory without a crash model (-dev)", {
-  create: () => Promise.resolve(new MemoryLogStore({ modelCrashes: false })),
+  create: () => Promise.resolve(new MemoryLogStore({ modelCrashes: false, copyEntries: false })),
   reopen: (s) => Promise.resolve(s),
 });

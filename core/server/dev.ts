@@ -77,7 +77,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
   const id = options.id ?? "dev";
   const addr = options.addr ?? "127.0.0.1:8300";
   const fsm = new Fsm({ logger: logger.named("fsm") });
-  const stores = { log: new MemoryLogStore({ modelCrashes: false }), snapshots: new MemorySnapshotStore() };
+  const stores = { log: new MemoryLogStore({ modelCrashes: false, copyEntries: false }), snapshots: new MemorySnapshotStore() };
   const raft = await createRaftNode({
     id,
     address: addr,
