@@ -17,3 +17,5 @@ export { catalogEndpoints, filterOf, normalizeRegister, serfCheckAliveOutput, se
 export { healthEndpoints } from "./health.ts";
 export { sessionEndpoints, sessionTtlMaxMs, sessionTtlMinMs, uuidFromRng, validateSession } from "./session.ts";
 export { SessionTimers, sessionTtlMultiplier } from "./session_timers.ts";
+export { raftOperatorEndpoints, raftStats } from "./operator.ts";
+export type { RaftConfigurationReply, RaftOperatorEndpoints, RaftOperatorOptions, RaftServerInfo } from "./operator.ts";
