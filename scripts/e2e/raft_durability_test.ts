@@ -114,6 +114,9 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
     assert.equal(viaClient.headers.get("x-consul-knownleader"), "true");
     const clientLeader = await getJson(`http://127.0.0.1:${clientHttp}/v1/status/leader`);
     assert.equal(clientLeader, `127.0.0.1:${leader1.server}`);
+    // A client has no Raft: it asks a server for the configuration.
+    const clientConf = (await getJson(`http://127.0.0.1:${clientHttp}/v1/operator/raft/configuration`, 10_000)) as { Servers?: Array<{ Node: string }> } | undefined;
+    assert.deepEqual(clientConf?.Servers?.map((s) => s.Node).sort(), ["s1", "s2", "s3"]);
   } finally {
     await client.kill();
   }
