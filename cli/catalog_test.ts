@@ -15,7 +15,7 @@ import { catalogServices } from "./catalog_services.ts";
 
 /** A CLI io whose HTTP goes to an in-process dev server with two nodes registered. */
 async function world(): Promise<() => TestIo> {
-  const dev = createDevServer({ clock: new SimClock(), rng: new Rng(9) });
+  const dev = await createDevServer({ clock: new SimClock(), rng: new Rng(9) });
   const router = createRoutes({ rpc: createLocalRpc(dev.server), agent: testAgent });
   const fetchFn = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));

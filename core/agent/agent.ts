@@ -1,6 +1,6 @@
 // The agent: configuration → components → start → wait for a signal → stop.
-// Dev mode today: one in-memory server (Fsm + DevConsensus) behind the HTTP
-// API. Cluster modes (gossip, Raft) plug in here as those layers land.
+// A server runs Raft with file stores and the server RPC; `-dev` runs the
+// same Raft with one in-memory voter; a client forwards to the servers.
 import { randomUUID } from "node:crypto";
 import { systemClock, type Clock } from "../clock/mod.ts";
 import type { AgentConfig } from "../config/mod.ts";
@@ -13,12 +13,11 @@ import { agentServicesRoutes } from "../http/agent_services.ts";
 import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
-import { createDevServer } from "../server/mod.ts";
 import { Rng } from "../sim/rng.ts";
 import { startDnsServer, type StartedDns } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
-import { createClientRpc, readOrCreateNodeId, startServerNode } from "./server_node.ts";
+import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
 import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
 import { UserEventStore } from "./user_events.ts";
 import { LeaderDuties } from "./leader.ts";
@@ -30,7 +29,7 @@ import { eventRoutes } from "../http/event.ts";
 import { coordinateRoutes } from "../http/coordinate.ts";
 import { metricsRoutes } from "../http/metrics.ts";
 import { monitorRoutes } from "../http/monitor.ts";
-import { devOperatorRaftBackend, operatorRaftRoutes } from "../http/operator_raft.ts";
+import { operatorRaftRoutes } from "../http/operator_raft.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -71,22 +70,25 @@ export async function startAgent(
 
   const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
   const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
-  const rpcAddr = `${config.bindAddr}:${config.ports.server}`;
-  // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev keeps the in-memory DevConsensus.
+  // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev: the same Raft, one in-memory voter.
   // Gossip first: servers discover each other through the LAN pool, clients find servers there.
   const gossip = await startGossip(config, { logger: logger.named("agent"), clock, nodeId });
   let serverNode: Awaited<ReturnType<typeof startServerNode>> | undefined;
+  let devServer: DevNode | undefined;
   try {
-    serverNode = config.dev || !config.server ? undefined : await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
+    if (config.dev) devServer = await startDevNode({ config, nodeId, clock, rng: new Rng(seed), logger: logger.named("server"), coordinates: () => gossip.lan.coordinates() });
+    else if (config.server) serverNode = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
   } catch (err) {
     await gossip.stop();
     throw err;
+  }
+  if (config.raftSnapshotIntervalMs !== 30_000 && config.server) {
+    logger.named("server").warn("raft_snapshot_interval has no effect: cairn checks raft_snapshot_threshold after every applied batch", { interval: `${config.raftSnapshotIntervalMs}ms` });
   }
   serverNode?.attachLan(gossip.lan);
   const clientRpc = !config.dev && !config.server
     ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
     : undefined;
-  const devServer = serverNode || clientRpc ? undefined : createDevServer({ clock, rng: new Rng(seed), logger, addr: rpcAddr, datacenter: config.datacenter, coordinates: () => gossip.lan.coordinates() });
   const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : createLocalRpc(devServer!.server);
   let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
   const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
@@ -142,7 +144,7 @@ export async function startAgent(
       return { name: m.name, addr: m.addr, port: m.port, tags: { ...m.tags }, status: memberStatusCode[m.status] ?? memberStatus.alive };
     },
     stats: () => {
-      const raft = serverNode ? serverNode.raftStats() : { state: "Leader", num_peers: "0" };
+      const raft = (serverNode ?? devServer)?.raftStats() ?? {};
       return {
         agent: local.stats(),
         consul: consulStats({
@@ -177,9 +179,7 @@ export async function startAgent(
     config,
     clock,
     lan: gossip.lan,
-    server: serverNode
-      ? { fsm: serverNode.fsm, raftStats: () => serverNode!.raftStats() }
-      : devServer ? { fsm: devServer.fsm, raftStats: () => ({ state: "Leader" }) } : undefined,
+    server: serverNode ?? devServer,
   });
 
   let http: HttpServer | undefined;
@@ -194,7 +194,8 @@ export async function startAgent(
       metrics: telemetry.metrics,
     });
     for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
-    const operatorBackend = serverNode?.router ?? devOperatorRaftBackend({ id: nodeId, node: config.nodeName, address: rpcAddr });
+    // A client has no Raft of its own: it asks a server, as Consul's does.
+    const operatorBackend = serverNode?.router ?? devServer?.operator ?? clientRpc!.router;
     for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
     for (const route of memberRoutes({ gossip, onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }) })) router.add(route);
     for (const route of keyringRoutes({ keyring: gossip.keyring })) router.add(route);
@@ -209,6 +210,7 @@ export async function startAgent(
       // Nothing may keep the process alive after a failed start: gossip sockets included.
       local.stop();
       await serverNode?.stop();
+      await devServer?.stop();
       clientRpc?.close();
       await gossip.stop();
       throw err;
@@ -222,6 +224,7 @@ export async function startAgent(
     local.stop();
     await http?.close({ graceMs: 0 });
     await serverNode?.stop();
+    await devServer?.stop();
     clientRpc?.close();
     await gossip.stop();
     throw err;
@@ -231,7 +234,8 @@ export async function startAgent(
   logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
   local.startSync();
   // Leader duties (servers and -dev): gossip members into the catalog with serfHealth, tombstone GC.
-  const leaderParts = serverNode ? { server: serverNode.server, fsm: serverNode.fsm, consensus: serverNode.consensus } : devServer;
+  const raftSide = serverNode ?? devServer;
+  const leaderParts = raftSide ? { server: raftSide.server, fsm: raftSide.fsm, consensus: raftSide.consensus } : undefined;
   const leader = leaderParts
     ? new LeaderDuties({ ...leaderParts, lan: gossip.lan, clock, logger: logger.named("leader"), nodeName: config.nodeName, datacenter: config.datacenter, onLeadershipGained: () => local.antiEntropy?.syncFullSoon() })
     : undefined;
@@ -249,6 +253,7 @@ export async function startAgent(
     local.stop();
     await http?.close({ graceMs: 0 });
     await serverNode?.stop();
+    await devServer?.stop();
     clientRpc?.close();
     await dns?.server.close();
     await gossip.stop();
@@ -283,6 +288,7 @@ export async function startAgent(
       local.stop();
       await http?.close({ graceMs: 1_000 });
       await serverNode?.stop();
+      await devServer?.stop();
       clientRpc?.close();
       await dns?.server.close();
       await gossip.stop();

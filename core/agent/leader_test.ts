@@ -61,11 +61,11 @@ class SwitchableConsensus implements Consensus {
   }
 }
 
-function world(options: { gcTtlMs?: number } = {}) {
+async function world(options: { gcTtlMs?: number } = {}) {
   const clock = new SimClock();
   const sink = new CaptureSink();
   const logger = createLogger({ sink, level: "debug", now: () => clock.wallNow() });
-  const dev = createDevServer({ clock, rng: new Rng(7), logger });
+  const dev = await createDevServer({ clock, rng: new Rng(7), logger });
   const consensus = new SwitchableConsensus(dev.consensus);
   const lan = new FakeLan();
   lan.list = [member("srv1", "10.0.0.1", { server: true }), member("c1", "10.0.0.2"), member("c2", "10.0.0.3")];
@@ -87,7 +87,7 @@ function world(options: { gcTtlMs?: number } = {}) {
 }
 
 test("leader reconcile: members become catalog nodes with serfHealth; servers get the consul service", async () => {
-  const w = world();
+  const w = await world();
   w.duties.start();
   await w.clock.runFor(10);
   assert.equal(w.gained(), 1);
@@ -104,14 +104,14 @@ test("leader reconcile: members become catalog nodes with serfHealth; servers ge
   assert.equal(consul?.meta.raft_version, "3");
   assert.equal(servicesOfNode(w.dev.fsm.state, "c1").length, 0, "clients get no consul service");
   // A second pass over an unchanged pool writes nothing.
-  const index = w.dev.consensus.lastIndex;
+  const index = w.dev.raft.core.lastIndex;
   await w.duties.reconcileSoon();
-  assert.equal(w.dev.consensus.lastIndex, index, "idempotent reconcile");
+  assert.equal(w.dev.raft.core.lastIndex, index, "idempotent reconcile");
   w.duties.stop();
 });
 
 test("leader reconcile: a failed member's serfHealth goes critical and its sessions are invalidated; left is deregistered", async () => {
-  const w = world();
+  const w = await world();
   w.duties.start();
   await w.clock.runFor(10);
   const { id } = await w.dev.server.handle("Session.Apply", { op: "create", session: { node: "c1", name: "lock", nodeChecks: ["serfHealth"] } });
@@ -142,7 +142,7 @@ test("leader reconcile: a failed member's serfHealth goes critical and its sessi
 });
 
 test("leader reconcile: nodes registered without serfHealth are left alone; the periodic pass repairs a deleted node", async () => {
-  const w = world();
+  const w = await world();
   w.duties.start();
   await w.clock.runFor(10);
   await w.dev.server.handle("Catalog.Register", { node: "external", address: "192.0.2.1", service: { service: "db" } });
@@ -156,7 +156,7 @@ test("leader reconcile: nodes registered without serfHealth are left alone; the 
 });
 
 test("leader duties: only the leader writes; regaining leadership reconciles and calls back", async () => {
-  const w = world();
+  const w = await world();
   w.consensus.leader = false;
   w.duties.start();
   await w.clock.runFor(5_000);
@@ -174,7 +174,7 @@ test("leader duties: only the leader writes; regaining leadership reconciles and
 });
 
 test("leader duties: tombstones are reaped once the GC TTL has passed", async () => {
-  const w = world({ gcTtlMs: 10_000 });
+  const w = await world({ gcTtlMs: 10_000 });
   w.duties.start();
   await w.clock.runFor(10);
   await w.dev.server.handle("KVS.Apply", { op: "set", entry: { key: "a", value: new Uint8Array([1]) } });

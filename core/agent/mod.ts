@@ -1,7 +1,7 @@
 export { runAgent, startAgent } from "./agent.ts";
 export type { AgentIo, RunningAgent } from "./agent.ts";
-export { createClientRpc, operatorMethods, readOrCreateNodeId, ServerNode, startServerNode } from "./server_node.ts";
-export type { RaftConfigurationReply, RaftServerInfo, ServerNodeOptions } from "./server_node.ts";
+export { callRaftOperator, createClientRpc, operatorMethods, readOrCreateNodeId, ServerNode, startDevNode, startServerNode } from "./server_node.ts";
+export type { DevNode, RaftConfigurationReply, RaftServerInfo, ServerNodeOptions } from "./server_node.ts";
 export { blockingWaitMs, RpcRouter } from "./rpc_router.ts";
 export type { LocalHandler, RemoteCaller, RpcRouterOptions, RpcRouterStats } from "./rpc_router.ts";
 export { aliveServers, bootstrapConfiguration, decideBootstrap, parsePeersJson, reconcileAction, serverFromMember } from "./bootstrap.ts";

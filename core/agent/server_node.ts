@@ -2,25 +2,30 @@
 // `<dataDir>/raft/`, the FSM and endpoints (core/server), the server RPC on
 // `bindAddr:ports.server` (endpoints + `Raft.Message`), forwarding to the
 // leader (rpc_router.ts), bootstrap-expect from LAN gossip and the leader's
-// reconciliation of gossip servers into the Raft configuration.
+// reconciliation of gossip servers into the Raft configuration. `-dev` runs
+// the same Raft with one in-memory voter (startDevNode) and the same
+// operator endpoints, without the RPC listener.
+import type { CoordinateSource } from "../gossip/near.ts";
 import { existsSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { BadRequestError, CairnError, NoLeaderError, NotLeaderError, errorMessage } from "../errors.ts";
+import { NoLeaderError, NotLeaderError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
 import { FileSnapshotStore } from "../raft/snapshot_store_file_node.ts";
 import { FileStableStore } from "../raft/stable_store_file_node.ts";
 import type { Configuration } from "../raft/types.ts";
-import { operatorRaftMethods } from "../http/operator_raft.ts";
+import { operatorRaftMethods, type OperatorRaftBackend } from "../http/operator_raft.ts";
 import { TcpRaftTransport } from "../rpc/raft_transport_node.ts";
 import { createRpcServer, RpcClientPool, type RpcServer } from "../rpc/transport_node.ts";
 import type { Consensus } from "../server/consensus.ts";
+import { createDevServer } from "../server/dev.ts";
 import { Fsm } from "../server/fsm.ts";
+import { raftOperatorEndpoints, raftStats, type RaftOperatorEndpoints } from "../server/operator.ts";
 import { Server } from "../server/server.ts";
 import type { Rng } from "../sim/rng.ts";
 import {
@@ -34,25 +39,24 @@ import {
 } from "./bootstrap.ts";
 import { blockingWaitMs, RpcRouter } from "./rpc_router.ts";
 
-/** One server in `operator raft` output (Consul's `RaftServer`, camelCase). */
-export interface RaftServerInfo {
-  id: string;
-  node: string;
-  address: string;
-  leader: boolean;
-  protocolVersion: string;
-  voter: boolean;
-  /** Last log index this server is known to hold (the leader's view of it). */
-  lastIndex: number;
-}
-
-export interface RaftConfigurationReply {
-  servers: RaftServerInfo[];
-  index: number;
-}
+export type { RaftConfigurationReply, RaftServerInfo } from "../server/operator.ts";
 
 /** Operator methods served over the server RPC (outside the typed KV/catalog contract). */
 export const operatorMethods = operatorRaftMethods;
+
+/** Answer an operator method from `ops`, or undefined when `method` is not one. */
+export function callRaftOperator(ops: RaftOperatorEndpoints, method: string, args: unknown): Promise<unknown> | undefined {
+  switch (method) {
+    case operatorMethods.getConfiguration:
+      return ops.getConfiguration(args);
+    case operatorMethods.removePeer:
+      return ops.removePeer(args);
+    case operatorMethods.transferLeader:
+      return ops.transferLeader(args);
+    default:
+      return undefined;
+  }
+}
 
 export interface ServerNodeOptions {
   config: AgentConfig;
@@ -62,9 +66,9 @@ export interface ServerNodeOptions {
   logger: Logger;
   /** Address other servers dial for RPC and Raft (host only); default advertiseAddr, else bindAddr. */
   advertiseAddr?: string;
-  /** Take a snapshot after this many entries (Consul raft_snapshot_threshold). Default 16,384; env CAIRN_RAFT_SNAPSHOT_THRESHOLD. */
+  /** Take a snapshot after this many entries; default config.raftSnapshotThreshold (Consul raft_snapshot_threshold). */
   snapshotThreshold?: number;
-  /** Entries kept behind a snapshot (Consul raft_trailing_logs). Default 10,240; env CAIRN_RAFT_TRAILING_LOGS. */
+  /** Entries kept behind a snapshot; default config.raftTrailingLogs (Consul raft_trailing_logs). */
   trailingLogs?: number;
 }
 
@@ -94,13 +98,6 @@ class RaftConsensus implements Consensus {
   }
 }
 
-function envInt(name: string): number | undefined {
-  const v = process.env[name];
-  if (v === undefined || v === "") return undefined;
-  const n = Number(v);
-  return Number.isInteger(n) && n > 0 ? n : undefined;
-}
-
 export class ServerNode {
   readonly fsm: Fsm;
   readonly server: Server;
@@ -114,6 +111,7 @@ export class ServerNode {
   readonly #consensus: RaftConsensus;
   readonly #stores: { log: FileLogStore; stable: FileStableStore; snaps: FileSnapshotStore };
   readonly #transport: TcpRaftTransport;
+  readonly #operator: RaftOperatorEndpoints;
   #lan: LanPoolLike | undefined;
   #unsubscribe: (() => void) | undefined;
   #timer: Timer | undefined;
@@ -178,6 +176,15 @@ export class ServerNode {
         }
       });
     }
+    this.#operator = raftOperatorEndpoints({
+      raft: () => this.#consensus.node,
+      selfId: o.nodeId,
+      nodeName: o.config.nodeName,
+      names: () => this.#serverNames(),
+      clock: o.clock,
+      raftMultiplier: o.config.performance.raftMultiplier,
+      logger: this.#log,
+    });
     this.server.sessionTimers.start();
   }
 
@@ -219,8 +226,8 @@ export class ServerNode {
       rng: this.#o.rng.fork(),
       logger: this.#log.named("raft"),
       raftMultiplier: config.performance.raftMultiplier,
-      snapshotThreshold: this.#o.snapshotThreshold ?? envInt("CAIRN_RAFT_SNAPSHOT_THRESHOLD"),
-      raft: { trailingLogs: this.#o.trailingLogs ?? envInt("CAIRN_RAFT_TRAILING_LOGS") },
+      snapshotThreshold: this.#o.snapshotThreshold ?? config.raftSnapshotThreshold,
+      raft: { trailingLogs: this.#o.trailingLogs ?? config.raftTrailingLogs },
     });
     if (this.#stopped) {
       await node.stop();
@@ -232,6 +239,9 @@ export class ServerNode {
       if (leader) this.#onMembership();
       for (const fn of this.leadershipListeners) fn(leader);
     });
+    // The only voter (a single -bootstrap server, also after a restart) need not wait out an election timeout.
+    const voters = node.configuration().servers.filter((s) => s.suffrage === "voter");
+    if (voters.length === 1 && voters[0]!.id === this.#o.nodeId) node.campaign();
     this.#log.info("raft started", { id: this.#o.nodeId, address: this.rpcAddr, voters: node.peers().length });
   }
 
@@ -323,105 +333,23 @@ export class ServerNode {
   // ---------------------------------------------------------------- operator
 
   #handleLocal(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> {
-    switch (method) {
-      case operatorMethods.getConfiguration:
-        return this.#opConfiguration(args);
-      case operatorMethods.removePeer:
-        return this.#opRemovePeer(args);
-      case operatorMethods.transferLeader:
-        return this.#opTransferLeader(args);
-      default:
-        return (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
-    }
+    return callRaftOperator(this.#operator, method, args)
+      ?? (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
   }
 
-  #requireLeader(node: RaftNode | undefined): RaftNode {
-    if (!node || !node.isLeader()) {
-      const leader = node?.leaderAddr() ?? "";
-      if (leader === "") throw new NoLeaderError();
-      throw new NotLeaderError(leader);
-    }
-    return node;
-  }
-
-  #opConfiguration(args: unknown): Promise<RaftConfigurationReply> {
-    const stale = typeof args === "object" && args !== null && (args as { allowStale?: unknown }).allowStale === true;
-    const node = this.#consensus.node;
-    if (!stale) this.#requireLeader(node);
-    if (!node) return Promise.resolve({ servers: [], index: 1 });
+  /** Server ID → node name, from the LAN pool. */
+  #serverNames(): Map<string, string> {
     const names = new Map<string, string>();
     for (const m of this.#lan?.members() ?? []) {
       const s = serverFromMember(m);
       if (s && s.id !== "") names.set(s.id, s.name);
     }
-    names.set(this.#o.nodeId, this.#o.config.nodeName);
-    const leaderId = node.leaderId();
-    const core = node.core;
-    const servers = node.configuration().servers.map((s): RaftServerInfo => ({
-      id: s.id,
-      node: names.get(s.id) ?? "(unknown)",
-      address: s.address,
-      leader: s.id === leaderId,
-      protocolVersion: "3",
-      voter: s.suffrage === "voter",
-      lastIndex: s.id === this.#o.nodeId ? core.lastIndex : core.progressOf(s.id)?.match ?? 0,
-    }));
-    return Promise.resolve({ servers, index: Math.max(1, core.commitIndex) });
-  }
-
-  async #opRemovePeer(args: unknown): Promise<{ removed: string }> {
-    const a = (typeof args === "object" && args !== null ? args : {}) as { id?: unknown; address?: unknown };
-    const id = typeof a.id === "string" ? a.id : "";
-    const address = typeof a.address === "string" ? a.address : "";
-    if ((id === "") === (address === "")) throw new BadRequestError("Must specify either ?id with the server's ID or ?address with IP:port of peer to remove");
-    const node = this.#requireLeader(this.#consensus.node);
-    const entry = node.configuration().servers.find((s) => (id !== "" ? s.id === id : s.address === address));
-    if (!entry) {
-      throw new CairnError("not_found_peer", id !== "" ? `id "${id}" was not found in the Raft configuration` : `address "${address}" was not found in the Raft configuration`);
-    }
-    await node.removeServer(entry.id);
-    this.#log.info("removed peer from the Raft configuration", { id: entry.id, address: entry.address });
-    return { removed: entry.id };
-  }
-
-  async #opTransferLeader(args: unknown): Promise<{ success: boolean }> {
-    const a = (typeof args === "object" && args !== null ? args : {}) as { id?: unknown };
-    const to = typeof a.id === "string" && a.id !== "" ? a.id : undefined;
-    const node = this.#requireLeader(this.#consensus.node);
-    if (to !== undefined && !node.configuration().servers.some((s) => s.id === to && s.suffrage === "voter")) {
-      throw new BadRequestError(`Cannot transfer leadership to "${to}": not a voter in the Raft configuration`);
-    }
-    const r = node.transferLeadership(to);
-    if (!r.ok) throw new CairnError("transfer_failed", `Cannot transfer leadership: ${r.reason}`);
-    // Wait for the outcome: up to two election timeouts.
-    const { clock, config } = this.#o;
-    const deadline = clock.now() + 2 * 1_000 * config.performance.raftMultiplier + 500;
-    while (node.isLeader() && clock.now() < deadline) {
-      await new Promise<void>((resolve) => clock.setTimer(20, resolve));
-    }
-    if (node.isLeader()) throw new CairnError("transfer_failed", "Leadership transfer did not complete in time");
-    return { success: true };
+    return names;
   }
 
   /** Raft facts for `/v1/agent/self` `Stats.raft` (Consul's keys, string values). */
   raftStats(): Record<string, string> {
-    const node = this.#consensus.node;
-    if (!node) return { state: "Follower", num_peers: "0", term: "0", commit_index: "0", applied_index: "0", last_log_index: "0", last_contact: "never" };
-    const core = node.core;
-    const role = core.role;
-    const voters = node.configuration().servers.filter((s) => s.suffrage === "voter");
-    return {
-      state: role === "leader" ? "Leader" : role === "candidate" || role === "preCandidate" ? "Candidate" : "Follower",
-      term: String(core.term),
-      commit_index: String(core.commitIndex),
-      applied_index: String(node.appliedIndex()),
-      last_log_index: String(core.lastIndex),
-      last_snapshot_index: String(core.snapshotMeta?.index ?? 0),
-      num_peers: String(Math.max(0, voters.length - (voters.some((s) => s.id === this.#o.nodeId) ? 1 : 0))),
-      last_contact: core.isLeader() ? "0" : `${node.lastContactMs()}ms`,
-      protocol_version: "3",
-      leader_addr: node.leaderAddr(),
-    };
+    return raftStats(this.#consensus.node, this.#o.nodeId);
   }
 
   /** Graceful leave: a leader with other voters removes itself first (consul Server.Leave). */
@@ -559,6 +487,56 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
     await node.startRaft();
   }
   return node;
+}
+
+/** The server side of a `-dev` agent: the same Raft as a server, one in-memory voter, no RPC listener. */
+export interface DevNode {
+  readonly server: Server;
+  readonly fsm: Fsm;
+  readonly consensus: Consensus;
+  readonly raft: RaftNode;
+  /** Backend of `/v1/operator/raft/*`: the same handlers a server runs. */
+  readonly operator: OperatorRaftBackend;
+  /** Raft facts for `/v1/agent/self`. */
+  raftStats(): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Start `-dev`'s Raft; resolves once it is leader (it elects itself at once). */
+export async function startDevNode(o: { config: AgentConfig; nodeId: string; clock: Clock; rng: Rng; logger: Logger; coordinates?: CoordinateSource }): Promise<DevNode> {
+  const { config } = o;
+  const host = config.advertiseAddr || config.bindAddr;
+  const dev = await createDevServer({
+    clock: o.clock,
+    rng: o.rng,
+    logger: o.logger,
+    id: o.nodeId,
+    addr: `${host.includes(":") ? `[${host}]` : host}:${config.ports.server}`,
+    datacenter: config.datacenter,
+    raftMultiplier: config.performance.raftMultiplier,
+    snapshotThreshold: config.raftSnapshotThreshold,
+    trailingLogs: config.raftTrailingLogs,
+    coordinates: o.coordinates,
+  });
+  const ops = raftOperatorEndpoints({
+    raft: () => dev.raft,
+    selfId: o.nodeId,
+    nodeName: config.nodeName,
+    clock: o.clock,
+    raftMultiplier: config.performance.raftMultiplier,
+    logger: o.logger,
+  });
+  return {
+    server: dev.server,
+    fsm: dev.fsm,
+    consensus: dev.consensus,
+    raft: dev.raft,
+    operator: {
+      callRaw: (method, args) => callRaftOperator(ops, method, args) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
+    },
+    raftStats: () => raftStats(dev.raft, o.nodeId),
+    stop: () => dev.stop(),
+  };
 }
 
 /** The node's UUID from `<dataDir>/node-id`, created once (Consul keeps it there too). */

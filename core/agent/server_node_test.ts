@@ -181,9 +181,11 @@ test("server node: raft/peers.json replaces the configuration on start and keeps
   const cfg = config("solo", join(root, "solo"), port, 1);
   try {
     // A single server that believes in two other (dead) voters: no quorum.
+    let t0 = clock.now();
     let n = await startServerNode({ config: { ...cfg, bootstrapExpect: 1 }, nodeId: id, clock, rng: new Rng(21), logger: nullLogger() });
     nodes.push(n);
     await runUntil(() => n.raft?.isLeader() === true, "solo leader");
+    assert.equal(clock.now() - t0, 0, "the only voter campaigns at once, not after an election timeout");
     await settle(n.router.call("KVS.Apply", { op: "set", entry: { key: "kept", value: new Uint8Array([7]) } }), "write");
     // The change is appended (and in effect) but never commits: the leader steps down.
     n.raft!.addVoter("dead-1", "127.0.0.1:1").catch(() => {});
@@ -200,9 +202,11 @@ test("server node: raft/peers.json replaces the configuration on start and keeps
     // The operator writes peers.json with just this server.
     const raftDir = join(cfg.dataDir, "raft");
     await writeFile(join(raftDir, "peers.json"), JSON.stringify([{ id, address: `127.0.0.1:${port}`, non_voter: false }]));
+    t0 = clock.now();
     n = await startServerNode({ config: cfg, nodeId: id, clock, rng: new Rng(23), logger: nullLogger() });
     nodes.push(n);
     await runUntil(() => n.raft?.isLeader() === true, "leader after recovery");
+    assert.equal(clock.now() - t0, 0, "a restarted single voter leads at once too");
     assert.deepEqual(n.raft!.configuration().servers.map((s) => s.id), [id]);
     assert.deepEqual(Array.from(n.fsm.state.kvsGet("kept").value?.value ?? []), [7]);
     assert.ok(existsSync(join(raftDir, "peers.info")) && !existsSync(join(raftDir, "peers.json")), "peers.json renamed to peers.info");

@@ -10,8 +10,8 @@ import { SimClock } from "../sim/sim_clock.ts";
 import { ApiClient } from "./client.ts";
 
 /** An ApiClient whose fetch goes straight to the route table of an in-process dev server. */
-export function inProcessClient(): ApiClient {
-  const dev = createDevServer({ clock: new SimClock(), rng: new Rng(5) });
+export async function inProcessClient(): Promise<ApiClient> {
+  const dev = await createDevServer({ clock: new SimClock(), rng: new Rng(5) });
   const router = createRoutes({ rpc: createLocalRpc(dev.server), agent: testAgent });
   const fakeFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(String(input));
@@ -23,7 +23,7 @@ export function inProcessClient(): ApiClient {
 }
 
 test("api: catalog, health and session clients against an in-process agent", async () => {
-  const c = inProcessClient();
+  const c = await inProcessClient();
   await c.catalog.register({
     Node: "node-a", Address: "127.0.0.1", NodeMeta: { rack: "r1" },
     Service: { Service: "web", Tags: ["v1"], Port: 80 },

@@ -171,6 +171,30 @@ test("validateConfig: cross-field checks", () => {
   assert.deepEqual(fields({ dev: true, server: false }), ["server", "bootstrap"]);
 });
 
+test("raft tuning keys: Consul's names and defaults, typed and range-checked", () => {
+  const defaults = buildConfig({ flags: { dataDir: "/d" } });
+  assert.deepEqual([defaults.raftSnapshotThreshold, defaults.raftSnapshotIntervalMs, defaults.raftTrailingLogs], [16_384, 30_000, 10_240]);
+  const layer = parseConfigText(
+    JSON.stringify({ raft_snapshot_threshold: 200, raft_snapshot_interval: "5s", raft_trailing_logs: 0 }),
+    { file: "r.json", format: "json" },
+  );
+  assert.deepEqual([layer.raftSnapshotThreshold, layer.raftSnapshotIntervalMs, layer.raftTrailingLogs], [200, 5_000, 0]);
+  const yaml = parseConfigText("raft_trailing_logs: 50\n", { file: "r.yaml", format: "yaml" });
+  assert.equal(yaml.raftTrailingLogs, 50);
+  const e1 = configError(() => parseConfigText('{"raft_snapshot_threshold": "200"}', { file: "r.json", format: "json" }));
+  assert.deepEqual([e1.file, e1.field], ["r.json", "raft_snapshot_threshold"]);
+  assert.match(e1.message, /"raft_snapshot_threshold" in "r\.json": expected a whole number ≥ 0, got a string/);
+  const e2 = configError(() => parseConfigText('{"raft_trailing_logs": -1}', { file: "r.json", format: "json" }));
+  assert.equal(e2.field, "raft_trailing_logs");
+  const e3 = configError(() => parseConfigText('{"raft_snapshot_interval": 30}', { file: "r.json", format: "json" }));
+  assert.match(e3.message, /"raft_snapshot_interval".*expected a duration/);
+  const fields = (text: string) =>
+    validateConfig(buildConfig({ sources: [{ name: "r.json", format: "json", text }], flags: { dataDir: "/d" } })).map((e) => e.field);
+  assert.deepEqual(fields('{"raft_snapshot_threshold": 0}'), ["raft_snapshot_threshold"]);
+  assert.deepEqual(fields('{"raft_snapshot_interval": "0s"}'), ["raft_snapshot_interval"]);
+  assert.deepEqual(fields('{"raft_snapshot_threshold": 1, "raft_trailing_logs": 0}'), []);
+});
+
 test("loadConfig: -config-dir in lexical order, -config-file order kept, HCL rejected", () => {
   const dir = mkdtempSync(join(tmpdir(), "cairn-config-"));
   try {

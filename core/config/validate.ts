@@ -38,6 +38,10 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
   if (c.performance.raftMultiplier < 1 || c.performance.raftMultiplier > 10) {
     bad("performance.raft_multiplier", `Invalid performance.raft_multiplier ${c.performance.raftMultiplier}: expected 1 to 10`);
   }
+  if (c.raftSnapshotThreshold < 1) {
+    bad("raft_snapshot_threshold", `Invalid raft_snapshot_threshold ${c.raftSnapshotThreshold}: expected at least 1 (Consul's default is 16384)`);
+  }
+  if (c.raftSnapshotIntervalMs <= 0) bad("raft_snapshot_interval", "raft_snapshot_interval must be positive");
   if (c.encrypt !== "") {
     const len = base64Length(c.encrypt);
     if (len === undefined || ![16, 24, 32].includes(len)) {

@@ -44,7 +44,7 @@ test("dns: <query>.query.<domain> answers SRV and A from the execution, in the s
 
 test("dns over RPC: a prepared query created through the server resolves; its health filter applies; unknown is NXDOMAIN", async () => {
   const clock = new SimClock();
-  const d = createDevServer({ clock, rng: new Rng(9) });
+  const d = await createDevServer({ clock, rng: new Rng(9) });
   const rpc = createLocalRpc(d.server);
   for (const [node, status] of [["n1", "passing"], ["n2", "warning"], ["n3", "critical"]] as const) {
     await rpc.call("Catalog.Register", {

@@ -8,9 +8,9 @@ import { bodyJson, bodyText, testAgent } from "./_test_env.ts";
 import { createRoutes } from "./routes.ts";
 import { makeRequest, type HttpResponse } from "./types.ts";
 
-function env() {
+async function env() {
   const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
-  const dev = createDevServer({ clock, rng: new Rng(11) });
+  const dev = await createDevServer({ clock, rng: new Rng(11) });
   const router = createRoutes({ rpc: createLocalRpc(dev.server), agent: testAgent });
   const req = (method: string, target: string, body?: unknown): Promise<HttpResponse> =>
     router.handle(makeRequest(method, target, body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }));
@@ -46,17 +46,17 @@ const register = {
 };
 
 test("http catalog: register (Consul's doc example), then every read answers Consul's JSON", async () => {
-  const { req } = env();
+  const { req } = await env();
   const put = await req("PUT", "/v1/catalog/register", register);
   assert.equal(put.status, 200, bodyText(put));
   assert.equal(bodyText(put), "true");
 
   const nodes = await req("GET", "/v1/catalog/nodes");
   assert.equal(nodes.status, 200);
-  assert.ok(Number(nodes.headers["X-Consul-Index"]) >= 2);
+  assert.ok(Number(nodes.headers["X-Consul-Index"]) >= 3);
   assert.deepEqual(bodyJson(nodes), [{
     ID: "40e4a748-2192-161a-0510-9bf59fe950b5", Node: "foobar", Address: "192.168.10.10", Datacenter: "dc1",
-    TaggedAddresses: { lan: "192.168.10.10", wan: "10.0.10.10" }, Meta: { somekey: "somevalue" }, CreateIndex: 2, ModifyIndex: 2,
+    TaggedAddresses: { lan: "192.168.10.10", wan: "10.0.10.10" }, Meta: { somekey: "somevalue" }, CreateIndex: 3, ModifyIndex: 3,
   }]);
   assert.deepEqual(bodyJson(await req("GET", "/v1/catalog/services")), { redis: ["primary", "v1"] });
 
@@ -85,7 +85,7 @@ test("http catalog: register (Consul's doc example), then every read answers Con
     Node: "foobar", CheckID: "service:redis1", Name: "Redis health check", Status: "passing", Notes: "Script based health check",
     Output: "", ServiceID: "redis1", ServiceName: "redis", ServiceTags: ["primary", "v1"], Type: "", Interval: "5s", Timeout: "1s",
     ExposedPort: 0, Definition: { TCP: "localhost:8888", Interval: "5s", Timeout: "1s", DeregisterCriticalServiceAfter: "30s" },
-    CreateIndex: 2, ModifyIndex: 2,
+    CreateIndex: 3, ModifyIndex: 3,
   });
   const health = bodyJson(await req("GET", "/v1/health/service/redis?passing")) as { Node: unknown; Service: Record<string, unknown>; Checks: unknown[] }[];
   assert.equal(health.length, 1);
@@ -106,7 +106,7 @@ test("http catalog: register (Consul's doc example), then every read answers Con
 });
 
 test("http catalog: 400s for bad bodies, filters, states and missing names", async () => {
-  const { req } = env();
+  const { req } = await env();
   const cases: [string, string, unknown, RegExp][] = [
     ["PUT", "/v1/catalog/register", "{not json", /^Request decode failed/],
     ["PUT", "/v1/catalog/register", { Address: "1.2.3.4" }, /^Must provide node$/],
@@ -129,7 +129,7 @@ test("http catalog: 400s for bad bodies, filters, states and missing names", asy
 });
 
 test("http health: a blocking read of one service wakes on its change, not on another's", async () => {
-  const { req } = env();
+  const { req } = await env();
   await req("PUT", "/v1/catalog/register", register);
   await req("PUT", "/v1/catalog/register", { Node: "other", Address: "10.0.0.2", Service: { Service: "db", Port: 5432 } });
   const first = await req("GET", "/v1/health/service/redis");
@@ -147,7 +147,7 @@ test("http health: a blocking read of one service wakes on its change, not on an
 });
 
 test("http session: create with defaults, info, list, node, renew, destroy; TTL bounds are 400s", async () => {
-  const { req } = env();
+  const { req } = await env();
   // The default NodeChecks is serfHealth, as Consul: without it registered, create fails.
   const missing = await req("PUT", "/v1/session/create", { Name: "x" });
   assert.equal(missing.status, 500);
@@ -189,7 +189,7 @@ test("http session: create with defaults, info, list, node, renew, destroy; TTL 
 });
 
 test("http session: acquire through /v1/kv with a session, released when the session is destroyed", async () => {
-  const { req, clock } = env();
+  const { req, clock } = await env();
   await req("PUT", "/v1/catalog/register", { Node: "node-a", Address: "127.0.0.1", Check: { CheckID: "serfHealth", Name: "Serf Health Status", Status: "passing" } });
   const { ID } = bodyJson(await req("PUT", "/v1/session/create", { LockDelay: "10s" })) as { ID: string };
   assert.equal(bodyText(await req("PUT", `/v1/kv/service/leader?acquire=${ID}`, "me")), "true");

@@ -28,7 +28,6 @@ export { decodeCheck, decodeRegister, parseNodeMeta } from "./catalog.ts";
 export { parsePassing } from "./health.ts";
 export { decodeSessionCreate, defaultSessionLockDelayMs, parseLockDelay, serfCheckId } from "./session.ts";
 export {
-  devOperatorRaftBackend,
   operatorRaftConfigurationHandler,
   operatorRaftMethods,
   operatorRaftPeerHandler,

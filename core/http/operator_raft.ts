@@ -83,21 +83,3 @@ export function operatorRaftRoutes(backend: OperatorRaftBackend): Array<{ patter
     { pattern: "/v1/operator/raft/transfer-leader", methods: ["POST"], handler: operatorRaftTransferLeaderHandler(backend) },
   ];
 }
-
-/** What `-dev` answers: one in-memory server that is always the leader (no Raft runs in dev mode). */
-export function devOperatorRaftBackend(self: { id: string; node: string; address: string }): OperatorRaftBackend {
-  return {
-    callRaw(method: string): Promise<unknown> {
-      switch (method) {
-        case operatorRaftMethods.getConfiguration:
-          return Promise.resolve({ servers: [{ ...self, leader: true, protocolVersion: "3", voter: true, lastIndex: 1 }], index: 1 });
-        case operatorRaftMethods.transferLeader:
-          return Promise.reject(new BadRequestError("Cannot transfer leadership: this -dev agent is the only server"));
-        case operatorRaftMethods.removePeer:
-          return Promise.reject(new BadRequestError("Cannot remove the only server of a -dev agent"));
-        default:
-          return Promise.reject(new TypeError(`Unknown operator method "${method}"`));
-      }
-    },
-  };
-}

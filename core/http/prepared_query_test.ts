@@ -9,7 +9,7 @@ import { createRoutes } from "./routes.ts";
 import { makeRequest } from "./types.ts";
 
 async function world() {
-  const d = createDevServer({ clock: new SimClock(), rng: new Rng(5) });
+  const d = await createDevServer({ clock: new SimClock(), rng: new Rng(5) });
   const rpc = createLocalRpc(d.server);
   const router = createRoutes({ rpc, agent: testAgent });
   const req = (method: string, target: string, body?: unknown) =>

@@ -281,6 +281,17 @@ export class RaftNode implements Consensus {
     return r;
   }
 
+  /**
+   * Start an election now instead of after the election timeout (etcd-io/raft
+   * `Node.Campaign`). A server that is the only voter wins it at once.
+   */
+  campaign(): StepResult {
+    if (this.#stopped) return { ok: false, reason: "stopped" };
+    const r = this.core.step({ kind: "campaign" });
+    this.#schedule();
+    return r;
+  }
+
   /** Called with true when this server becomes leader and false when it stops being leader. */
   onLeadershipChange(fn: (isLeader: boolean) => void): () => void {
     this.#leaderListeners.add(fn);

@@ -1,12 +1,20 @@
 // In-memory LogStore. Models durability: a write is visible at once but becomes
 // durable only when its (optionally delayed) "fsync" finishes, and `crash()`
 // throws away everything not yet durable, so the simulation can kill a node
-// mid-write.
+// mid-write. `-dev` keeps its log here with `modelCrashes: false` and
+// `copyEntries: false`: nothing outlives the process, so no durable image is
+// kept (copying it on every append cost O(log length) per write), and the
+// entries are held as the driver hands them over (the core keeps the same
+// objects and never changes them), which halves the memory a long log takes.
 import type { LogEntry, LogStore } from "./types.ts";
 
 export interface MemoryStoreOptions {
   /** Awaited by every write before it counts as durable (sim: a SimClock timer). */
   syncDelay?: () => Promise<void>;
+  /** Keep a durable image for `crash()` (default true; the log store reads it, the stable store ignores it). */
+  modelCrashes?: boolean;
+  /** Copy appended entries (default true; the store contract: never hold a caller's arrays). */
+  copyEntries?: boolean;
 }
 
 const immediate = (): Promise<void> => Promise.resolve();
@@ -20,11 +28,15 @@ export class MemoryLogStore implements LogStore {
   #durable: LogEntry[] = [];
   #epoch = 0;
   #syncDelay: () => Promise<void>;
+  #modelCrashes: boolean;
+  #copyEntries: boolean;
   /** Number of completed syncs (tests measure group commit with it). */
   syncs = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#syncDelay = options.syncDelay ?? immediate;
+    this.#modelCrashes = options.modelCrashes ?? true;
+    this.#copyEntries = options.copyEntries ?? true;
   }
 
   firstIndex(): Promise<number> {
@@ -57,7 +69,7 @@ export class MemoryLogStore implements LogStore {
       return Promise.reject(new RangeError(`Cannot append at index ${start}: log ends at ${last}`));
     }
     if (first !== 0 && start <= last) this.#entries.length = Math.max(0, start - first);
-    for (const e of entries) this.#entries.push(copyEntry(e));
+    for (const e of entries) this.#entries.push(this.#copyEntries ? copyEntry(e) : e);
     return this.#sync();
   }
 
@@ -72,11 +84,17 @@ export class MemoryLogStore implements LogStore {
 
   /** Lose every write whose sync has not finished. */
   crash(): void {
+    if (!this.#modelCrashes) throw new TypeError("crash() needs a MemoryLogStore created with modelCrashes");
     this.#epoch++;
     this.#entries = this.#durable.slice();
   }
 
   async #sync(): Promise<void> {
+    if (!this.#modelCrashes) {
+      await this.#syncDelay();
+      this.syncs++;
+      return;
+    }
     const epoch = this.#epoch;
     const image = this.#entries.slice();
     await this.#syncDelay();

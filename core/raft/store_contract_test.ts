@@ -7,3 +7,7 @@ import { MemoryStableStore } from "./stable_store_memory.ts";
 logStoreContract("memory", { create: () => Promise.resolve(new MemoryLogStore()), reopen: (s) => Promise.resolve(s) });
 stableStoreContract("memory", { create: () => Promise.resolve(new MemoryStableStore()), reopen: (s) => Promise.resolve(s) });
 snapshotStoreContract("memory", { create: () => Promise.resolve(new MemorySnapshotStore()), reopen: (s) => Promise.resolve(s) });
+logStoreContract("memory without a crash model (-dev)", {
+  create: () => Promise.resolve(new MemoryLogStore({ modelCrashes: false, copyEntries: false })),
+  reopen: (s) => Promise.resolve(s),
+});

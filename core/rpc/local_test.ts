@@ -5,15 +5,15 @@ import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { createLocalRpc } from "./local.ts";
 
-function dev() {
-  const d = createDevServer({ clock: new SimClock(), rng: new Rng(1) });
+async function dev() {
+  const d = await createDevServer({ clock: new SimClock(), rng: new Rng(1) });
   return { rpc: createLocalRpc(d.server), ...d };
 }
 
 test("local rpc: dispatches to the server's handlers", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   const put = await rpc.call("KVS.Apply", { op: "set", entry: { key: "a", value: new Uint8Array([1]) } });
-  assert.deepEqual(put, { ok: true, index: 2 });
+  assert.deepEqual(put, { ok: true, index: 3 }, "index 1 is the bootstrap configuration, 2 the leader's no-op");
   const got = await rpc.call("KVS.Get", {
     key: "a",
     query: { minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: false },
@@ -23,7 +23,7 @@ test("local rpc: dispatches to the server's handlers", async () => {
 });
 
 test("local rpc: unknown methods and pre-aborted signals reject", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   await assert.rejects(rpc.call("Nope.Nope" as "Status.Leader", {}), TypeError);
   const ac = new AbortController();
   ac.abort();

@@ -15,13 +15,13 @@ const q = (o: Partial<QueryOptions> = {}): QueryOptions => ({
   ...o,
 });
 
-function dev() {
+async function dev() {
   const clock = new SimClock();
-  const d = createDevServer({ clock, rng: new Rng(7) });
+  const d = await createDevServer({ clock, rng: new Rng(7) });
   return { clock, ...d, rpc: createLocalRpc(d.server) };
 }
 
-async function registerNode(rpc: ReturnType<typeof dev>["rpc"], node: string, extra: Record<string, unknown> = {}) {
+async function registerNode(rpc: Awaited<ReturnType<typeof dev>>["rpc"], node: string, extra: Record<string, unknown> = {}) {
   return rpc.call("Catalog.Register", {
     node,
     address: `10.0.0.${node.length}`,
@@ -31,7 +31,7 @@ async function registerNode(rpc: ReturnType<typeof dev>["rpc"], node: string, ex
 }
 
 test("catalog endpoints: register, list nodes/services/service nodes, node services, deregister", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   await registerNode(rpc, "n1", { service: { service: "web", tags: ["v1"], port: 80 }, nodeMeta: { rack: "a" } });
   await registerNode(rpc, "n2", { service: { service: "web", id: "web-2", tags: ["v2"], port: 81 } });
   const nodes = await rpc.call("Catalog.ListNodes", { query: q() });
@@ -52,7 +52,7 @@ test("catalog endpoints: register, list nodes/services/service nodes, node servi
 });
 
 test("catalog endpoints: bad input is a BadRequest, state refusals carry Consul's words", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   await assert.rejects(rpc.call("Catalog.Register", { node: "", address: "x" }), (e: unknown) => e instanceof BadRequestError && e.message === "Must provide node");
   await assert.rejects(rpc.call("Catalog.Register", { node: "n", address: "" }), (e: unknown) => e instanceof BadRequestError && e.message === "Must provide address");
   await assert.rejects(rpc.call("Catalog.Register", { node: "n", address: "a", check: { name: "c", serviceId: "nope" } }), (e: unknown) =>
@@ -63,7 +63,7 @@ test("catalog endpoints: bad input is a BadRequest, state refusals carry Consul'
 });
 
 test("health endpoints: service nodes with checks, passing only, checks in state, blocking wake on the service only", async () => {
-  const { rpc, clock } = dev();
+  const { rpc, clock } = await dev();
   await registerNode(rpc, "n1", { service: { service: "web", port: 80 } });
   const r1 = await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.2", check: { name: "web up", serviceId: "web", status: "critical" } });
   await registerNode(rpc, "n2", { service: { service: "web", port: 80 } });
@@ -97,7 +97,7 @@ test("health endpoints: service nodes with checks, passing only, checks in state
 });
 
 test("catalog endpoints: serfHealthRegistration makes the default session check pass, then fail", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   const { serfHealthRegistration } = await import("./catalog.ts");
   await rpc.call("Catalog.Register", serfHealthRegistration({ name: "m1", address: "10.0.0.9", alive: true }));
   const { id } = await rpc.call("Session.Apply", { op: "create", session: { node: "m1", nodeChecks: ["serfHealth"] } });

@@ -5,7 +5,6 @@ import { FsmError, StateError } from "../errors.ts";
 import { CaptureSink, createLogger } from "../log/logger.ts";
 import type { Fsm as RaftFsm } from "../raft/types.ts";
 import { WatchSet } from "../state/watch.ts";
-import { DevConsensus } from "./consensus.ts";
 import { encodeCommand, Fsm, ignoreUnknownTypeFlag, MessageType } from "./fsm.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -55,16 +54,6 @@ test("fsm: an unknown type halts (FsmError) unless flagged ignorable", () => {
   assert.throws(() => fsm.apply(4, new Uint8Array([0xc1])), FsmError);
   assert.throws(() => fsm.apply(5, new Encoder().encode({ op: "set" })), FsmError);
   assert.throws(() => fsm.register(MessageType.KVS, () => undefined), TypeError);
-});
-
-test("fsm: DevConsensus halts after an FsmError and refuses further writes", async () => {
-  const fsm = new Fsm();
-  const c = new DevConsensus({ fsm });
-  const first = await c.apply(encodeCommand(MessageType.KVS, { op: "set", entry: { key: "a" } }));
-  assert.equal(first.index, 2, "index 1 is the initial no-op");
-  await assert.rejects(c.apply(encodeCommand(99, {})), FsmError);
-  await assert.rejects(c.apply(encodeCommand(MessageType.KVS, { op: "set", entry: { key: "b" } })), FsmError);
-  assert.equal(fsm.state.kvsGet("b").value, undefined);
 });
 
 test("fsm: txn and tombstone commands", () => {

@@ -1,6 +1,6 @@
 export { blockingQuery, clampWaitMs, defaultQueryTimeMs, jitterFraction, maxQueryTimeMs, waitWithJitterMs } from "./blocking.ts";
 export type { BlockingContext, QueryFn } from "./blocking.ts";
-export { DevConsensus, notLeader } from "./consensus.ts";
+export { notLeader } from "./consensus.ts";
 export type { Consensus } from "./consensus.ts";
 export { raftApply, read, requireLeader } from "./context.ts";
 export type { ServerContext } from "./context.ts";
@@ -12,7 +12,10 @@ export type { ServerOptions } from "./server.ts";
 export { statusEndpoints } from "./status.ts";
 export { maxTxnOps, txnEndpoints } from "./txn.ts";
 export { createDevServer } from "./dev.ts";
+export type { DevServer, DevServerOptions } from "./dev.ts";
 export { catalogEndpoints, filterOf, normalizeRegister, serfCheckAliveOutput, serfCheckFailedOutput, serfCheckId, serfCheckName, serfHealthRegistration } from "./catalog.ts";
 export { healthEndpoints } from "./health.ts";
 export { sessionEndpoints, sessionTtlMaxMs, sessionTtlMinMs, uuidFromRng, validateSession } from "./session.ts";
 export { SessionTimers, sessionTtlMultiplier } from "./session_timers.ts";
+export { raftOperatorEndpoints, raftStats } from "./operator.ts";
+export type { RaftConfigurationReply, RaftOperatorEndpoints, RaftOperatorOptions, RaftServerInfo } from "./operator.ts";

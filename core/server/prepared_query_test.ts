@@ -20,7 +20,7 @@ async function world(seed = 3) {
     { node: "n3", coord: at(0.01) },
     { node: "n4", coord: at(0.02) },
   ];
-  const d = createDevServer({ clock, rng: new Rng(seed), coordinates: () => coords });
+  const d = await createDevServer({ clock, rng: new Rng(seed), coordinates: () => coords });
   const rpc = createLocalRpc(d.server);
   const reg = async (node: string, meta: Record<string, string>, tags: string[], statuses: Array<[string, CheckStatus]>, serviceMeta: Record<string, string> = {}) => {
     await rpc.call("Catalog.Register", {

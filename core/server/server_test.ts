@@ -19,41 +19,41 @@ const q = (o: Partial<QueryOptions> = {}): QueryOptions => ({
   ...o,
 });
 
-function dev() {
+async function dev() {
   const clock = new SimClock();
-  const d = createDevServer({ clock, rng: new Rng(1) });
+  const d = await createDevServer({ clock, rng: new Rng(1) });
   return { clock, ...d, rpc: createLocalRpc(d.server) };
 }
 
 test("server: KV put/get/list/keys/delete through the local RPC", async () => {
-  const { rpc } = dev();
-  assert.deepEqual(await rpc.call("KVS.Apply", { op: "set", entry: { key: "app/a", value: bytes("1"), flags: 5 } }), { ok: true, index: 2 });
+  const { rpc } = await dev();
+  assert.deepEqual(await rpc.call("KVS.Apply", { op: "set", entry: { key: "app/a", value: bytes("1"), flags: 5 } }), { ok: true, index: 3 });
   await rpc.call("KVS.Apply", { op: "set", entry: { key: "app/b/c", value: bytes("2") } });
   const got = await rpc.call("KVS.Get", { key: "app/a", query: q() });
   assert.equal(got.entries.length, 1);
   assert.equal(got.entries[0]!.flags, 5);
-  assert.deepEqual(got.meta, { index: 2, knownLeader: true, lastContactMs: 0, consistencyLevel: "leader" });
+  assert.deepEqual(got.meta, { index: 3, knownLeader: true, lastContactMs: 0, consistencyLevel: "leader" });
   const miss = await rpc.call("KVS.Get", { key: "nope", query: q() });
-  assert.deepEqual([miss.entries, miss.meta.index], [[], 3]);
+  assert.deepEqual([miss.entries, miss.meta.index], [[], 4]);
   const list = await rpc.call("KVS.List", { prefix: "app/", query: q() });
   assert.deepEqual(list.entries.map((e) => e.key), ["app/a", "app/b/c"]);
   const keys = await rpc.call("KVS.ListKeys", { prefix: "app/", separator: "/", query: q() });
   assert.deepEqual(keys.keys, ["app/a", "app/b/"]);
-  assert.deepEqual(await rpc.call("KVS.Apply", { op: "delete", entry: { key: "app/a" } }), { ok: true, index: 4 });
+  assert.deepEqual(await rpc.call("KVS.Apply", { op: "delete", entry: { key: "app/a" } }), { ok: true, index: 5 });
   const after = await rpc.call("KVS.List", { prefix: "app/", query: q() });
-  assert.equal(after.meta.index, 4);
+  assert.equal(after.meta.index, 5);
 });
 
 test("server: cas and delete-cas failures answer ok:false, not an error", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   assert.equal((await rpc.call("KVS.Apply", { op: "cas", entry: { key: "k", modifyIndex: 0 } })).ok, true);
   assert.equal((await rpc.call("KVS.Apply", { op: "cas", entry: { key: "k", modifyIndex: 0 } })).ok, false);
   assert.equal((await rpc.call("KVS.Apply", { op: "delete-cas", entry: { key: "k", modifyIndex: 99 } })).ok, false);
-  assert.equal((await rpc.call("KVS.Apply", { op: "delete-cas", entry: { key: "k", modifyIndex: 2 } })).ok, true);
+  assert.equal((await rpc.call("KVS.Apply", { op: "delete-cas", entry: { key: "k", modifyIndex: 3 } })).ok, true);
 });
 
 test("server: lock on an unknown session fails with Consul's message; validation errors are BadRequest", async () => {
-  const { rpc, fsm } = dev();
+  const { rpc, fsm } = await dev();
   await assert.rejects(rpc.call("KVS.Apply", { op: "lock", entry: { key: "l", session: "abc" } }), (e: unknown) =>
     e instanceof CairnError && e.message.startsWith("invalid session") && e.message === 'invalid session "abc"');
   fsm.state.sessionCreate(10, "abc");
@@ -67,10 +67,10 @@ test("server: lock on an unknown session fails with Consul's message; validation
 });
 
 test("server: blocking KVS.Get wakes on a write to its key", async () => {
-  const { rpc, clock } = dev();
+  const { rpc, clock } = await dev();
   await rpc.call("KVS.Apply", { op: "set", entry: { key: "w", value: bytes("1") } });
   let answered: number | undefined;
-  void rpc.call("KVS.Get", { key: "w", query: q({ minQueryIndex: 2, maxQueryTimeMs: 30_000 }) }).then((r) => {
+  void rpc.call("KVS.Get", { key: "w", query: q({ minQueryIndex: 3, maxQueryTimeMs: 30_000 }) }).then((r) => {
     answered = r.meta.index;
   });
   await clock.runFor(100);
@@ -79,24 +79,24 @@ test("server: blocking KVS.Get wakes on a write to its key", async () => {
   assert.equal(answered, undefined);
   await rpc.call("KVS.Apply", { op: "set", entry: { key: "w", value: bytes("2") } });
   await drainMicrotasks(3);
-  assert.equal(answered, 4);
+  assert.equal(answered, 5);
 });
 
 test("server: txn writes, read-only txns, limits and rollback", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   const w = await rpc.call("Txn.Apply", {
     ops: [{ kv: { verb: "set", key: "t/a", value: bytes("1") } }, { kv: { verb: "set", key: "t/b", value: bytes("2") } }],
   });
   assert.deepEqual(w.errors, []);
-  assert.equal(w.index, 2);
-  assert.deepEqual(w.results.map((r) => [r.kv.key, r.kv.modifyIndex, r.kv.value.length]), [["t/a", 2, 0], ["t/b", 2, 0]]);
+  assert.equal(w.index, 3);
+  assert.deepEqual(w.results.map((r) => [r.kv.key, r.kv.modifyIndex, r.kv.value.length]), [["t/a", 3, 0], ["t/b", 3, 0]]);
   const r = await rpc.call("Txn.Apply", { ops: [{ kv: { verb: "get", key: "t/a" } }] });
   assert.equal(new TextDecoder().decode(r.results[0]!.kv.value), "1");
-  assert.equal(r.index, 2);
+  assert.equal(r.index, 3);
   const fail = await rpc.call("Txn.Apply", {
     ops: [{ kv: { verb: "delete", key: "t/a" } }, { kv: { verb: "check-index", key: "t/b", index: 1 } }],
   });
-  assert.deepEqual(fail.errors, [{ opIndex: 1, what: 'failed index check for key "t/b", current modify index 2 != 1' }]);
+  assert.deepEqual(fail.errors, [{ opIndex: 1, what: 'failed index check for key "t/b", current modify index 3 != 1' }]);
   assert.deepEqual(fail.results, []);
   assert.equal((await rpc.call("KVS.Get", { key: "t/a", query: q() })).entries.length, 1, "rolled back");
   const noKey = await rpc.call("Txn.Apply", { ops: [{ kv: { verb: "set", key: "" } }] });
@@ -108,7 +108,7 @@ test("server: txn writes, read-only txns, limits and rollback", async () => {
 });
 
 test("server: status answers from the consensus seam", async () => {
-  const { rpc } = dev();
+  const { rpc } = await dev();
   assert.equal(await rpc.call("Status.Leader", {}), "127.0.0.1:8300");
   assert.deepEqual(await rpc.call("Status.Peers", {}), ["127.0.0.1:8300"]);
 });

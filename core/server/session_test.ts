@@ -11,7 +11,7 @@ const q = (): QueryOptions => ({ minQueryIndex: 0, maxQueryTimeMs: 0, allowStale
 
 async function world() {
   const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
-  const d = createDevServer({ clock, rng: new Rng(3) });
+  const d = await createDevServer({ clock, rng: new Rng(3) });
   const rpc = createLocalRpc(d.server);
   await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", check: { name: "Serf Health Status", checkId: "serfHealth", status: "passing" } });
   return { clock, rpc, ...d };
@@ -74,11 +74,8 @@ test("sessions: a bound check going critical invalidates; behavior delete remove
 
 test("sessions: TTL timers follow leadership and restart at 2x TTL on a new leader", async () => {
   const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
-  const { Fsm } = await import("./fsm.ts");
-  const { DevConsensus } = await import("./consensus.ts");
   const { Server } = await import("./server.ts");
-  const fsm = new Fsm();
-  const inner = new DevConsensus({ fsm });
+  const { fsm, raft: inner } = await createDevServer({ clock, rng: new Rng(5) });
   let leader = true;
   const consensus = {
     apply: inner.apply.bind(inner),

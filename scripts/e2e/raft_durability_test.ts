@@ -81,7 +81,7 @@ async function raftStats(c: Cluster, s: ServerSpec): Promise<Record<string, stri
 
 test("three servers: leader kill -9 under load, full restart, torn log tail, wiped server, no quorum", { timeout: 240_000 }, async (t) => {
   // Snapshots every 200 entries, 50 kept behind: a wiped server must catch up by snapshot.
-  cluster = await makeCluster(3, { env: { CAIRN_RAFT_SNAPSHOT_THRESHOLD: "200", CAIRN_RAFT_TRAILING_LOGS: "50" } });
+  cluster = await makeCluster(3, { config: { raft_snapshot_threshold: 200, raft_trailing_logs: 50 } });
   const c = cluster;
   const a = c.servers[0]!;
   for (const s of c.servers) c.start(s);
@@ -114,6 +114,9 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
     assert.equal(viaClient.headers.get("x-consul-knownleader"), "true");
     const clientLeader = await getJson(`http://127.0.0.1:${clientHttp}/v1/status/leader`);
     assert.equal(clientLeader, `127.0.0.1:${leader1.server}`);
+    // A client has no Raft: it asks a server for the configuration.
+    const clientConf = (await getJson(`http://127.0.0.1:${clientHttp}/v1/operator/raft/configuration`, 10_000)) as { Servers?: Array<{ Node: string }> } | undefined;
+    assert.deepEqual(clientConf?.Servers?.map((s) => s.Node).sort(), ["s1", "s2", "s3"]);
   } finally {
     await client.kill();
   }
