@@ -10,11 +10,6 @@ export interface CliIo {
   readFile(path: string): Promise<Uint8Array>;
   /** Injected in tests (a fake agent); defaults to the global fetch. */
   fetch?: typeof fetch;
-  /**
-   * Process-wide V8 flags (`v8.setFlagsFromString`). Only the real process
-   * has this: tests run commands in their own process and keep its settings.
-   */
-  setV8Flags?(flags: readonly string[]): void;
 }
 
 export interface Command {

@@ -173,19 +173,6 @@ export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | nu
   return config;
 }
 
-/**
- * V8 flags for the agent process. A client agent runs without TurboFan: its
- * work is gossip rounds, its own checks and forwarding requests, light enough
- * for the interpreter and the Sparkplug baseline tier, and the first TurboFan
- * compile pages about 3 MiB of compiler code into every client (and its
- * compile zones into the malloc heap), which is most of the difference
- * between a client and a bare node process. Servers and -dev keep every
- * tier: they serve the KV and catalog load.
- */
-export function agentV8Flags(config: Pick<AgentConfig, "server" | "dev">): string[] {
-  return config.server || config.dev ? [] : ["--max-opt=1"];
-}
-
 export const agentCommand: Command = {
   name: "agent",
   synopsis: "Runs a cairn agent",
@@ -193,7 +180,6 @@ export const agentCommand: Command = {
   async run(args: string[], io: CliIo): Promise<number> {
     const config = agentConfigFromArgs(args, io);
     if (typeof config === "number") return config;
-    io.setV8Flags?.(agentV8Flags(config));
     return runAgent(config, { stdout: io.stdout, stderr: io.stderr });
   },
 };

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import type { AgentConfig } from "../core/config/mod.ts";
-import { agentConfigFromArgs, agentV8Flags } from "./agent.ts";
+import { agentConfigFromArgs } from "./agent.ts";
 import { testIo } from "./_testing.ts";
 
 function config(args: string[]): AgentConfig {
@@ -124,19 +124,4 @@ test("agent: bad flags and invalid configs print ==> and exit 1", () => {
   const io = testIo();
   assert.equal(agentConfigFromArgs(["-h"], io), 0);
   assert.match(io.stdoutText, /^Usage: cairn agent \[options\]/);
-});
-
-test("agent V8 flags: a client runs without TurboFan; servers and -dev keep every tier", () => {
-  const dir = mkdtempSync(join(tmpdir(), "cairn-agent-flags-"));
-  try {
-    assert.deepEqual(agentV8Flags(config([`-data-dir=${dir}`, "-node=c1"])), ["--max-opt=1"]);
-    assert.deepEqual(agentV8Flags(config([`-data-dir=${dir}`, "-node=s1", "-server", "-bootstrap-expect=1"])), []);
-    assert.deepEqual(agentV8Flags(config(["-dev"])), []);
-    // server mode from a config file counts as well as the flag
-    const file = join(dir, "server.json");
-    writeFileSync(file, JSON.stringify({ server: true, bootstrap_expect: 1 }));
-    assert.deepEqual(agentV8Flags(config([`-data-dir=${dir}`, "-node=s2", `-config-file=${file}`])), []);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
 });

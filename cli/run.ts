@@ -3,7 +3,6 @@
 // cli/main.ts is the process entry; everything here is callable from tests
 // through `runCli(argv, io)`.
 import { readFile } from "node:fs/promises";
-import { setFlagsFromString } from "node:v8";
 import { agentCommand } from "./agent.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { catalogDatacenters } from "./catalog_datacenters.ts";
@@ -268,8 +267,5 @@ export function processIo(): CliIo {
     },
     env: process.env,
     readFile: async (path) => new Uint8Array(await readFile(path)),
-    setV8Flags: (flags) => {
-      for (const f of flags) setFlagsFromString(f);
-    },
   };
 }
