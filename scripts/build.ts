@@ -32,12 +32,27 @@ await build({
   target: "node20",
   outfile: bundle,
   legalComments: "none",
+  // Whitespace and comments out: the SEA keeps the whole source as one heap
+  // string for the life of the process (V8 compiles functions lazily from
+  // it), so every byte here is resident in every agent. Names are kept, so
+  // stack traces still say which function failed.
+  minifyWhitespace: true,
   logLevel: "warning",
   define: {
     CAIRN_VERSION: JSON.stringify(pkg.version),
     CAIRN_REVISION: JSON.stringify(gitRevision()),
   },
 });
+
+// One character above U+00FF anywhere in the bundle makes V8 store the whole
+// source as a two-byte string: twice the resident heap in every agent.
+// esbuild escapes string literals but not regular expression literals.
+const bundleText = readFileSync(bundle, "utf8");
+const wide = /[^\u0000-\u00ff]/.exec(bundleText);
+if (wide) {
+  const at = bundleText.slice(Math.max(0, wide.index - 40), wide.index + 40);
+  throw new Error(`Bundle contains ${JSON.stringify(wide[0])} (above U+00FF) near ${JSON.stringify(at)}: write it as a \\u escape in the source`);
+}
 
 const seaConfig = join(dist, "sea-config.json");
 writeFileSync(seaConfig, JSON.stringify({

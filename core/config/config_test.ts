@@ -20,6 +20,8 @@ test("parseDuration: Go duration strings", () => {
     ["0", 0],
     ["2h45m", 9_900_000],
     ["1us", 0.001],
+    ["2\u00b5s", 0.002], // micro sign
+    ["3\u03bcs", 0.003], // Greek mu
     ["", undefined],
     ["10", undefined],
     ["10x", undefined],

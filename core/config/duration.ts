@@ -22,7 +22,7 @@ export function parseDuration(text: string): number | undefined {
   }
   if (s === "0") return 0;
   if (s === "") return undefined;
-  const part = /^(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/;
+  const part = /^(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/; // µs and μs, escaped: see scripts/build.ts
   let total = 0;
   while (s.length > 0) {
     const m = part.exec(s);

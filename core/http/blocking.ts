@@ -35,7 +35,7 @@ export function parseGoDuration(text: string): number | undefined {
   if (s === "0") return 0;
   if (s === "") return undefined;
   let total = 0;
-  const re = /^(\d*)(?:\.(\d*))?([a-zµμ]+)/;
+  const re = /^(\d*)(?:\.(\d*))?([a-z\u00b5\u03bc]+)/; // µ (micro sign) and μ (Greek mu), escaped: see scripts/build.ts
   while (s.length > 0) {
     const m = re.exec(s);
     if (!m) return undefined;

@@ -17,6 +17,7 @@ test("parseGoDuration: Go duration syntax", () => {
     ["5.s", 5_000],
     ["1500us", 1.5],
     ["1500µs", 1.5],
+    ["2500\u03bcs", 2.5], // Greek mu as well as the micro sign
     ["2000000ns", 2],
     ["-1s", -1_000],
     ["+2s", 2_000],

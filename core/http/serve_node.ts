@@ -2,6 +2,7 @@
 // reading, client aborts cancel blocking queries, clear listen errors,
 // graceful close. The only file in core/http that touches sockets.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { httpDate } from "../clock/utc_text.ts";
 import { errorMessage, ListenError } from "../errors.ts";
 
 export { ListenError };
@@ -63,9 +64,24 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
   const server = createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
 
+  /** The Date header, made once a second (as node:http does) but without Date's time-zone lookup (see utc_text.ts). */
+  let dateSecond = -1;
+  let dateText = "";
+  function dateHeader(): string {
+    const nowMs = Date.now();
+    const second = Math.floor(nowMs / 1000);
+    if (second !== dateSecond) {
+      dateSecond = second;
+      dateText = httpDate(nowMs);
+    }
+    return dateText;
+  }
+
   function send(res: ServerResponse, r: HttpResponse): void {
     if (res.headersSent || res.destroyed) return;
     if (closing) r.headers["Connection"] = "close";
+    res.sendDate = false;
+    r.headers["Date"] ??= dateHeader();
     if (r.stream) {
       void sendStream(res, r.status, r.headers, r.stream);
       return;

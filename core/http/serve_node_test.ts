@@ -67,6 +67,17 @@ test("serve_node: PUT and GET over a kept-alive connection", async () => {
   assert.ok(missing.headers["x-consul-index"]);
 });
 
+test("serve_node: every answer carries a Date header of the current second, as Go's server sends", async () => {
+  const before = Math.floor(Date.now() / 1000) * 1000;
+  for (const path of ["/v1/status/leader", "/v2/x"]) {
+    const r = await call("GET", path);
+    const date = r.headers["date"];
+    assert.match(date ?? "", /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$/, path);
+    const at = Date.parse(date!);
+    assert.ok(at >= before && at <= Date.now(), `${path}: ${date} is now`);
+  }
+});
+
 test("serve_node: bad percent-encoding is a 400, unknown path a 404", async () => {
   const bad = await call("GET", "/v1/kv/%zz");
   assert.equal(bad.status, 400);

@@ -1,5 +1,6 @@
 // Structured, named loggers. A Logger is injected everywhere; nothing in
 // core/ writes to the console directly. Sinks decide where lines go.
+import { isoTimestamp } from "../clock/utc_text.ts";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error";
 
@@ -83,7 +84,7 @@ export function formatText(r: LogRecord): string {
   const level = `[${r.level.toUpperCase()}]`.padEnd(7);
   const pairs = Object.entries(r.fields).map(([k, v]) => `${k}=${formatValue(v)}`);
   const tail = pairs.length ? `: ${pairs.join(" ")}` : "";
-  return `${new Date(r.timeMs).toISOString()} ${level} ${r.name ? `${r.name}: ` : ""}${r.message}${tail}`;
+  return `${isoTimestamp(r.timeMs)} ${level} ${r.name ? `${r.name}: ` : ""}${r.message}${tail}`;
 }
 
 export function formatJson(r: LogRecord): string {
@@ -91,7 +92,7 @@ export function formatJson(r: LogRecord): string {
     "@level": r.level,
     "@message": r.message,
     "@module": r.name,
-    "@timestamp": new Date(r.timeMs).toISOString(),
+    "@timestamp": isoTimestamp(r.timeMs),
   };
   for (const [k, v] of Object.entries(r.fields)) out[k] = v instanceof Error ? v.message : v;
   return JSON.stringify(out);

@@ -5,6 +5,8 @@
 // count) per timer. Pure: the
 // clock comes in from outside.
 
+import { isoTimestamp } from "../clock/utc_text.ts";
+
 export type Labels = Record<string, string>;
 
 export interface Aggregate {
@@ -127,7 +129,7 @@ export class Metrics {
     };
     const byName = (a: { Name: string }, b: { Name: string }) => (a.Name < b.Name ? -1 : a.Name > b.Name ? 1 : 0);
     return {
-      Timestamp: new Date(interval.startMs - this.#o.now() + this.#o.wallNow()).toISOString().replace("T", " ").replace(/\.\d+Z$/, " +0000 UTC"),
+      Timestamp: isoTimestamp(interval.startMs - this.#o.now() + this.#o.wallNow()).replace("T", " ").replace(/\.\d+Z$/, " +0000 UTC"),
       Gauges: this.#gauges().map(([name, value, labels]) => ({ Name: this.#gaugeName(name), Value: value, Labels: labels ?? {} })).sort(byName),
       Points: [],
       Counters: [...interval.counters.values()].map(stat).sort(byName),

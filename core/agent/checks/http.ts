@@ -4,7 +4,6 @@
 // client) unless disable_redirects. node:http/https rather than fetch, so
 // tls_skip_verify and tls_server_name can be honoured.
 import { request as httpRequest, STATUS_CODES, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { CheckType } from "../local/types.ts";
 import { capOutput, defaultOutputMaxSize, type ProbeResult } from "./runner.ts";
 
@@ -14,6 +13,15 @@ const maxRedirects = 10;
 export type HttpProbeTarget = Pick<CheckType, "http" | "method" | "header" | "body" | "tlsSkipVerify" | "tlsServerName" | "outputMaxSize"> & {
   disableRedirects?: boolean;
 };
+
+/**
+ * node:https, loaded on the first https:// check: importing it sets up TLS
+ * (OpenSSL contexts, the tls and https modules), about 1 MiB that an agent
+ * with no HTTPS check would otherwise carry for its whole life.
+ */
+function httpsRequest(): typeof import("node:https").request {
+  return process.getBuiltinModule("node:https").request;
+}
 
 type Answer =
   | { kind: "response"; code: number; statusLine: string; text: string; location?: string }
@@ -41,7 +49,7 @@ function requestOnce(url: URL, method: string, t: HttpProbeTarget, body: Uint8Ar
       agent: false as const,
       ...(url.protocol === "https:" ? { rejectUnauthorized: !t.tlsSkipVerify, servername: t.tlsServerName || undefined } : {}),
     };
-    const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, opts, (res: IncomingMessage) => {
+    const req = (url.protocol === "https:" ? httpsRequest() : httpRequest)(url, opts, (res: IncomingMessage) => {
       const chunks: Uint8Array[] = [];
       let size = 0;
       res.on("data", (c: Uint8Array) => {
