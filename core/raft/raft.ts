@@ -359,7 +359,7 @@ export class RaftCore {
   hasReady(): boolean {
     if (this.#needBroadcast || this.#msgs.length > 0 || this.#readStates.length > 0 || this.#pendingInstall) return true;
     if (this.#log.lastIndex() > this.#log.stabled || this.#log.committed > this.#log.applying) return true;
-    if (this.#reads.some((r) => r.round === 0)) return true;
+    if (this.#needsReadRound()) return true;
     const h = this.#hardState();
     if (h.term !== this.#prevHard.term || h.vote !== this.#prevHard.vote) return true;
     const s = this.softState();
@@ -369,7 +369,7 @@ export class RaftCore {
   /** Collect pending effects. Call once, process, then `advance` with the same object. */
   ready(): RaftReady {
     if (this.#role === "leader") {
-      if (this.#reads.some((r) => r.round === 0)) this.#readRound();
+      if (this.#needsReadRound()) this.#bcastHeartbeat();
       if (this.#needBroadcast) {
         this.#needBroadcast = false;
         this.#bcastAppend();
@@ -484,10 +484,15 @@ export class RaftCore {
     this.#reads.push({ ctx, index: this.#log.committed, round: 0 });
   }
 
-  /** One heartbeat round confirms every read queued since the last round. */
-  #readRound(): void {
-    this.#bcastHeartbeat();
-    for (const r of this.#reads) if (r.round === 0) r.round = this.#round;
+  /**
+   * Reads wait in a queue; a heartbeat round confirms every read queued
+   * before it went out. A new round starts for queued reads only when no
+   * read round is still out, so concurrent reads share rounds instead of
+   * each costing one (etcd's linearizableReadLoop batches the same way); a
+   * periodic heartbeat also takes the queued reads along.
+   */
+  #needsReadRound(): boolean {
+    return this.#reads.length > 0 && this.#reads[0]!.round === 0;
   }
 
   #transferLeader(to: ServerId | undefined): StepResult {
@@ -981,6 +986,8 @@ export class RaftCore {
   #bcastHeartbeat(): void {
     this.#round++;
     this.#roundTick.set(this.#round, this.#ticks);
+    // Reads queued (round 0, at the tail) ride on this round: it leaves after they began.
+    for (let i = this.#reads.length - 1; i >= 0 && this.#reads[i]!.round === 0; i--) this.#reads[i]!.round = this.#round;
     for (const [id, pr] of this.#progress) {
       this.#send({
         type: "heartbeat",
