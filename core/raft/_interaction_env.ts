@@ -21,6 +21,8 @@ interface EnvNode {
   applied: string[];
   inbox: RaftMessage[];
   isolated: boolean;
+  /** A Ready whose early messages went out but which is not yet persisted (send-before-persist). */
+  pending?: RaftReady;
   sink: CaptureSink;
 }
 
@@ -55,6 +57,10 @@ export class InteractionEnv {
       case "tick-all":
         for (let i = 0; i < Number(pos[0] ?? "1"); i++) for (const id of this.nodes.keys()) this.#tick(id, 1);
         return this.#logs();
+      case "send-before-persist":
+        return pos.map((id) => this.#sendBeforePersist(id)).join("\n");
+      case "persist":
+        return pos.map((id) => this.#finishPending(id)).join("\n");
       case "process-ready":
         return pos.map((id) => this.#processReady(id)).join("\n");
       case "deliver-msgs":
@@ -152,17 +158,52 @@ export class InteractionEnv {
 
   #processReady(id: string): string {
     const n = this.#node(id);
-    if (!n.core.hasReady()) return `${id}: (no ready)`;
+    const prior = n.pending ? `${this.#finishPending(id)}\n` : "";
+    if (!n.core.hasReady()) return `${prior}${id}: (no ready)`;
     const rd = n.core.ready();
     this.#persist(n, rd);
-    for (const m of rd.messages) {
-      const to = this.nodes.get(m.to);
-      if (to && !n.isolated && !to.isolated) to.inbox.push(m);
-    }
+    this.#send(n, rd.messages);
     for (const e of rd.committed) if (e.type === "normal") n.applied.push(dec.decode(e.data));
     n.core.advance(rd);
     const logs = this.#logs();
-    return renderReady(id, rd) + (logs ? `\n${logs}` : "");
+    return prior + renderReady(id, rd) + (logs ? `\n${logs}` : "");
+  }
+
+  /** Take a Ready and send only what may go out before it is durable (a driver's step 0); `persist` finishes it. */
+  #sendBeforePersist(id: string): string {
+    const n = this.#node(id);
+    if (n.pending) return `${id}: a Ready is already waiting to be persisted`;
+    if (!n.core.hasReady()) return `${id}: (no ready)`;
+    const rd = n.core.ready();
+    n.pending = rd;
+    const early = rd.messages.slice(0, rd.sendBeforePersist);
+    this.#send(n, early);
+    const lines = [`Ready ${id}: ${rd.softState.role} term=${rd.softState.term} (not yet persisted)`];
+    if (rd.entries.length) lines.push(`Entries:`, ...rd.entries.map((e) => `  ${renderEntry(e)}`));
+    lines.push(`Sent before persisting:`, ...(early.length ? early.map((m) => `  ${renderMsg(m)}`) : ["  (none)"]));
+    const late = rd.messages.slice(rd.sendBeforePersist);
+    if (late.length) lines.push(`Held until persisted:`, ...late.map((m) => `  ${renderMsg(m)}`));
+    return lines.join("\n");
+  }
+
+  #finishPending(id: string): string {
+    const n = this.#node(id);
+    const rd = n.pending;
+    if (!rd) return `${id}: nothing to persist`;
+    n.pending = undefined;
+    this.#persist(n, rd);
+    this.#send(n, rd.messages.slice(rd.sendBeforePersist));
+    for (const e of rd.committed) if (e.type === "normal") n.applied.push(dec.decode(e.data));
+    n.core.advance(rd);
+    const logs = this.#logs();
+    return `${id}: persisted${rd.entries.length ? ` up to ${rd.entries[rd.entries.length - 1]!.index}` : ""}` + (logs ? `\n${logs}` : "");
+  }
+
+  #send(n: EnvNode, msgs: RaftMessage[]): void {
+    for (const m of msgs) {
+      const to = this.nodes.get(m.to);
+      if (to && !n.isolated && !to.isolated) to.inbox.push(m);
+    }
   }
 
   #persist(n: EnvNode, rd: RaftReady): void {
@@ -202,7 +243,7 @@ export class InteractionEnv {
     for (let round = 0; round < 100; round++) {
       let busy = false;
       for (const id of ids) {
-        if (this.#node(id).core.hasReady()) {
+        if (this.#node(id).core.hasReady() || this.#node(id).pending) {
           busy = true;
           out.push(`> ${id} handling Ready`);
           out.push(indent(this.#processReady(id)));
@@ -237,6 +278,8 @@ export class InteractionEnv {
   #restart(id: string): string {
     const n = this.#node(id);
     n.inbox = [];
+    // A crash: whatever was not persisted (a pending Ready) is lost.
+    n.pending = undefined;
     n.applied = n.snapshot ? (JSON.parse(dec.decode(n.snapshot.data)) as string[]) : [];
     n.core = this.#makeCore(n, this.#bootstrap);
     return `${id}: ${renderSoft(n.core)}`;

@@ -377,6 +377,11 @@ export class RaftNode implements Consensus {
   async #handle(rd: RaftReady): Promise<void> {
     const o = this.#o;
     this.stats.readies++;
+    // 0. A leader's own traffic goes out first, so followers write to their
+    // disks while we write to ours (thesis §10.2.1): a write then costs one
+    // fsync of latency instead of ours followed by theirs. The core counts
+    // our copy toward a commit only after advance(), below.
+    this.#send(rd, 0, rd.sendBeforePersist);
     // 1. Persist.
     if (rd.snapshot) {
       const { meta, data } = rd.snapshot;
@@ -404,15 +409,8 @@ export class RaftNode implements Consensus {
       this.stats.hardStateSyncs++;
     }
     if (this.#stopped) return;
-    // 2. Send.
-    for (const m of rd.messages) {
-      const address = this.#addressOf(m.to);
-      if (address === undefined) {
-        this.#log.debug("no address for raft peer; dropping message", { to: m.to, type: m.type });
-        continue;
-      }
-      o.transport.send({ id: m.to, address }, { ...m, fromAddress: this.address });
-    }
+    // 2. Send the rest.
+    this.#send(rd, rd.sendBeforePersist, rd.messages.length);
     // 3. Apply.
     for (const e of rd.committed) {
       if (e.index <= this.#applied) continue;
@@ -452,6 +450,18 @@ export class RaftNode implements Consensus {
     if (compacted > this.#storeCompacted) {
       await o.logStore.deleteRange(0, compacted);
       this.#storeCompacted = compacted;
+    }
+  }
+
+  #send(rd: RaftReady, from: number, to: number): void {
+    for (let i = from; i < to; i++) {
+      const m = rd.messages[i]!;
+      const address = this.#addressOf(m.to);
+      if (address === undefined) {
+        this.#log.debug("no address for raft peer; dropping message", { to: m.to, type: m.type });
+        continue;
+      }
+      this.#o.transport.send({ id: m.to, address }, { ...m, fromAddress: this.address });
     }
   }
 

@@ -147,3 +147,72 @@ test("driver: leadership transfer hands over to the named server and notifies li
   assert.equal(leader.leaderAddr(), target.address);
   for (const n of nodes) await n.stop();
 });
+
+test("driver: a leader replicates while its own log write syncs, and a crash before that sync loses no acknowledged write", async () => {
+  const clock = new SimClock();
+  const rng = new Rng(6);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 1] });
+  // The leader's disk takes 40 ms per sync, the followers' 2 ms.
+  const slow = new Set<string>();
+  const ids = ["a", "b", "c"];
+  const stores = ids.map((id) => {
+    const syncDelay = (): Promise<void> => new Promise((r) => clock.setTimer(slow.has(id) ? 40 : 2, r));
+    return { id, log: new MemoryLogStore({ syncDelay }), stable: new MemoryStableStore({ syncDelay }), snaps: new MemorySnapshotStore(), fsm: new SimFsm() };
+  });
+  const boot = (s: (typeof stores)[number]) => {
+    s.fsm = new SimFsm();
+    return createRaftNode({
+      id: s.id,
+      address: s.id,
+      peers: ids.map((p) => ({ id: p, address: p })),
+      fsm: s.fsm,
+      logStore: s.log,
+      stableStore: s.stable,
+      snapshotStore: s.snaps,
+      transport: new SimRaftTransport(net, s.id),
+      clock,
+      rng: rng.fork(),
+      tickMs: 10,
+    });
+  };
+  const nodes = await Promise.all(stores.map(boot));
+  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+  await clock.runFor(100);
+  const li = nodes.findIndex((n) => n.isLeader());
+  const leader = nodes[li]!;
+  const ls = stores[li]!;
+  const followers = stores.filter((_, i) => i !== li);
+  slow.add(ls.id);
+  let acked = 0;
+  const index = leader.core.lastIndex + 1;
+  const leaderSyncs = ls.log.syncs;
+  void leader.apply(enc.encode("w1")).then(() => { acked++; });
+  // Within one leader sync, both followers hold the entry durably and it is committed.
+  await clock.runFor(20);
+  for (const f of followers) assert.ok(f.log.entriesNow(index, index + 1).length === 1, `${f.id} has the entry before the leader's own sync ends`);
+  assert.equal(leader.core.commitIndex, index, "two durable follower copies commit it");
+  assert.equal(ls.log.syncs, leaderSyncs, "the leader's own sync is still running");
+  await clock.runUntil(() => acked === 1, { maxMs: 1_000, what: "w1 acknowledged" });
+
+  // Now cut the leader off from one follower and crash it while its sync of w2 runs:
+  // one durable follower copy is not a quorum, so w2 must not be acknowledged.
+  const [f1, f2] = followers;
+  net.partition([ls.id, f1!.id], [f2!.id]);
+  let acked2 = false;
+  void leader.apply(enc.encode("w2")).then(() => { acked2 = true; }, () => {});
+  await clock.runFor(20);
+  assert.equal(acked2, false);
+  void leader.stop();
+  ls.log.crash();
+  ls.stable.crash();
+  net.heal();
+  slow.clear();
+  nodes[li] = await boot(ls);
+  await clock.runUntil(() => {
+    const l = nodes.find((n) => n.isLeader());
+    return l !== undefined && nodes.every((n) => n.appliedIndex() === l.core.commitIndex && n.core.lastIndex === l.core.lastIndex);
+  }, { maxMs: 10_000, what: "cluster converges after the crash" });
+  assert.equal(acked2, false, "w2 was never acknowledged by the crashed leader");
+  for (const s of stores) assert.ok(s.fsm.state.some(([, d]) => d === "w1"), `${s.id} applied the acknowledged w1`);
+  for (const n of nodes) await n.stop();
+});

@@ -112,8 +112,19 @@ export interface RaftReady {
   /** Append, replacing any stored suffix from entries[0].index. */
   entries: LogEntry[];
   mustSync: boolean;
-  /** Send only after hardState, snapshot and entries are durable. */
+  /** Send only after hardState, snapshot and entries are durable, except the first `sendBeforePersist`. */
   messages: RaftMessage[];
+  /**
+   * The first this many `messages` may go out before (or while) this Ready
+   * is persisted: a leader's own traffic (append, heartbeat, snapshot,
+   * timeoutNow) in a term whose term and vote are already durable. A leader
+   * may write its log in parallel with replicating it (Raft thesis §10.2.1):
+   * it counts itself toward a commit only once its copy is durable (advance),
+   * and a crash that loses its unsynced tail loses no acknowledged write.
+   * Messages that acknowledge anything (votes, appendResp, snapshotResp)
+   * stay behind persistence. A driver may ignore this and send all after.
+   */
+  sendBeforePersist: number;
   /** Apply in order (`normal` entries go to the Fsm). */
   committed: LogEntry[];
   readStates: ReadState[];
@@ -137,6 +148,11 @@ interface Incoming {
   meta: SnapshotMeta;
   chunks: Uint8Array[];
   received: number;
+}
+
+/** Messages only a leader sends; none of them acknowledges anything the sender must have persisted. */
+function isLeaderTraffic(m: RaftMessage): boolean {
+  return m.type === "append" || m.type === "heartbeat" || m.type === "snapshot" || m.type === "timeoutNow";
 }
 
 export class RaftCore {
@@ -343,7 +359,7 @@ export class RaftCore {
   hasReady(): boolean {
     if (this.#needBroadcast || this.#msgs.length > 0 || this.#readStates.length > 0 || this.#pendingInstall) return true;
     if (this.#log.lastIndex() > this.#log.stabled || this.#log.committed > this.#log.applying) return true;
-    if (this.#reads.some((r) => r.round === 0)) return true;
+    if (this.#needsReadRound()) return true;
     const h = this.#hardState();
     if (h.term !== this.#prevHard.term || h.vote !== this.#prevHard.vote) return true;
     const s = this.softState();
@@ -353,7 +369,7 @@ export class RaftCore {
   /** Collect pending effects. Call once, process, then `advance` with the same object. */
   ready(): RaftReady {
     if (this.#role === "leader") {
-      if (this.#reads.some((r) => r.round === 0)) this.#readRound();
+      if (this.#needsReadRound()) this.#bcastHeartbeat();
       if (this.#needBroadcast) {
         this.#needBroadcast = false;
         this.#bcastAppend();
@@ -366,11 +382,25 @@ export class RaftCore {
     const entries = this.#log.unstableEntries();
     const committed = this.#log.nextCommitted();
     if (committed.length > 0) this.#log.applying = committed[committed.length - 1]!.index;
+    let messages = this.#msgs;
+    let sendBeforePersist = 0;
+    // Only when term and vote are already durable (the previous Ready, which
+    // the driver finished before asking for this one, carried them): a
+    // leader's message in a term it could still forget after a crash could
+    // meet a second leader of that term.
+    if (!hardChanged && this.#pendingInstall === undefined && messages.length > 0) {
+      const early: RaftMessage[] = [];
+      const late: RaftMessage[] = [];
+      for (const m of messages) (isLeaderTraffic(m) ? early : late).push(m);
+      messages = late.length === 0 ? early : early.concat(late);
+      sendBeforePersist = early.length;
+    }
     const rd: RaftReady = {
       softState: this.softState(),
       entries,
       mustSync: hardChanged || entries.length > 0 || this.#pendingInstall !== undefined,
-      messages: this.#msgs,
+      messages,
+      sendBeforePersist,
       committed,
       readStates: this.#readStates,
     };
@@ -454,10 +484,15 @@ export class RaftCore {
     this.#reads.push({ ctx, index: this.#log.committed, round: 0 });
   }
 
-  /** One heartbeat round confirms every read queued since the last round. */
-  #readRound(): void {
-    this.#bcastHeartbeat();
-    for (const r of this.#reads) if (r.round === 0) r.round = this.#round;
+  /**
+   * Reads wait in a queue; a heartbeat round confirms every read queued
+   * before it went out. A new round starts for queued reads only when no
+   * read round is still out, so concurrent reads share rounds instead of
+   * each costing one (etcd's linearizableReadLoop batches the same way); a
+   * periodic heartbeat also takes the queued reads along.
+   */
+  #needsReadRound(): boolean {
+    return this.#reads.length > 0 && this.#reads[0]!.round === 0;
   }
 
   #transferLeader(to: ServerId | undefined): StepResult {
@@ -951,6 +986,8 @@ export class RaftCore {
   #bcastHeartbeat(): void {
     this.#round++;
     this.#roundTick.set(this.#round, this.#ticks);
+    // Reads queued (round 0, at the tail) ride on this round: it leaves after they began.
+    for (let i = this.#reads.length - 1; i >= 0 && this.#reads[i]!.round === 0; i--) this.#reads[i]!.round = this.#round;
     for (const [id, pr] of this.#progress) {
       this.#send({
         type: "heartbeat",

@@ -7,6 +7,7 @@
 // small messages costs one write per peer.
 
 import { connect, createServer } from "node:net";
+import { setImmediate } from "node:timers";
 import type { Server, Socket } from "node:net";
 import type { Clock, Timer } from "../clock/clock.ts";
 import { systemClock } from "../clock/system_clock.ts";
@@ -88,7 +89,13 @@ export function formatAddress(host: string, port: number): string {
   return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
 
-/** Collects frames written in one turn and writes them with one socket write. */
+/**
+ * Collects frames written in one event-loop turn and writes them with one
+ * socket write. The write waits for the check phase (setImmediate), not a
+ * microtask: everything the turn's I/O callbacks produce shares it, and
+ * replies written in the turn (HTTP answers to the writes Raft just applied)
+ * go out before a commit notice wakes a follower that may take our CPU.
+ */
 class BatchWriter {
   readonly #socket: Socket;
   #chunks: Uint8Array[] = [];
@@ -112,7 +119,7 @@ class BatchWriter {
     if (this.#counters) this.#counters.framesSent++;
     if (!this.#scheduled) {
       this.#scheduled = true;
-      queueMicrotask(() => this.flush());
+      setImmediate(() => this.flush());
     }
   }
 

@@ -5,7 +5,10 @@
 // keep-alive HTTP: PUT at 1, 16 and 64 connections, then GET at 16
 // connections in each consistency mode (cairn: default, ?consistent, ?stale;
 // etcd: linearizable and serializable range). Prints both and the ratios.
-// CAIRN_BENCH_SECONDS (default 3) sets each phase's length.
+// CAIRN_BENCH_SECONDS (default 3) sets each phase's length. Each target first
+// takes CAIRN_BENCH_WARMUP_SECONDS (default 1) of uncounted PUTs at 16
+// connections, so the first measured phase does not time a cold JIT (ours)
+// or a cold page cache and freshly elected cluster (both).
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
@@ -15,6 +18,7 @@ import { freePort } from "../e2e/harness.ts";
 import { makeCluster, waitForLeader, type Cluster } from "../e2e/raft_cluster.ts";
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
+const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
 const keyCount = 1_000;
 const value = Buffer.alloc(64, "v");
 
@@ -49,11 +53,11 @@ interface Result {
 }
 
 /** `conns` workers issuing `op(i)` back to back for `seconds`. */
-async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boolean>): Promise<Result> {
+async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boolean>, secs = seconds): Promise<Result> {
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
   const latencies: number[] = [];
   let errors = 0;
-  const end = performance.now() + seconds * 1000;
+  const end = performance.now() + secs * 1000;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: conns }, async (_, w) => {
     let i = w;
@@ -118,6 +122,7 @@ function etcdTarget(port: number): Target {
 
 async function runTarget(t: Target): Promise<Map<string, Result>> {
   const out = new Map<string, Result>();
+  if (warmupSeconds > 0) await phase(16, t.put, warmupSeconds);
   for (const conns of [1, 16, 64]) {
     const r = await phase(conns, t.put);
     out.set(`PUT c=${conns}`, r);
@@ -175,7 +180,7 @@ async function main(): Promise<void> {
   let cluster: Cluster | undefined;
   let etcd: { procs: ChildProcess[]; leaderPort: number; dir: string } | undefined;
   try {
-    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase, load sent to the leader`);
+    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader`);
     console.log(`# load average at start: ${loadavg().map((x) => x.toFixed(2)).join(" ")} (the machine may be shared)`);
     cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
     for (const s of cluster.servers) cluster.start(s);
