@@ -2,6 +2,7 @@
 // configuration, removing a peer, and leadership transfer. The agent's
 // router answers these on the leader (or any server with ?stale).
 import { BadRequestError } from "../errors.ts";
+import type { RaftConfigurationReply } from "../server/operator.ts";
 import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** Operator method names on the server RPC (core/agent/server_node.ts serves them). */
@@ -16,16 +17,6 @@ export interface OperatorRaftBackend {
   callRaw(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown>;
 }
 
-interface ServerReply {
-  id: string;
-  node: string;
-  address: string;
-  leader: boolean;
-  protocolVersion: string;
-  voter: boolean;
-  lastIndex: number;
-}
-
 /** Consul's `structs.RaftConfigurationResponse` JSON. */
 export interface RaftConfigurationJson {
   Servers: Array<{ ID: string; Node: string; Address: string; Leader: boolean; ProtocolVersion: string; Voter: boolean; LastIndex: number }>;
@@ -33,7 +24,7 @@ export interface RaftConfigurationJson {
 }
 
 export function raftConfigurationJson(reply: unknown): RaftConfigurationJson {
-  const r = (reply ?? {}) as { servers?: ServerReply[]; index?: number };
+  const r = (reply ?? {}) as Partial<RaftConfigurationReply>;
   return {
     Servers: (r.servers ?? []).map((s) => ({
       ID: s.id,
