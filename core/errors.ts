@@ -122,3 +122,22 @@ export class ListenError extends CairnError {
     this.port = where.port;
   }
 }
+
+/**
+ * Why a listener could not bind, with what to do about it. `what` names the
+ * listener ("" for HTTP, " for DNS"), `portFlag` the flag that moves it.
+ */
+export function listenErrorText(o: { what: string; host: string; port: number; proto?: string; portFlag: string; checkWith: string; err: unknown }): string {
+  const code = (o.err as { code?: unknown })?.code;
+  const where = `Cannot listen${o.what} on ${o.host.includes(":") ? `[${o.host}]` : o.host}:${o.port}${o.proto ? ` (${o.proto})` : ""}`;
+  switch (code) {
+    case "EADDRINUSE":
+      return `${where}: address already in use; another agent or program has it (check with \`${o.checkWith}\`), or pick another port with ${o.portFlag}`;
+    case "EACCES":
+      return `${where}: permission denied; ports below 1024 need extra privileges`;
+    case "EADDRNOTAVAIL":
+      return `${where}: address not available; "${o.host}" is not an address of this machine`;
+    default:
+      return `${where}: ${o.err instanceof Error ? o.err.message : String(o.err)}`;
+  }
+}

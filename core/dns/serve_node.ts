@@ -8,7 +8,7 @@ import { Buffer } from "node:buffer";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { connect, createServer, type Server as TcpServer, type Socket as TcpSocket } from "node:net";
 import * as dnsPacket from "dns-packet";
-import { ListenError } from "../errors.ts";
+import { ListenError, listenErrorText } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { Rng } from "../sim/rng.ts";
@@ -101,19 +101,8 @@ export function parseRecursor(text: string): { host: string; port: number } | un
   return { host: t, port: 53 };
 }
 
-function listenMessage(host: string, port: number, proto: string, err: unknown): string {
-  const code = (err as { code?: unknown })?.code;
-  const where = `Cannot listen for DNS on ${host.includes(":") ? `[${host}]` : host}:${port} (${proto})`;
-  switch (code) {
-    case "EADDRINUSE":
-      return `${where}: address already in use; another agent or program has it, or pick another port with -dns-port (-1 disables DNS)`;
-    case "EACCES":
-      return `${where}: permission denied; ports below 1024 need extra privileges`;
-    case "EADDRNOTAVAIL":
-      return `${where}: address not available; "${host}" is not an address of this machine`;
-    default:
-      return `${where}: ${err instanceof Error ? err.message : String(err)}`;
-  }
+function listenMessage(host: string, port: number, proto: "udp" | "tcp", err: unknown): string {
+  return listenErrorText({ what: " for DNS", host, port, proto, portFlag: "-dns-port (-1 disables DNS)", checkWith: proto === "udp" ? "ss -lunp" : "ss -ltnp", err });
 }
 
 export function createDnsServer(options: DnsServerOptions): DnsServer {

@@ -3,7 +3,7 @@
 // graceful close. The only file in core/http that touches sockets.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { httpDate } from "../clock/utc_text.ts";
-import { errorMessage, ListenError } from "../errors.ts";
+import { errorMessage, ListenError, listenErrorText } from "../errors.ts";
 
 export { ListenError };
 import type { Logger } from "../log/mod.ts";
@@ -37,18 +37,7 @@ export interface HttpServer {
 const emptyBody = new Uint8Array(0);
 
 export function listenErrorMessage(host: string, port: number, err: unknown): string {
-  const code = (err as { code?: unknown })?.code;
-  const where = `Cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port}`;
-  switch (code) {
-    case "EADDRINUSE":
-      return `${where}: address already in use; another agent or program has it (check with \`ss -ltnp\`), or pick another port with -http-port`;
-    case "EACCES":
-      return `${where}: permission denied; ports below 1024 need extra privileges`;
-    case "EADDRNOTAVAIL":
-      return `${where}: address not available; "${host}" is not an address of this machine`;
-    default:
-      return `${where}: ${err instanceof Error ? err.message : String(err)}`;
-  }
+  return listenErrorText({ what: "", host, port, portFlag: "-http-port", checkWith: "ss -ltnp", err });
 }
 
 export function createHttpServer(options: HttpServerOptions): HttpServer {
