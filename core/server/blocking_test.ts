@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { QueryOptions } from "../rpc/methods.ts";
 import { Rng, seeds } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { StateStore } from "../state/store.ts";
 import { blockingQuery, clampWaitMs, defaultQueryTimeMs, maxQueryTimeMs, waitWithJitterMs } from "./blocking.ts";
 import type { BlockingContext } from "./blocking.ts";
 import type { Consensus } from "./consensus.ts";
+import { q } from "./_test_query.ts";
 
 function fakeConsensus(over: Partial<Consensus> = {}): Consensus {
   return {
@@ -27,13 +27,6 @@ function world(seed = 1, consensus = fakeConsensus()) {
   return { clock, ctx, get state() { return state; }, setState(s: StateStore) { state = s; } };
 }
 
-const q = (o: Partial<QueryOptions> = {}): QueryOptions => ({
-  minQueryIndex: 0,
-  maxQueryTimeMs: 0,
-  allowStale: false,
-  requireConsistent: false,
-  ...o,
-});
 
 const getA = (s: StateStore, ws: Parameters<StateStore["kvsGet"]>[1]) => {
   const r = s.kvsGet("a", ws);

@@ -2,18 +2,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { BadRequestError, CairnError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
-import type { QueryOptions } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "./dev.ts";
+import { q } from "./_test_query.ts";
 
-const q = (o: Partial<QueryOptions> = {}): QueryOptions => ({
-  minQueryIndex: 0,
-  maxQueryTimeMs: 0,
-  allowStale: false,
-  requireConsistent: false,
-  ...o,
-});
 
 async function dev() {
   const clock = new SimClock();

@@ -2,13 +2,12 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { FsmError, NotLeaderError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
-import type { QueryOptions } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "./dev.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
+import { q } from "./_test_query.ts";
 
-const q = (o: Partial<QueryOptions> = {}): QueryOptions => ({ minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: false, ...o });
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 test("dev raft: leader when created, without waiting out an election timeout; the only voter", async () => {

@@ -3,13 +3,13 @@ import { test } from "node:test";
 import { BadRequestError, NotFoundError } from "../errors.ts";
 import type { Coordinate } from "../gossip/coordinate.ts";
 import { createLocalRpc } from "../rpc/local.ts";
-import type { CheckStatus, PreparedQueryExecuteArgs, QueryOptions } from "../rpc/methods.ts";
+import type { CheckStatus, PreparedQueryExecuteArgs } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { queryBody } from "../state/_prepared_query_fixture.ts";
 import { createDevServer } from "./dev.ts";
+import { q } from "./_test_query.ts";
 
-const q = (): QueryOptions => ({ minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: false });
 const at = (x: number): Coordinate => ({ vec: [x, 0, 0, 0, 0, 0, 0, 0], error: 0.1, adjustment: 0, height: 0 });
 
 async function world(seed = 3) {

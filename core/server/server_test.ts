@@ -2,22 +2,16 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { BadRequestError, CairnError, NoLeaderError, NotLeaderError, TooLargeError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
-import type { QueryOptions, TxnOp } from "../rpc/methods.ts";
+import type { TxnOp } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import type { Consensus } from "./consensus.ts";
 import { createDevServer } from "./dev.ts";
 import { Fsm } from "./fsm.ts";
 import { Server } from "./server.ts";
+import { q } from "./_test_query.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
-const q = (o: Partial<QueryOptions> = {}): QueryOptions => ({
-  minQueryIndex: 0,
-  maxQueryTimeMs: 0,
-  allowStale: false,
-  requireConsistent: false,
-  ...o,
-});
 
 async function dev() {
   const clock = new SimClock();

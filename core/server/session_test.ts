@@ -2,12 +2,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { BadRequestError, CairnError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
-import type { QueryOptions } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "./dev.ts";
+import { q } from "./_test_query.ts";
 
-const q = (): QueryOptions => ({ minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: false });
 
 async function world() {
   const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
