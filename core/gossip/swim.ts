@@ -290,7 +290,10 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   #leave: { broadcastId: number; deadlineMs: number } | undefined;
   #now: number;
 
+  /** The probe ticker's next tick: a fixed period, as memberlist's time.Ticker. */
   #nextProbeMs: number;
+  /** A tick came while a probe ran: probe as soon as it ends (Go's ticker buffers one tick). */
+  #probeTickPending = false;
   #nextGossipMs: number;
   #nextPushPullMs: number;
 
@@ -364,8 +367,8 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
 
   /** The earliest time at which a tick has work to do. */
   nextDeadline(): number {
-    let t = Math.min(this.#nextGossipMs, this.#nextPushPullMs);
-    if (!this.#probe) t = Math.min(t, this.#nextProbeMs);
+    let t = Math.min(this.#nextGossipMs, this.#nextPushPullMs, this.#nextProbeMs);
+    if (!this.#probe && this.#probeTickPending) t = Math.min(t, this.#now);
     if (this.#probe && !this.#probe.acked) {
       t = Math.min(t, this.#probe.indirectSent ? this.#probe.endMs : this.#probe.ackDeadlineMs);
     }
@@ -447,13 +450,22 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       if (!p.indirectSent && now >= p.ackDeadlineMs) this.#indirectProbe(p);
       if (p.indirectSent && now >= p.endMs) this.#probeFailed(p);
     }
-    if (!this.#probe && now >= this.#nextProbeMs) {
-      const interval = this.#awareness.scaleTimeout(this.#p.probeIntervalMs);
-      this.#nextProbeMs = now + interval;
-      this.#startProbe(interval);
+    // memberlist's probe ticker keeps its period whatever the probes do;
+    // the awareness score only stretches how long a failing probe waits
+    // (probeNode's deadline), and a tick that comes meanwhile starts the
+    // next probe as soon as that one ends. Successful probes stay at one
+    // per interval, so a node that penalized itself (e.g. nacks that came
+    // too late for a probe of a dead node) does not probe less for it.
+    if (now >= this.#nextProbeMs) {
+      this.#nextProbeMs = nextTick(this.#nextProbeMs, this.#p.probeIntervalMs, now);
+      this.#probeTickPending = true;
+    }
+    if (!this.#probe && this.#probeTickPending) {
+      this.#probeTickPending = false;
+      this.#startProbe(this.#awareness.scaleTimeout(this.#p.probeIntervalMs));
     }
     if (now >= this.#nextGossipMs) {
-      this.#nextGossipMs = now + this.#p.gossipIntervalMs;
+      this.#nextGossipMs = nextTick(this.#nextGossipMs, this.#p.gossipIntervalMs, now);
       this.#gossip();
     }
     if (now >= this.#nextPushPullMs) {
@@ -1090,6 +1102,11 @@ export function verifyProtocol(
     }
   }
   return undefined;
+}
+
+/** A ticker's next tick after `now`: late ticks are dropped, the phase is kept (Go's time.Ticker). */
+export function nextTick(dueMs: number, periodMs: number, now: number): number {
+  return dueMs + periodMs * (Math.floor((now - dueMs) / periodMs) + 1);
 }
 
 /** memberlist pushPullScale: x1 up to 32 nodes, then +1 per doubling. */

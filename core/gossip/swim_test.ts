@@ -123,6 +123,70 @@ test("swim: a join push/pull with an incompatible node fails the join and merges
   assert.equal(b.member("a"), undefined);
 });
 
+/** A core at 10.0.0.1 ("a") that knows the given alive members (by a push/pull from the first). */
+function coreKnowing(members: { name: string; addr: string }[]): SwimCore<BytesGossipTypes> {
+  const a = new SwimCore<BytesGossipTypes>({ name: "a", addr: "10.0.0.1:7946", meta: new Uint8Array(), profile: lanProfile, rng: new Rng(7), now: 0, logger: createLogger({ sink: new CaptureSink() }) });
+  const nodes = members.map((m) => ({ name: m.name, addr: m.addr, incarnation: 1, meta: new Uint8Array(), state: "alive" as const, vsn: [1, 5, 2, 2, 5, 5] }));
+  a.step({ kind: "stream", now: 0, from: members[0]!.addr, msg: { type: "pushPull", join: false, nodes }, streamId: 1 });
+  a.ready();
+  return a;
+}
+
+/** Raise a's awareness score by making it refute `times` suspicions about itself. */
+function raiseAwareness(a: SwimCore<BytesGossipTypes>, from: string, times: number): void {
+  for (let i = 0; i < times; i++) {
+    a.step({ kind: "packet", now: 0, from: "10.0.0.2:7946", msg: { type: "suspect", node: "a", incarnation: a.incarnation, from } });
+  }
+  a.ready();
+}
+
+/** The probe pings in a batch of sends (direct UDP pings, alone or first in a compound). */
+function probePings(sends: SwimSend<BytesGossipTypes>[]): { to: string; seqNo: number }[] {
+  const out: { to: string; seqNo: number }[] = [];
+  for (const s of sends) {
+    if (s.reliable) continue;
+    const m = s.msg.type === "compound" ? s.msg.parts[0]! : s.msg;
+    if (m.type === "ping") out.push({ to: s.to, seqNo: m.seqNo });
+  }
+  return out;
+}
+
+test("swim: the probe ticker keeps its period when the awareness score is up and probes succeed (memberlist probe ticker)", () => {
+  const peers = [{ name: "b", addr: "10.0.0.2:7946" }, { name: "c", addr: "10.0.0.3:7946" }];
+  const a = coreKnowing(peers);
+  raiseAwareness(a, "b", 3);
+  assert.equal(a.awarenessScore, 3);
+  const starts: number[] = [];
+  const scores: number[] = [];
+  while (starts.length < 6) {
+    const now = a.nextDeadline();
+    a.step({ kind: "tick", now });
+    for (const p of probePings(a.ready().sends)) {
+      starts.push(now);
+      a.step({ kind: "packet", now: now + 2, from: p.to, msg: { type: "ack", seqNo: p.seqNo } });
+      scores.push(a.awarenessScore);
+    }
+  }
+  // Each acked probe lowers the score by one; the probes stay one interval apart
+  // (cairn used to wait (score + 1) intervals between them, probing less than memberlist).
+  assert.deepEqual(scores, [2, 1, 0, 0, 0, 0]);
+  assert.deepEqual(starts.slice(1).map((t, i) => t - starts[i]!), [1000, 1000, 1000, 1000, 1000]);
+});
+
+test("swim: a failing probe waits the awareness-scaled interval and the next probe starts as it ends (the tick that came meanwhile)", () => {
+  const a = coreKnowing([{ name: "b", addr: "10.0.0.2:7946" }]);
+  raiseAwareness(a, "b", 3);
+  const starts: number[] = [];
+  while (starts.length < 2) {
+    const now = a.nextDeadline();
+    a.step({ kind: "tick", now });
+    if (probePings(a.ready().sends).length > 0) starts.push(now); // b never answers
+  }
+  // 4 x 1000 ms for a probe at score 3; ticks at +1000, +2000, +3000 collapse into one that waits for it.
+  assert.equal(starts[1]! - starts[0]!, 4000);
+  assert.equal(a.member("b")?.state, "suspect");
+});
+
 // -----------------------------------------------------------------------------
 // Interaction scripts (etcd-io/raft interaction_test.go style): testdata/*.txt
 // holds commands and their expected output; REWRITE=1 regenerates the output.
