@@ -19,6 +19,7 @@ import type { GossipProfile, SerfTimings } from "./profiles.ts";
 import { SerfCore } from "./serf.ts";
 import type { SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
 import type { SwimMessage } from "./swim.ts";
+import { suspicionTimeoutMs } from "./suspicion.ts";
 
 type M = SwimMessage<SerfTypes>;
 type Env<P = M> =
@@ -378,6 +379,55 @@ test("sim (a,b): 100-node clusters converge and detect a crash", () => {
       }
     }
   }
+});
+
+test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout after the first failed probe, then everywhere within a second", () => {
+  // Detection = the wait for some member's round-robin probe of the dead node
+  // to fail (luck: ~1 s + an exponential with a ~1 s mean at N = 50), then
+  // Lifeguard's suspicion timeout, then the dead message's gossip. The other
+  // members' own probes (about one a second in all) bring the k = 2
+  // independent confirmations well within the minimum timeout, so the
+  // suspicion lasts the minimum (4 * log10(50) s), not the 6x maximum or the
+  // ~19 s of a single confirmation.
+  const n = 50;
+  const minMs = suspicionTimeoutMs(n, lanProfile);
+  const all = seeds(12);
+  const atFloor: number[] = [];
+  for (const seed of all) {
+    const c = makeCluster({ seed, n, joinVia: "random", faults: { loss: 0.01, delayMs: [1, 10] } });
+    c.runUntil(() => c.converged(), 120_000, "50-node convergence");
+    c.clock.advance(5_000 + c.rng.int(1_000));
+    const victim = "n25";
+    const t0 = c.clock.now();
+    c.crash(victim);
+    const others = c.live();
+    let firstSuspect = Number.NaN;
+    let firstDead = Number.NaN;
+    let allFailed = Number.NaN;
+    while (Number.isNaN(allFailed) && c.clock.now() - t0 < 120_000) {
+      c.clock.advance(10);
+      const t = c.clock.now();
+      const states = others.map((x) => x.serf.swim.member(victim)?.state);
+      if (Number.isNaN(firstSuspect) && states.includes("suspect")) firstSuspect = t;
+      if (Number.isNaN(firstDead) && states.includes("dead")) firstDead = t;
+      if (others.every((x) => x.serf.memberStatus(victim) === "failed")) allFailed = t;
+    }
+    assert.ok(!Number.isNaN(allFailed), `crash not detected everywhere; ${c.context()}`);
+    const marks = c.sink.records.filter((r) => r.timeMs >= t0 && r.message.startsWith("marking node as failed"));
+    const suspicionMs = firstDead - firstSuspect;
+    // The first member to time out had its k confirmations, whichever it was.
+    assert.equal(marks[0]?.fields.confirmations, 2, `first mark without 2 confirmations; seed=${seed}`);
+    assert.ok(suspicionMs >= minMs - 10, `suspicion shorter than the minimum: ${suspicionMs} ms; seed=${seed}`);
+    if (suspicionMs <= minMs + 20) atFloor.push(seed);
+    // Every member learns it: the dead message's gossip, or its own timer.
+    assert.ok(allFailed - firstDead <= 1_000, `dead message took ${allFailed - firstDead} ms to reach all; ${c.context()}`);
+    for (const x of others) {
+      for (const e of x.events) {
+        if (e.kind === "member" && e.type === "failed") assert.deepEqual(e.members.map((m) => m.name), [victim], `false failure on ${x.name}; seed=${seed}`);
+      }
+    }
+  }
+  assert.ok(atFloor.length >= Math.ceil(all.length * 0.9), `suspicion lasted the minimum in only seeds ${atFloor} of ${all}`);
 });
 
 test("sim (h): tag-filtered query reaches matching nodes and collects their responses", () => {
