@@ -71,18 +71,6 @@ function median(xs: number[]): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-// freePort() can hand out the same port twice while nothing holds it yet: never reuse one in a run.
-const usedPorts = new Set<number>();
-async function uniquePort(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    if (!usedPorts.has(p)) {
-      usedPorts.add(p);
-      return p;
-    }
-  }
-}
-
 interface Member { name: string; status: string }
 
 interface BenchAgent {
@@ -170,8 +158,8 @@ class SerfRpc {
 }
 
 async function startSerfAgent(i: number): Promise<BenchAgent> {
-  const port = await uniquePort();
-  const rpcPort = await uniquePort();
+  const port = await freePort();
+  const rpcPort = await freePort();
   const name = `serf${i}`;
   // The same member metadata a cairn client gossips (Consul's tags), so both sides move the same bytes;
   // BENCH_SERF_PLAIN=1 runs serf with no tags instead.
@@ -204,8 +192,8 @@ async function startSerfAgent(i: number): Promise<BenchAgent> {
 const statusNames = ["none", "alive", "leaving", "left", "failed"];
 
 async function startCairnAgent(i: number): Promise<BenchAgent> {
-  const port = await uniquePort();
-  const httpPort = await uniquePort();
+  const port = await freePort();
+  const httpPort = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
   dirs.push(dir);
   const name = `cairn${i}`;

@@ -51,8 +51,7 @@ interface Serf {
 
 async function startSerf(name: string, extra: string[] = []): Promise<Serf> {
   const port = await freePort();
-  let rpcPort = await freePort();
-  while (rpcPort === port) rpcPort = await freePort();
+  const rpcPort = await freePort();
   const proc = startProcess(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, "-log-level=debug", ...extra]);
   cleanup.proc(proc);
   const rpc = `-rpc-addr=127.0.0.1:${rpcPort}`;

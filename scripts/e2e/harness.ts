@@ -21,7 +21,15 @@ function killAll(): void {
 }
 process.on("exit", killAll);
 
-/** A TCP port that is free on 127.0.0.1 right now, and free for UDP too. */
+/** Every port freePort() handed out in this process. */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port that is free on 127.0.0.1 right now, and free for UDP too, and
+ * never one this process was given before: nothing holds a port between this
+ * call and the child binding it, so the OS can offer the same one again (two
+ * agents of one test would then fight over it).
+ */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = await new Promise<number>((ok, fail) => {
@@ -32,12 +40,16 @@ export async function freePort(): Promise<number> {
         srv.close(() => ok(typeof addr === "object" && addr ? addr.port : 0));
       });
     });
+    if (handedOut.has(port)) continue;
     const udpFree = await new Promise<boolean>((ok) => {
       const s = createSocket("udp4");
       s.once("error", () => { s.close(); ok(false); });
       s.bind(port, "127.0.0.1", () => s.close(() => ok(true)));
     });
-    if (udpFree) return port;
+    if (udpFree) {
+      handedOut.add(port);
+      return port;
+    }
   }
   throw new Error("Cannot find a free port on 127.0.0.1");
 }

@@ -9,8 +9,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
+import { freePort } from "./harness.ts";
 
 const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
 const cairn = join(root, "dist/cairn");
@@ -21,17 +21,6 @@ let agent: ChildProcess | undefined;
 let agentOutput = "";
 let host = "127.0.0.1";
 let port = 0;
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      srv.close(() => ok(typeof addr === "object" && addr ? addr.port : 0));
-    });
-  });
-}
 
 async function leader(): Promise<string | undefined> {
   try {

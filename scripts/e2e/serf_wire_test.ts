@@ -6,10 +6,9 @@
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { createSocket } from "node:dgram";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { after, test } from "node:test";
+import { freePort } from "./harness.ts";
 import { nullLogger } from "../../core/log/mod.ts";
 import { systemClock } from "../../core/clock/mod.ts";
 import { Rng } from "../../core/sim/rng.ts";
@@ -47,25 +46,6 @@ after(() => {
   for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGKILL");
 });
 
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((ok, fail) => {
-      const srv = createServer();
-      srv.once("error", fail);
-      srv.listen(0, "127.0.0.1", () => {
-        const a = srv.address();
-        srv.close(() => ok(typeof a === "object" && a ? a.port : 0));
-      });
-    });
-    const udpFree = await new Promise<boolean>((ok) => {
-      const s = createSocket("udp4");
-      s.once("error", () => ok(false));
-      s.bind(port, "127.0.0.1", () => s.close(() => ok(true)));
-    });
-    if (udpFree) return port;
-  }
-}
-
 function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
   return Promise.race([
@@ -79,8 +59,7 @@ function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
 const serfOutput: string[] = [];
 
 async function startSerf(name: string, port: number, extra: string[] = []): Promise<{ child: ChildProcess; rpc: number }> {
-  let rpc = await freePort();
-  while (rpc === port) rpc = await freePort();
+  const rpc = await freePort();
   const child = spawn(
     serfBin,
     ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpc}`, "-tag", "role=web", "-log-level=debug", ...extra],
