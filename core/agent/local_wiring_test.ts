@@ -16,7 +16,9 @@ test("dev agent: agent service endpoints are routed; reload applies the config f
   const config = buildConfig({
     dev: true,
     sources: [{ name: file, text: JSON.stringify({ service: { name: "from-file", port: 1 } }), format: "json" }],
-    flags: { ports: { http: 0, dns: -1, serfLan: 8301, serfWan: 8302, server: 8300 }, nodeName: "wired" },
+    // Port 0: the OS picks free gossip ports (fixed ones collide with a running agent or another
+    // test). -dev opens no server RPC listener, so ports.server is only advertised.
+    flags: { ports: { http: 0, dns: -1, serfLan: 0, serfWan: 0, server: 8300 }, nodeName: "wired" },
   });
   const agent = await startAgent(config, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
   try {
