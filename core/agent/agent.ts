@@ -82,9 +82,6 @@ export async function startAgent(
     await gossip.stop();
     throw err;
   }
-  if (config.raftSnapshotIntervalMs !== 30_000 && config.server) {
-    logger.named("server").warn("raft_snapshot_interval has no effect: cairn checks raft_snapshot_threshold after every applied batch", { interval: `${config.raftSnapshotIntervalMs}ms` });
-  }
   serverNode?.attachLan(gossip.lan);
   const clientRpc = !config.dev && !config.server
     ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })

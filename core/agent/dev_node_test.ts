@@ -9,7 +9,7 @@ import { startAgent } from "./agent.ts";
 test("dev agent: leader at start, one voter in /v1/operator/raft/configuration, real Raft stats, raft_snapshot_threshold applies", async () => {
   const config = buildConfig({
     dev: true,
-    sources: [{ name: "raft.json", format: "json", text: JSON.stringify({ raft_snapshot_threshold: 8, raft_trailing_logs: 2 }) }],
+    sources: [{ name: "raft.json", format: "json", text: JSON.stringify({ raft_snapshot_interval: "20ms", raft_snapshot_threshold: 8, raft_trailing_logs: 2 }) }],
     flags: { ports: { http: 0, dns: -1, serfLan: 0, serfWan: 0, server: 8300 }, nodeName: "devnode" },
   });
   const agent = await startAgent(config, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
@@ -35,8 +35,10 @@ test("dev agent: leader at start, one voter in /v1/operator/raft/configuration, 
       const r = await fetch(`${base}/v1/kv/k${i}`, { method: "PUT", body: String(i) });
       assert.equal(await r.text(), "true");
     }
-    const self = (await json("/v1/agent/self")) as { Stats: { raft: Record<string, string> } };
-    const raft = self.Stats.raft;
+    // The threshold is checked every 20 to 40 ms (raft_snapshot_interval): wait for a check.
+    const raftStats = async () => ((await json("/v1/agent/self")) as { Stats: { raft: Record<string, string> } }).Stats.raft;
+    for (let i = 0; i < 500 && Number((await raftStats()).last_snapshot_index) < 8; i++) await new Promise((r) => setTimeout(r, 10));
+    const raft = await raftStats();
     assert.equal(raft.state, "Leader");
     assert.equal(raft.num_peers, "0");
     assert.equal(raft.leader_addr, "127.0.0.1:8300");

@@ -227,6 +227,7 @@ export class ServerNode {
       logger: this.#log.named("raft"),
       raftMultiplier: config.performance.raftMultiplier,
       snapshotThreshold: this.#o.snapshotThreshold ?? config.raftSnapshotThreshold,
+      snapshotIntervalMs: config.raftSnapshotIntervalMs,
       raft: { trailingLogs: this.#o.trailingLogs ?? config.raftTrailingLogs },
     });
     if (this.#stopped) {
@@ -515,6 +516,7 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     datacenter: config.datacenter,
     raftMultiplier: config.performance.raftMultiplier,
     snapshotThreshold: config.raftSnapshotThreshold,
+    snapshotIntervalMs: config.raftSnapshotIntervalMs,
     trailingLogs: config.raftTrailingLogs,
     coordinates: o.coordinates,
   });

@@ -73,7 +73,8 @@ async function settle<T>(p: Promise<T>, what: string): Promise<T> {
 
 function config(name: string, dir: string, port: number, expect: number): AgentConfig {
   const c = defaultConfig();
-  return { ...c, nodeName: name, dataDir: dir, server: true, bootstrapExpect: expect, bindAddr: "127.0.0.1", ports: { ...c.ports, server: port }, performance: { raftMultiplier: 1 } };
+  // Snapshot checks every 200 to 400 virtual ms (Consul: 30 to 60 s), so the wiped server below finds the log compacted.
+  return { ...c, nodeName: name, dataDir: dir, server: true, bootstrapExpect: expect, bindAddr: "127.0.0.1", ports: { ...c.ports, server: port }, performance: { raftMultiplier: 1 }, raftSnapshotIntervalMs: 200 };
 }
 
 function member(name: string, id: string, port: number, expect: number): MemberLike {

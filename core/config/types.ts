@@ -101,9 +101,9 @@ export interface AgentConfig {
   /** Take a Raft snapshot once this many entries were applied since the last one (Consul raft_snapshot_threshold). Default 16,384. */
   raftSnapshotThreshold: number;
   /**
-   * Consul's raft_snapshot_interval, how often hashicorp/raft checks the
-   * threshold. Accepted and validated, but cairn checks the threshold after
-   * every applied batch, so it has no effect (the agent warns when it is set).
+   * Consul's raft_snapshot_interval: a server checks the threshold after a
+   * random wait between this and twice this (hashicorp/raft), again and
+   * again. Default 30 s.
    */
   raftSnapshotIntervalMs: number;
   /** Raft entries kept behind a snapshot for slow followers (Consul raft_trailing_logs). Default 10,240. */

@@ -52,6 +52,14 @@ export interface RaftNodeOptions {
   raftMultiplier?: number;
   /** Take a snapshot after this many applied entries. Default 16,384 (Consul). */
   snapshotThreshold?: number;
+  /**
+   * Consul's raft_snapshot_interval (hashicorp/raft SnapshotInterval, 30 s in
+   * Consul): after a random wait between this and twice this, check whether
+   * snapshotThreshold entries were applied since the last snapshot and take
+   * one then; repeat. 0 (the default): check after every applied batch
+   * (tests and simulations, which want snapshots at a known point).
+   */
+  snapshotIntervalMs?: number;
   /** Other RaftCore settings (trailingLogs, maxInflight, maxEntriesPerMsg, …). */
   raft?: Omit<RaftConfig, "id" | "electionTicks" | "heartbeatTicks" | "logger">;
 }
@@ -117,6 +125,10 @@ export class RaftNode implements Consensus {
   #readSeq = 0;
   #leaderListeners = new Set<(isLeader: boolean) => void>();
   #failure: Error | undefined;
+  #snapshotTimer: Timer | undefined;
+  /** The snapshot interval passed: check the threshold at the pump's next turn. */
+  #snapshotDue = false;
+  #snapshotRng: Rng | undefined;
   /** Term and vote as last written to the stable store. */
   #savedHard: HardState;
 
@@ -136,12 +148,14 @@ export class RaftNode implements Consensus {
     this.#role = core.role;
     for (const p of o.peers ?? []) this.#addresses.set(p.id, p.address);
     this.#addresses.set(o.id, o.address);
+    if ((o.snapshotIntervalMs ?? 0) > 0) this.#snapshotRng = o.rng.fork();
   }
 
   /** Begin ticking and receiving. */
   start(): void {
     this.#o.transport.onMessage((msg) => this.#receive(msg));
     this.#armTimer();
+    this.#armSnapshotTimer();
     this.#schedule();
   }
 
@@ -150,6 +164,7 @@ export class RaftNode implements Consensus {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#timer?.cancel();
+    this.#snapshotTimer?.cancel();
     this.#o.transport.onMessage(() => {});
     this.#failAll(new NotLeaderError());
     await this.#pumpDone.catch(() => {});
@@ -353,8 +368,19 @@ export class RaftNode implements Consensus {
     });
   }
 
+  /** hashicorp/raft runSnapshots: randomTimeout(SnapshotInterval), then shouldSnapshot. */
+  #armSnapshotTimer(): void {
+    const every = this.#o.snapshotIntervalMs ?? 0;
+    if (every <= 0 || this.#stopped || !this.#snapshotRng) return;
+    this.#snapshotTimer = this.#o.clock.setTimer(every + this.#snapshotRng.int(every), () => {
+      if (this.#stopped) return;
+      this.#snapshotDue = true;
+      this.#schedule();
+    });
+  }
+
   #schedule(): void {
-    if (this.#pumping || this.#stopped || !this.core.hasReady()) return;
+    if (this.#pumping || this.#stopped || !(this.core.hasReady() || this.#snapshotDue)) return;
     this.#pumping = true;
     this.#pumpDone = this.#pump().finally(() => {
       this.#pumping = false;
@@ -365,9 +391,15 @@ export class RaftNode implements Consensus {
 
   async #pump(): Promise<void> {
     try {
-      while (!this.#stopped && this.core.hasReady()) {
-        const rd = this.core.ready();
-        await this.#handle(rd);
+      while (!this.#stopped && (this.core.hasReady() || this.#snapshotDue)) {
+        if (this.core.hasReady()) await this.#handle(this.core.ready());
+        // Between Readies, like every snapshot (the Fsm is not being applied
+        // to), and after at most one: a busy leader always has the next Ready.
+        if (this.#snapshotDue && !this.#stopped) {
+          this.#snapshotDue = false;
+          await this.#snapshotIfDue();
+          this.#armSnapshotTimer();
+        }
       }
     } catch (err) {
       this.#fail(err);
@@ -443,12 +475,22 @@ export class RaftNode implements Consensus {
     this.#releaseReads();
     this.#noteRole(rd.softState.role);
     this.core.advance(rd);
-    // 4. Housekeeping: snapshot and compaction.
-    const threshold = o.snapshotThreshold ?? 16_384;
+    // 4. Housekeeping: snapshot (here, or on its own timer) and compaction.
+    if ((o.snapshotIntervalMs ?? 0) <= 0) await this.#snapshotIfDue();
+    else await this.#compactLog();
+  }
+
+  /** Snapshot if snapshotThreshold entries were applied since the last one, then drop what the core compacted. */
+  async #snapshotIfDue(): Promise<void> {
+    const threshold = this.#o.snapshotThreshold ?? 16_384;
     if (this.#applied - this.#lastSnapshotIndex >= threshold) await this.#takeSnapshot();
+    await this.#compactLog();
+  }
+
+  async #compactLog(): Promise<void> {
     const compacted = this.core.compactedIndex;
     if (compacted > this.#storeCompacted) {
-      await o.logStore.deleteRange(0, compacted);
+      await this.#o.logStore.deleteRange(0, compacted);
       this.#storeCompacted = compacted;
     }
   }
@@ -543,6 +585,7 @@ export class RaftNode implements Consensus {
     this.#log.error("raft node halted: storage or state machine failed", { error: errorMessage(err) });
     this.#stopped = true;
     this.#timer?.cancel();
+    this.#snapshotTimer?.cancel();
     this.#failAll(this.#failure);
   }
 

@@ -27,7 +27,7 @@ function world(seed = 1) {
     snaps: new MemorySnapshotStore(),
     fsm: new SimFsm(),
   });
-  const boot = (s: ReturnType<typeof stores>, peers: string[], extra: { snapshotThreshold?: number; raft?: { trailingLogs?: number } } = {}) =>
+  const boot = (s: ReturnType<typeof stores>, peers: string[], extra: { snapshotThreshold?: number; snapshotIntervalMs?: number; raft?: { trailingLogs?: number } } = {}) =>
     createRaftNode({
       id: s.id,
       address: `${s.id}:8300`,
@@ -106,6 +106,68 @@ test("driver: a restarted server recovers its state from snapshot plus log", asy
     what: "state rebuilt",
   });
   assert.equal(JSON.stringify(s.fsm.state), want);
+  await node.stop();
+});
+
+test("driver: with snapshotIntervalMs the threshold is checked once per interval plus jitter, not after every batch (raft_snapshot_interval)", async () => {
+  const w = world(6);
+  const s = w.stores("a");
+  const t0 = w.clock.now();
+  const node = await w.boot(s, ["a"], { snapshotThreshold: 10, snapshotIntervalMs: 1_000, raft: { trailingLogs: 2 } });
+  await w.clock.runUntil(() => node.isLeader(), { maxMs: 2_000 });
+  const write = async (n: number): Promise<void> => {
+    const want = s.fsm.state.length + n;
+    for (let i = 0; i < n; i++) void node.apply(enc.encode(`c${i}`));
+    await w.clock.runUntil(() => s.fsm.state.length === want, { maxMs: 2_000 });
+  };
+  // hashicorp/raft runSnapshots: randomTimeout(interval) is [interval, 2 * interval).
+  const checks = async (from: number): Promise<number> => {
+    const taken: number[] = [];
+    while (w.clock.now() - from < 10_000) {
+      const before = node.stats.snapshotsTaken;
+      await w.clock.runFor(10);
+      if (node.stats.snapshotsTaken > before) taken.push(w.clock.now() - from);
+    }
+    return taken.length;
+  };
+  await write(25);
+  assert.ok(w.clock.now() - t0 < 999, "written within the first interval");
+  assert.equal(node.stats.snapshotsTaken, 0, "25 entries past the threshold, but no check yet");
+  await w.clock.runFor(999 - (w.clock.now() - t0));
+  assert.equal(node.stats.snapshotsTaken, 0, "no check before one interval");
+  await w.clock.runUntil(() => node.stats.snapshotsTaken === 1, { maxMs: 1_001, what: "a snapshot at the first check, within two intervals" });
+  const first = node.core.snapshotMeta!.index;
+  assert.ok(first >= 26, `the snapshot covers every applied entry: ${first}`);
+  assert.ok((await s.log.firstIndex()) > 1, "the log is compacted behind it");
+  // Below the threshold: checks pass without a snapshot.
+  await write(5);
+  assert.equal(await checks(w.clock.now()), 0, "5 entries since the last snapshot: none in 10 s of checks");
+  // At the threshold again: the next check takes one, and only one.
+  await write(5);
+  assert.equal(await checks(w.clock.now()), 1, "10 entries since the last snapshot: one snapshot");
+  assert.equal(node.core.snapshotMeta!.index, first + 10);
+  await node.stop();
+});
+
+test("driver: a busy leader still snapshots at its interval (the check does not wait for an idle pump)", async () => {
+  const w = world(7);
+  const s = w.stores("a");
+  const node = await w.boot(s, ["a"], { snapshotThreshold: 50, snapshotIntervalMs: 1_000, raft: { trailingLogs: 10 } });
+  await w.clock.runUntil(() => node.isLeader(), { maxMs: 2_000 });
+  // A proposal every 2 ms (log syncs take 5): there is always a next Ready.
+  let stop = false;
+  let n = 0;
+  const propose = (): void => {
+    if (stop) return;
+    void node.apply(enc.encode(`c${n++}`)).catch(() => {});
+    w.clock.setTimer(2, propose);
+  };
+  propose();
+  await w.clock.runFor(6_000);
+  stop = true;
+  await w.clock.runFor(200); // let the last writes' syncs finish before stop() waits for the pump
+  assert.ok(s.fsm.state.length > 1_000, `writes went on: ${s.fsm.state.length}`);
+  assert.ok(node.stats.snapshotsTaken >= 3, `snapshots in 6 s of writes at a 1-2 s interval: ${node.stats.snapshotsTaken}`);
   await node.stop();
 });
 

@@ -33,6 +33,8 @@ export interface DevServerOptions {
   raftMultiplier?: number;
   /** Consul's raft_snapshot_threshold. Default 16,384. */
   snapshotThreshold?: number;
+  /** Consul's raft_snapshot_interval: how often the threshold is checked (see RaftNodeOptions). Default: after every applied batch. */
+  snapshotIntervalMs?: number;
   /** Consul's raft_trailing_logs. Default 10,240. */
   trailingLogs?: number;
 }
@@ -95,6 +97,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     logger: logger.named("raft"),
     raftMultiplier: options.raftMultiplier ?? 1,
     snapshotThreshold: options.snapshotThreshold,
+    snapshotIntervalMs: options.snapshotIntervalMs,
     raft: { trailingLogs: options.trailingLogs },
   });
   const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates });

@@ -80,8 +80,8 @@ async function raftStats(c: Cluster, s: ServerSpec): Promise<Record<string, stri
 }
 
 test("three servers: leader kill -9 under load, full restart, torn log tail, wiped server, no quorum", { timeout: 240_000 }, async (t) => {
-  // Snapshots every 200 entries, 50 kept behind: a wiped server must catch up by snapshot.
-  cluster = await makeCluster(3, { config: { raft_snapshot_threshold: 200, raft_trailing_logs: 50 } });
+  // Snapshots every 200 entries (checked every 1 to 2 s), 50 kept behind: a wiped server must catch up by snapshot.
+  cluster = await makeCluster(3, { config: { raft_snapshot_interval: "1s", raft_snapshot_threshold: 200, raft_trailing_logs: 50 } });
   const c = cluster;
   const a = c.servers[0]!;
   for (const s of c.servers) c.start(s);
