@@ -227,14 +227,15 @@ export async function resolveJoinAddr(addr: string, defaultPort: number): Promis
   if (text.includes("provider=")) throw new Error(`Cloud auto-join ("${text}") is not supported`);
   let host = text;
   let port = defaultPort;
-  if (isIP(text) === 0) {
-    const hp = splitHostPort(text);
-    if (hp) {
-      host = hp.host;
-      port = hp.port;
-    } else if (text.startsWith("[") && text.endsWith("]")) {
-      host = text.slice(1, -1);
-    }
+  // "host:port" is split before any isIP(): isIP tries its large IPv6 pattern on anything that is not
+  // dotted IPv4, and compiling that pattern was a visible part of every agent's first join.
+  // A bare IPv6 literal has several colons and no brackets: it is a host without a port.
+  const hp = splitHostPort(text);
+  if (hp && (text.startsWith("[") || !hp.host.includes(":"))) {
+    host = hp.host;
+    port = hp.port;
+  } else if (text.startsWith("[") && text.endsWith("]")) {
+    host = text.slice(1, -1);
   }
   if (isIP(host) === 0) {
     try {
