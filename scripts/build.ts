@@ -1,11 +1,15 @@
 // npm run build: esbuild bundles cli/main.ts into one CommonJS file, Node's
 // single-executable support turns it into a preparation blob, and postject
-// injects the blob into a copy of this node binary: dist/cairn. Offline.
-import { execFileSync } from "node:child_process";
+// injects the blob into a copy of this node binary: dist/cairn. The blob's
+// main script is scripts/sea_main.cjs, which runs the bundle with a V8 code
+// cache recorded by a first build of the executable (scripts/code_cache.ts
+// starts a few agents on 127.0.0.1 for that, ~10 s). Offline.
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
+import { trainCodeCache } from "./code_cache.ts";
 
 const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..");
 const dist = join(root, "dist");
@@ -54,26 +58,50 @@ if (wide) {
   throw new Error(`Bundle contains ${JSON.stringify(wide[0])} (above U+00FF) near ${JSON.stringify(at)}: write it as a \\u escape in the source`);
 }
 
-const seaConfig = join(dist, "sea-config.json");
-writeFileSync(seaConfig, JSON.stringify({
-  main: bundle,
-  output: blob,
-  disableExperimentalSEAWarning: true,
-  useSnapshot: false,
-  useCodeCache: false,
-}));
-execFileSync(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
+// The executable's main script is scripts/sea_main.cjs; the bundle goes in as
+// an asset, in Latin-1 and already wrapped as a CommonJS function (so that
+// the build's training run and every agent compile the very same text), and
+// then V8's code cache for it, recorded by a first executable (see
+// scripts/code_cache.ts and sea_main.cjs). CAIRN_BUILD_CODE_CACHE=0 skips it.
+const source = join(dist, "cairn.sea.js");
+writeFileSync(source, Buffer.from(`(function (exports, require, module, __filename, __dirname) {${bundleText}\n})`, "latin1"));
+const codeCache = join(dist, "cairn.codecache");
 
-rmSync(exe, { force: true });
-copyFileSync(process.execPath, exe);
-chmodSync(exe, 0o755);
-const require = createRequire(import.meta.url);
-const { inject } = require("postject") as {
-  inject: (file: string, name: string, data: Buffer, options: { sentinelFuse: string }) => Promise<void>;
-};
-await inject(exe, "NODE_SEA_BLOB", readFileSync(blob), {
-  sentinelFuse: "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2",
-});
-rmSync(blob, { force: true });
-rmSync(seaConfig, { force: true });
+async function makeExecutable(assets: Record<string, string>): Promise<void> {
+  const seaConfig = join(dist, "sea-config.json");
+  writeFileSync(seaConfig, JSON.stringify({
+    main: join(root, "scripts/sea_main.cjs"),
+    output: blob,
+    disableExperimentalSEAWarning: true,
+    useSnapshot: false,
+    useCodeCache: false,
+    assets,
+  }));
+  execFileSync(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
+  rmSync(exe, { force: true });
+  copyFileSync(process.execPath, exe);
+  chmodSync(exe, 0o755);
+  const require = createRequire(import.meta.url);
+  const { inject } = require("postject") as {
+    inject: (file: string, name: string, data: Buffer, options: { sentinelFuse: string }) => Promise<void>;
+  };
+  await inject(exe, "NODE_SEA_BLOB", readFileSync(blob), {
+    sentinelFuse: "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2",
+  });
+  rmSync(blob, { force: true });
+  rmSync(seaConfig, { force: true });
+}
+
+await makeExecutable({ "cairn.js": source });
+if (process.env.CAIRN_BUILD_CODE_CACHE !== "0") {
+  await trainCodeCache({ bin: exe, out: codeCache });
+  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCache });
+  const check = spawnSync(exe, ["version"], { env: { ...process.env, NODE_OPTIONS: "", CAIRN_BUILD_CODE_CACHE_CHECK: "1" }, encoding: "utf8" });
+  if (!/code cache: accepted/.test(check.stderr)) {
+    throw new Error(`The executable does not use its code cache: ${check.stderr.trim() || `exit ${check.status}`}`);
+  }
+  console.log(`code cache: ${(readFileSync(codeCache).length / 1024).toFixed(0)} KiB`);
+  rmSync(codeCache, { force: true });
+}
+rmSync(source, { force: true });
 console.log(`built ${exe}`);

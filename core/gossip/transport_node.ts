@@ -8,7 +8,8 @@
 //   datagrams are counted and dropped here.
 // - onStream(from, bytes): exactly one stream message read from an accepted
 //   connection, decrypted, still in its sent form (plain or 0x09 compress):
-//   decode it with `parseStream`. The returned reply is encrypted and written,
+//   decode it with `parseStream`. (The transport only frames it, with
+//   `measureStream`: the message is decoded once, by the receiver.) The returned reply is encrypted and written,
 //   then the connection is closed.
 // - sendStream: connect, write (encrypting), read one reply the same way.
 //
@@ -21,7 +22,7 @@ import type { Logger } from "../log/mod.ts";
 import type { GossipTransport, GossipTransportHandlers, StreamResult } from "./driver.ts";
 import { MessageType } from "./wire/messages.ts";
 import type { WireError } from "./wire/messages.ts";
-import { decodePacket, encodeErr, encodeStream, parseStream } from "./wire/memberlist.ts";
+import { decodePacket, encodeErr, encodeStream, measureStream } from "./wire/memberlist.ts";
 import {
   decryptPacket,
   decryptStreamFrame,
@@ -142,7 +143,7 @@ function readOneMessage(
         void decryptStreamFrame(options.keyring, frame.header, frame.blob).then((plain) => {
           working = false;
           if (!plain.ok) return bad("decrypt", plain.error);
-          const r = parseStream(plain.value, { maxBytes: options.maxBytes });
+          const r = measureStream(plain.value, { maxBytes: options.maxBytes });
           if (r.status !== "ok") {
             return bad("garbage", r.status === "error" ? r.error : "Encrypted stream message is incomplete");
           }
@@ -153,7 +154,7 @@ function readOneMessage(
       if (options.keyring && options.verifyIncoming) {
         return bad("plain_rejected", "Encryption is configured but remote state is not encrypted");
       }
-      const r = parseStream(buf, { maxBytes: options.maxBytes });
+      const r = measureStream(buf, { maxBytes: options.maxBytes });
       if (r.status === "ok") return finish({ ok: true, message: buf.subarray(0, r.consumed), encrypted: false });
       if (r.status === "error") return bad(r.error.code === "too_large" ? "too_large" : "garbage", r.error);
       if (buf.length > options.maxBytes) return bad("too_large", `Stream message exceeds ${options.maxBytes} bytes`);

@@ -13,17 +13,17 @@ const maxCode = (1 << maxWidth) - 1; // 4095
 // The encoder's code table: open addressing over (prefix code << 8 | literal)
 // keys, as Go's writer does, reused across calls. An entry is live only when
 // its stamp equals the current generation, so a reset costs no clearing.
+// Allocated on first use (160 KiB): an agent whose peers do not compress
+// never needs it.
 const tableSize = 1 << 14;
 const tableMask = tableSize - 1;
-const tableKeys = new Int32Array(tableSize);
-const tableCodes = new Uint16Array(tableSize);
-const tableStamps = new Uint32Array(tableSize);
+let encodeTables: { keys: Int32Array; codes: Uint16Array; stamps: Uint32Array } | undefined;
 let generation = 0;
 
-function nextGeneration(): void {
+function nextGeneration(stamps: Uint32Array): void {
   generation = (generation + 1) >>> 0;
   if (generation === 0) {
-    tableStamps.fill(0);
+    stamps.fill(0);
     generation = 1;
   }
 }
@@ -38,7 +38,9 @@ export function lzwCompress(input: Uint8Array): Uint8Array {
   let width = 9;
   let hi = eofCode;
   let overflow = 1 << 9;
-  nextGeneration();
+  encodeTables ??= { keys: new Int32Array(tableSize), codes: new Uint16Array(tableSize), stamps: new Uint32Array(tableSize) };
+  const { keys: tableKeys, codes: tableCodes, stamps: tableStamps } = encodeTables;
+  nextGeneration(tableStamps);
 
   const write = (code: number): void => {
     bits |= code << nBits;
@@ -61,7 +63,7 @@ export function lzwCompress(input: Uint8Array): Uint8Array {
       width = 9;
       hi = eofCode;
       overflow = 1 << 9;
-      nextGeneration();
+      nextGeneration(tableStamps);
       return false;
     }
     return true;
@@ -97,10 +99,8 @@ export function lzwCompress(input: Uint8Array): Uint8Array {
 }
 
 // The decoder's tables, reused across calls (decompression is synchronous) and
-// cleared per call.
-const decodePrefix = new Uint16Array(1 << maxWidth);
-const decodeSuffix = new Uint8Array(1 << maxWidth);
-const decodeScratch = new Uint8Array(1 << maxWidth);
+// cleared per call; allocated on first use.
+let decodeTables: { prefix: Uint16Array; suffix: Uint8Array; scratch: Uint8Array } | undefined;
 
 /**
  * Decompress a Go LZW (LSB, 8) stream. The stream must end with the EOF code;
@@ -108,9 +108,8 @@ const decodeScratch = new Uint8Array(1 << maxWidth);
  */
 export function lzwDecompress(input: Uint8Array, options: { maxBytes?: number } = {}): WireResult<Uint8Array> {
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
-  const prefix = decodePrefix;
-  const suffix = decodeSuffix;
-  const scratch = decodeScratch;
+  decodeTables ??= { prefix: new Uint16Array(1 << maxWidth), suffix: new Uint8Array(1 << maxWidth), scratch: new Uint8Array(1 << maxWidth) };
+  const { prefix, suffix, scratch } = decodeTables;
   // A fresh table per stream, as Go's reader has (malformed streams may read unset entries).
   prefix.fill(0);
   suffix.fill(0);

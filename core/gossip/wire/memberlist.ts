@@ -37,6 +37,7 @@ import {
   guarded,
   MpWriter,
   ok,
+  skipValue,
   take,
 } from "./msgpack_go.ts";
 import type { MpValue, StructFields } from "./msgpack_go.ts";
@@ -695,6 +696,69 @@ function parseStreamInner(buf: Uint8Array, options: StreamParseOptions): StreamP
         status: "error",
         error: { code: "unknown_type", message: `Unexpected stream message type ${typeName(t)}` },
       };
+  }
+}
+
+export type StreamMeasure =
+  | { status: "more" }
+  | { status: "ok"; consumed: number }
+  | { status: "error"; error: WireError };
+
+/**
+ * Where the stream message at the start of `buf` ends, as `parseStream`
+ * would find it, without decoding (or decompressing) the message: a
+ * transport frames a message with this and hands it on to be decoded once.
+ * Errors: an unknown message type, a byte that starts no msgpack value, a
+ * bad push/pull or user header, or more than `maxBytes`; anything else
+ * wrong inside the message shows when it is decoded.
+ */
+export function measureStream(buf: Uint8Array, options: StreamParseOptions = {}): StreamMeasure {
+  const maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
+  const r = measureStreamInner(buf, options.maxNodes ?? 100_000);
+  const over = (r.status === "ok" && r.consumed > maxBytes) || (r.status === "more" && buf.length > maxBytes);
+  if (over) return { status: "error", error: { code: "too_large", message: `Stream message exceeds ${maxBytes} bytes` } };
+  return r;
+}
+
+function measureStreamInner(buf: Uint8Array, maxNodes: number): StreamMeasure {
+  if (buf.length === 0) return { status: "more" };
+  const skipped = (end: number): StreamMeasure =>
+    end === -1 ? { status: "more" }
+    : end < 0 ? { status: "error", error: { code: "bad_msgpack", message: "Invalid msgpack in stream message" } }
+    : { status: "ok", consumed: end };
+  const t = buf[0]!;
+  switch (t) {
+    case MessageType.compress:
+    case MessageType.ping:
+    case MessageType.ackResp:
+    case MessageType.err:
+      return skipped(skipValue(buf, 1));
+    case MessageType.pushPull: {
+      const hs = decodeValue(buf, 1);
+      if (!hs.ok) return hs.error.code === "truncated" ? { status: "more" } : { status: "error", error: hs.error };
+      const header = structFrom(hs.value.value, "pushPullHeader", headerBody);
+      if (!header.ok) return { status: "error", error: header.error };
+      const { nodes: count, userStateLen } = header.value;
+      if (count < 0 || count > maxNodes) return { status: "error", error: { code: "bad_field", message: `Push/pull node count out of range: ${count}` } };
+      if (userStateLen < 0) return { status: "error", error: { code: "bad_field", message: `Push/pull user state length is negative: ${userStateLen}` } };
+      let off = hs.value.offset;
+      for (let i = 0; i < count; i++) {
+        off = skipValue(buf, off);
+        if (off < 0) return skipped(off);
+      }
+      return buf.length - off < userStateLen ? { status: "more" } : { status: "ok", consumed: off + userStateLen };
+    }
+    case MessageType.user: {
+      const step = decodeValue(buf, 1);
+      if (!step.ok) return step.error.code === "truncated" ? { status: "more" } : { status: "error", error: step.error };
+      const len = structFrom(step.value.value, "userMsgHeader", userHeaderBody);
+      if (!len.ok) return { status: "error", error: len.error };
+      if (len.value < 0) return { status: "error", error: { code: "bad_field", message: "Negative UserMsgLen" } };
+      const end = step.value.offset + len.value;
+      return buf.length < end ? { status: "more" } : { status: "ok", consumed: end };
+    }
+    default:
+      return { status: "error", error: { code: "unknown_type", message: `Unexpected stream message type ${typeName(t)}` } };
   }
 }
 

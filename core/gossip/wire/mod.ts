@@ -31,10 +31,11 @@ export {
   encodeSuspect,
   encodeUser,
   encodeUserStream,
+  measureStream,
   parseStream,
   splitCompound,
 } from "./memberlist.ts";
-export type { DecodePacketOptions, PacketOptions, SplitCompound, StreamParse, StreamParseOptions } from "./memberlist.ts";
+export type { DecodePacketOptions, PacketOptions, SplitCompound, StreamMeasure, StreamParse, StreamParseOptions } from "./memberlist.ts";
 export {
   decodeCoordinatePayload,
   decodeQueryFilter,

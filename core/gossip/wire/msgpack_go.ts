@@ -283,6 +283,91 @@ class Reader {
   }
 }
 
+/**
+ * The offset just past the value at `offset`, without building it (framing a
+ * TCP stream, which has no length prefix, before the one real decode): -1
+ * when the buffer ends inside the value, -2 for a byte no msgpack value
+ * starts with. Nesting is not limited here; the real decode checks it.
+ */
+export function skipValue(buf: Uint8Array, offset: number): number {
+  const len = buf.length;
+  let pos = offset;
+  let pending = 1; // values still to skip
+  while (pending > 0) {
+    if (pos >= len) return -1;
+    const b = buf[pos++]!;
+    pending--;
+    if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) continue;
+    let n = 0; // bytes to skip after the header
+    if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
+    else if (b >= 0x80 && b <= 0x9f) {
+      // As decodeValue: every element takes at least one byte, so a count beyond the buffer is truncated.
+      const values = b >= 0x90 ? b & 0x0f : 2 * (b & 0x0f);
+      if (values > len - pos) return -1;
+      pending += values;
+      continue;
+    } else {
+      switch (b) {
+        case 0xc4: case 0xd9: // bin8, str8
+          if (pos + 1 > len) return -1;
+          n = buf[pos]!;
+          pos += 1;
+          break;
+        case 0xc5: case 0xda: // bin16, raw16
+          if (pos + 2 > len) return -1;
+          n = (buf[pos]! << 8) | buf[pos + 1]!;
+          pos += 2;
+          break;
+        case 0xc6: case 0xdb: // bin32, raw32
+          if (pos + 4 > len) return -1;
+          n = readU32(buf, pos);
+          pos += 4;
+          break;
+        case 0xc7: // ext8
+          if (pos + 1 > len) return -1;
+          n = buf[pos]! + 1;
+          pos += 1;
+          break;
+        case 0xc8: // ext16
+          if (pos + 2 > len) return -1;
+          n = ((buf[pos]! << 8) | buf[pos + 1]!) + 1;
+          pos += 2;
+          break;
+        case 0xc9: // ext32
+          if (pos + 4 > len) return -1;
+          n = readU32(buf, pos) + 1;
+          pos += 4;
+          break;
+        case 0xca: case 0xd2: n = 4; break;
+        case 0xcb: case 0xcf: case 0xd3: n = 8; break;
+        case 0xcc: case 0xd0: n = 1; break;
+        case 0xcd: case 0xd1: n = 2; break;
+        case 0xce: n = 4; break;
+        case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: n = 1 + (1 << (b - 0xd4)); break;
+        case 0xdc: case 0xdd: case 0xde: case 0xdf: {
+          const wide = b === 0xdd || b === 0xdf;
+          if (pos + (wide ? 4 : 2) > len) return -1;
+          const count = wide ? readU32(buf, pos) : (buf[pos]! << 8) | buf[pos + 1]!;
+          pos += wide ? 4 : 2;
+          const values = b === 0xde || b === 0xdf ? 2 * count : count;
+          if (values > len - pos) return -1;
+          pending += values;
+          continue;
+        }
+        default:
+          return -2;
+      }
+    }
+    if (n > len - pos) return -1;
+    pos += n;
+  }
+  return pos;
+}
+
+function readU32(buf: Uint8Array, pos: number): number {
+  return ((buf[pos]! << 24) >>> 0) + ((buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!);
+}
+
 // ---------------------------------------------------------------------------
 // Field readers (Go's acceptance rules, section 2.2)
 

@@ -13,6 +13,7 @@ import {
   encodeCompress,
   encodePing,
   encodePushPull,
+  measureStream,
   parseStream,
   splitCompound,
 } from "./memberlist.ts";
@@ -72,6 +73,7 @@ function everyDecoder(bytes: Uint8Array): void {
   decodePacket(bytes);
   decodeMessage(bytes);
   parseStream(bytes);
+  measureStream(bytes);
   decodeSerfMessage(bytes);
   decodeTags(bytes);
   decodeQueryFilter(bytes);
@@ -177,6 +179,30 @@ test("wire: a compressed stream push/pull round trips and a cut one waits for mo
   for (let n = 0; n < c.length; n++) assert.equal(parseStream(c.subarray(0, n)).status, "more", `cut at ${n}`);
   const r = parseStream(c);
   assert.ok(r.status === "ok" && r.message.type === "pushPull" && r.message.body.nodes[0]!.incarnation === 3);
+});
+
+test("wire: measureStream frames every stream message where parseStream ends it, without decoding it", () => {
+  // Captured streams (compressed and plain push/pulls, TCP pings and acks), then cut and mutated ones.
+  const streams = corpus().filter((b) => [0, 2, 6, 8, 9, 13].includes(b[0]!) && parseStream(b).status === "ok");
+  assert.ok(streams.some((b) => b[0] === 6) && streams.some((b) => b[0] === 9), "the corpus has plain and compressed push/pulls");
+  const check = (bytes: Uint8Array, what: string): void => {
+    const p = parseStream(bytes);
+    const m = measureStream(bytes);
+    if (p.status === "ok") assert.deepEqual(m, { status: "ok", consumed: p.consumed }, what);
+    else if (p.status === "more") assert.equal(m.status, "more", what);
+    // (A message parseStream rejects may still frame: damage inside it is for its decoder to find.)
+  };
+  for (const s of streams) {
+    check(s, "whole");
+    check(new Uint8Array([...s, 0xc0, 0x01]), "with the next bytes behind it");
+    for (let n = 0; n < s.length; n++) assert.equal(measureStream(s.subarray(0, n)).status, "more", `cut at ${n} of ${s.length}`);
+  }
+  for (const seed of seeds(10)) {
+    const rng = new Rng(seed);
+    for (let i = 0; i < 200; i++) check(mutate(rng, rng.pick(streams)), `seed ${seed} iteration ${i}`);
+  }
+  assert.equal(measureStream(new Uint8Array([0x63, 0x63])).status, "error");
+  assert.equal(measureStream(new Uint8Array([0x06, 0xc1])).status, "error");
 });
 
 test("wire: garbage does not decrypt and reports an error", async () => {

@@ -1,0 +1,59 @@
+// The single executable's main script (see scripts/build.ts). It runs the
+// bundle, stored in the executable as the asset "cairn.js", through
+// vm.Script with V8's code cache from the asset "cairn.codecache": bytecode
+// the build recorded from an agent that started, joined a pool, gossiped and
+// answered HTTP. With it an agent does not parse and compile each function
+// again the first time it runs it (every agent used to do that in the
+// middle of its first join, on every packet path at once).
+//
+// The cache is only an optimisation: V8 checks it against the source and
+// its own version and flags, and compiles lazily from the source as usual
+// when it does not match (or the build made none).
+//
+// Build hooks, not for users: CAIRN_BUILD_CODE_CACHE_OUT=<file> compiles
+// without the cache and writes a new one to <file> on SIGUSR2;
+// CAIRN_BUILD_CODE_CACHE_CHECK=1 reports on stderr whether V8 accepted it.
+"use strict";
+const sea = require("node:sea");
+const v8 = require("node:v8");
+const vm = require("node:vm");
+
+function rawAsset(key) {
+  try {
+    return sea.getRawAsset(key);
+  } catch {
+    return undefined; // built without it
+  }
+}
+
+// Tier-up: V8 hands a function to its optimising compiler (TurboFan, on a
+// background thread) once the function has run a certain amount of bytecode.
+// An agent is idle most of the time and busy in short bursts (a join, a
+// failure, a burst of HTTP); at the default threshold such a burst made V8
+// optimise functions the burst then no longer needed, and the optimised code
+// stayed: 50 agents after a join storm held 2.4 MiB more each (RSS 52.7 vs
+// 50.3 MiB, scripts/bench/gossip.ts steady state). Eight times the default
+// budget still optimises what stays hot (a server under load), a little
+// later. Set before compiling: V8 stamps the code cache with its flags when
+// it writes one and checks them when it reads one.
+v8.setFlagsFromString("--interrupt-budget=540672");
+
+// The asset is Latin-1 (the build refuses anything above U+00FF): one byte per character, and V8 keeps
+// it as a one-byte string. It is already wrapped as a CommonJS function expression.
+const source = Buffer.from(rawAsset("cairn.js")).toString("latin1");
+const cacheOut = process.env.CAIRN_BUILD_CODE_CACHE_OUT;
+const cache = cacheOut ? undefined : rawAsset("cairn.codecache");
+const script = new vm.Script(source, { filename: "cairn.js", cachedData: cache ? new Uint8Array(cache) : undefined });
+if (process.env.CAIRN_BUILD_CODE_CACHE_CHECK) {
+  process.stderr.write(`code cache: ${!cache ? "none" : script.cachedDataRejected ? "rejected" : "accepted"}\n`);
+}
+if (cacheOut) {
+  process.on("SIGUSR2", () => {
+    require("node:fs").writeFileSync(cacheOut, script.createCachedData());
+    process.stderr.write(`code cache written to ${cacheOut}\n`);
+  });
+}
+
+const main = script.runInThisContext();
+const module_ = { exports: {} };
+main.call(module_.exports, module_.exports, require, module_, __filename, __dirname);
