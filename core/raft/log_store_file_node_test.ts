@@ -33,9 +33,12 @@ async function withDir(fn: (dir: string, sink: CaptureSink) => Promise<void>): P
   }
 }
 
-function open(dir: string, sink: CaptureSink, segmentSizeBytes = 64 * 1024 * 1024, cacheEntries = 4096) {
-  return FileLogStore.open({ dir, logger: createLogger({ sink, level: "debug" }), segmentSizeBytes, cacheEntries });
+function open(dir: string, sink: CaptureSink, segmentSizeBytes = 64 * 1024 * 1024, cacheEntries = 4096, dsync?: boolean) {
+  return FileLogStore.open({ dir, logger: createLogger({ sink, level: "debug" }), segmentSizeBytes, cacheEntries, dsync });
 }
+
+/** Both ways of making a write durable: O_DSYNC segments (the default) and write + fdatasync. */
+const durabilityModes = [{ dsync: true, name: "O_DSYNC" }, { dsync: false, name: "write + fdatasync" }];
 
 async function segments(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((n) => n.endsWith(".log")).sort();
@@ -75,9 +78,9 @@ test("records: round trip, short and bad", () => {
   assert.equal((() => { const r = readRecord(new Uint8Array(8), 0, 100); return r.ok ? "ok" : r.kind; })(), "bad");
 });
 
-test("file log: segment files are named by first index and rolled at the size limit", () =>
+for (const mode of durabilityModes) test(`file log (${mode.name}): segment files are named by first index and rolled at the size limit`, () =>
   withDir(async (dir, sink) => {
-    const s = await open(dir, sink, 1024, 8);
+    const s = await open(dir, sink, 1024, 8, mode.dsync);
     for (let i = 1; i <= 100; i += 10) await s.append(range(i, i + 10, 1, 40));
     const names = await segments(dir);
     assert.ok(names.length >= 4, `expected several segments, got ${names.join()}`);
@@ -90,11 +93,14 @@ test("file log: segment files are named by first index and rolled at the size li
     assert.ok(got.every((e) => e.data.length === 40 && e.data[0] === (e.index & 0xff)));
     assert.ok(s.stats.cacheMisses > 0);
     await s.close();
+    const again = await open(dir, sink, 1024, 8, mode.dsync);
+    assert.deepEqual((await again.getEntries(1, 101)).map((e) => e.index), range(1, 101).map((e) => e.index));
+    await again.close();
   }));
 
-test("file log: group commit: many concurrent appends share few fsyncs", () =>
+for (const mode of durabilityModes) test(`file log (${mode.name}): group commit: many concurrent appends share few fsyncs`, () =>
   withDir(async (dir, sink) => {
-    const s = await open(dir, sink);
+    const s = await open(dir, sink, undefined, undefined, mode.dsync);
     const n = 200;
     const writes: Promise<void>[] = [];
     for (let i = 1; i <= n; i++) writes.push(s.append([entry(i)]));
