@@ -473,6 +473,7 @@ export class RaftNode implements Consensus {
   }
 
   #send(rd: RaftReady, from: number, to: number): void {
+    if (from >= to) return;
     for (let i = from; i < to; i++) {
       const m = rd.messages[i]!;
       const address = this.#addressOf(m.to);
@@ -482,6 +483,7 @@ export class RaftNode implements Consensus {
       }
       this.#o.transport.send({ id: m.to, address }, { ...m, fromAddress: this.address });
     }
+    this.#o.transport.flush?.();
   }
 
   async #takeSnapshot(): Promise<void> {
