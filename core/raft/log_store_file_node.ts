@@ -220,6 +220,13 @@ export interface FileLogStoreOptions {
    * (false: write, then fdatasync). Default: true where node:fs has O_DSYNC.
    */
   dsync?: boolean;
+  /**
+   * Copy appended entries (default true). false keeps the caller's entries,
+   * which must then never change: RaftCore's never do (its own log holds the
+   * same objects), and a copy per entry per write is garbage that lives just
+   * long enough to be promoted out of the young generation.
+   */
+  copyEntries?: boolean;
 }
 
 const O_DSYNC: number | undefined = (fsConstants as { O_DSYNC?: number }).O_DSYNC;
@@ -261,6 +268,7 @@ export class FileLogStore implements LogStore {
   readonly #maxRecordBytes: number;
   /** Extra open flag for segments: O_DSYNC, or 0 (then writes are followed by fdatasync). */
   readonly #dsyncFlag: number;
+  readonly #copyEntries: boolean;
   #segments: Segment[] = [];
   /** Entries below this index are logically deleted (0: none). */
   #start = 0;
@@ -286,6 +294,7 @@ export class FileLogStore implements LogStore {
     this.#cacheEntries = Math.max(1, options.cacheEntries ?? 4096);
     this.#maxRecordBytes = options.maxRecordBytes ?? 256 * 1024 * 1024;
     this.#dsyncFlag = options.dsync !== false && O_DSYNC !== undefined ? O_DSYNC : 0;
+    this.#copyEntries = options.copyEntries ?? true;
   }
 
   /** Opens (or creates) the log in `options.dir`, cutting a torn tail. Rejects with CorruptionError on damage elsewhere. */
@@ -442,7 +451,7 @@ export class FileLogStore implements LogStore {
     for (const e of entries) {
       if (!validateLogEntry(e)) return Promise.reject(new TypeError(`Not a valid log entry at index ${String(e?.index)}`));
     }
-    const copies = entries.map(copyEntry);
+    const copies = this.#copyEntries ? entries.map(copyEntry) : entries.slice();
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ kind: "append", entries: copies, resolve, reject });
       this.#kick();

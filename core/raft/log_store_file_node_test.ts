@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { Rng, seeds } from "../sim/rng.ts";
 import { CaptureSink, createLogger } from "../log/logger.ts";
 import { encodeLogEntry } from "./codec.ts";
 import { crc32, crc32Js, decodeEntryPayload, encodeEntryRecord, encodeRecord, FileLogStore, readRecord, segmentName } from "./log_store_file_node.ts";
+import { logStoreContract } from "./store_contract_node.ts";
 import type { LogEntry } from "./types.ts";
 
 function entry(index: number, term = 1, size = 10): LogEntry {
@@ -330,3 +332,25 @@ test("file log: entries that could not be read back are refused up front", () =>
     assert.equal(await s.lastIndex(), 0);
     await s.close();
   }));
+
+// The LogStore contract, in each durability mode and with and without copies of appended entries.
+for (const mode of durabilityModes) {
+  for (const copyEntries of [true, false]) {
+    const dirs: string[] = [];
+    process.on("exit", () => {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    });
+    const openAt = (dir: string) => FileLogStore.open({ dir, logger: createLogger({ sink: new CaptureSink(), level: "debug" }), dsync: mode.dsync, copyEntries });
+    logStoreContract(`file log (${mode.name}, copyEntries ${copyEntries})`, {
+      create: async () => {
+        const dir = await mkdtemp(join(tmpdir(), "cairn-log-contract-"));
+        dirs.push(dir);
+        return openAt(dir);
+      },
+      reopen: async (s) => {
+        await s.close();
+        return openAt((s as FileLogStore).dir);
+      },
+    });
+  }
+}
