@@ -59,6 +59,8 @@ export function blockingWaitMs(args: unknown): number {
   return Math.ceil(q.maxQueryTimeMs * (1 + 1 / 16));
 }
 
+const noneTried: Set<string> = new Set();
+
 export class RpcRouter implements Rpc {
   readonly stats: RpcRouterStats = { local: 0, forwarded: 0, retries: 0, holdTimeouts: 0 };
   readonly #o: RpcRouterOptions;
@@ -81,7 +83,8 @@ export class RpcRouter implements Rpc {
   async callRaw(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
     const { clock } = this.#o;
     const deadline = clock.now() + this.#holdMs;
-    const tried = new Set<string>();
+    // Only a client picks among servers; a server answers locally (or forwards to the leader).
+    const tried = this.#o.local ? noneTried : new Set<string>();
     let lastErr: unknown;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted) throw options.signal.reason;

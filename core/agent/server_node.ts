@@ -459,7 +459,8 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
   const raftDir = join(config.dataDir, "raft");
   await mkdir(raftDir, { recursive: true });
   const stores = {
-    log: await FileLogStore.open({ dir: raftDir, logger: logger.named("raft.log") }),
+    // The Raft core never changes an entry it appended: the store may keep them without copies.
+    log: await FileLogStore.open({ dir: raftDir, logger: logger.named("raft.log"), copyEntries: false }),
     stable: await FileStableStore.open({ dir: raftDir, logger: logger.named("raft.stable") }),
     snaps: await FileSnapshotStore.open({ dir: join(raftDir, "snapshots"), logger: logger.named("raft.snapshots") }),
   };

@@ -47,11 +47,23 @@ export interface MetricsOptions {
 /** Consul's "consul." prefix. */
 const prefix = "consul.";
 
+/** `name;k1=v1;k2=v2` with keys sorted. Runs for every HTTP request: no sort() copy, no map/join arrays. */
 function seriesKey(name: string, labels: Labels | undefined): string {
   if (!labels) return name;
   const keys = Object.keys(labels);
-  if (keys.length === 0) return name;
-  return `${name};${keys.sort().map((k) => `${k}=${labels[k]}`).join(";")}`;
+  // Insertion sort: label sets are a handful of keys.
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+  let out = name;
+  for (const k of keys) out += `;${k}=${labels[k]}`;
+  return out;
 }
 
 function add(agg: Aggregate, v: number): void {

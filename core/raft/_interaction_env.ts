@@ -83,6 +83,10 @@ export class InteractionEnv {
         return this.#node(pos[0]!).core.entriesFrom(0, Infinity).map(renderEntry).join("\n") || "(empty)";
       case "applied":
         return pos.map((id) => `${id}: [${this.#node(id).applied.join(" ")}]`).join("\n");
+      case "notify-commit":
+        return this.#step(pos[0]!, { kind: "notifyCommit" });
+      case "needs-commit-notify":
+        return pos.map((id) => `${id}: needsCommitNotify=${this.#node(id).core.needsCommitNotify()}`).join("\n");
       case "lease":
         return pos.map((id) => `${id}: lease=${this.#node(id).core.hasLease()}`).join("\n");
       default:
@@ -106,6 +110,7 @@ export class InteractionEnv {
       maxEntriesPerMsg: Number(args.maxentries ?? 16),
       snapshotChunkBytes: Number(args.chunk ?? 16),
       trailingLogs: Number(args.trailing ?? 0),
+      lazyCommit: args.lazycommit === "true",
     };
     const voters = args.voters ? Number(args.voters) : count;
     const start = this.nodes.size + 1;

@@ -27,8 +27,20 @@ function world(seed = 1) {
     snaps: new MemorySnapshotStore(),
     fsm: new SimFsm(),
   });
-  const boot = (s: ReturnType<typeof stores>, peers: string[], extra: { snapshotThreshold?: number; snapshotIntervalMs?: number; raft?: { trailingLogs?: number } } = {}) =>
-    createRaftNode({
+  /** Every message each server sent. */
+  const sent: RaftMessage[] = [];
+  const boot = (
+    s: ReturnType<typeof stores>,
+    peers: string[],
+    extra: { snapshotThreshold?: number; snapshotIntervalMs?: number; raft?: { trailingLogs?: number }; tickMs?: number; commitNotifyMs?: number } = {},
+  ) => {
+    const transport = new SimRaftTransport(net, `${s.id}:8300`, { encode: true });
+    const send = transport.send.bind(transport);
+    transport.send = (to, msg) => {
+      sent.push(msg);
+      send(to, msg);
+    };
+    return createRaftNode({
       id: s.id,
       address: `${s.id}:8300`,
       peers: peers.map((p) => ({ id: p, address: `${p}:8300` })),
@@ -36,13 +48,14 @@ function world(seed = 1) {
       logStore: s.log,
       stableStore: s.stable,
       snapshotStore: s.snaps,
-      transport: new SimRaftTransport(net, `${s.id}:8300`, { encode: true }),
+      transport,
       clock,
       rng: rng.fork(),
       tickMs: 10,
       ...extra,
     });
-  return { clock, net, stores, boot };
+  };
+  return { clock, net, stores, boot, sent };
 }
 
 test("driver: group commit batches concurrent proposals into few fsyncs", async () => {
@@ -278,3 +291,36 @@ test("driver: a leader replicates while its own log write syncs, and a crash bef
   for (const s of stores) assert.ok(s.fsm.state.some(([, d]) => d === "w1"), `${s.id} applied the acknowledged w1`);
   for (const n of nodes) await n.stop();
 });
+
+for (const commitNotifyMs of [5, 0]) {
+  test(`driver: commitNotifyMs=${commitNotifyMs}: ${commitNotifyMs > 0 ? "a commit rides on the next append, the last one is announced after the delay" : "every commit is announced at once"}`, async () => {
+    const w = world(4);
+    const ids = ["a", "b", "c"];
+    const all = ids.map((id) => w.stores(id));
+    // Heartbeats (which also carry the commit) only every 500 ms: they must not be what tells the followers.
+    const nodes: RaftNode[] = [];
+    for (const s of all) nodes.push(await w.boot(s, ids, { tickMs: 500, commitNotifyMs }));
+    await w.clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 60_000, what: "a leader" });
+    const leader = nodes.find((n) => n.isLeader())!;
+    await w.clock.runUntil(() => all.every((s) => s.fsm.state.length === 0) && nodes.every((n) => n.appliedIndex() === leader.appliedIndex()), {
+      maxMs: 1_000,
+      what: "followers caught up",
+    });
+    const from = w.sent.length;
+    const writes = 20;
+    for (let i = 0; i < writes; i++) {
+      const done = leader.apply(enc.encode(`w${i}`));
+      let ok = false;
+      void done.then(() => (ok = true));
+      await w.clock.runUntil(() => ok, { maxMs: 1_000, what: `write ${i}` });
+    }
+    const lastWrite = w.clock.now();
+    await w.clock.runUntil(() => all.every((s) => s.fsm.state.length === writes), { maxMs: 1_000, what: "followers apply every write" });
+    assert.ok(w.clock.now() - lastWrite <= commitNotifyMs + 10, `followers learnt the last commit ${w.clock.now() - lastWrite} ms after it (heartbeats come every 500 ms)`);
+    const appends = w.sent.slice(from).filter((m) => m.type === "append" && m.from === leader.id);
+    const empty = appends.filter((m) => m.type === "append" && m.entries.length === 0).length;
+    if (commitNotifyMs > 0) assert.ok(empty <= 2, `${empty} commit-only appends for ${writes} serial writes to 2 followers; want one per follower at the end`);
+    else assert.ok(empty >= 2 * writes, `${empty} commit-only appends for ${writes} serial writes to 2 followers; eager commit sends one per write per follower`);
+    for (const n of nodes) await n.stop();
+  });
+}

@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
 import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { Rng, seeds } from "../sim/rng.ts";
 import { CaptureSink, createLogger } from "../log/logger.ts";
 import { encodeLogEntry } from "./codec.ts";
 import { crc32, crc32Js, decodeEntryPayload, encodeEntryRecord, encodeRecord, FileLogStore, readRecord, segmentName } from "./log_store_file_node.ts";
+import { logStoreContract } from "./store_contract_node.ts";
 import type { LogEntry } from "./types.ts";
 
 function entry(index: number, term = 1, size = 10): LogEntry {
@@ -33,9 +35,12 @@ async function withDir(fn: (dir: string, sink: CaptureSink) => Promise<void>): P
   }
 }
 
-function open(dir: string, sink: CaptureSink, segmentSizeBytes = 64 * 1024 * 1024, cacheEntries = 4096) {
-  return FileLogStore.open({ dir, logger: createLogger({ sink, level: "debug" }), segmentSizeBytes, cacheEntries });
+function open(dir: string, sink: CaptureSink, segmentSizeBytes = 64 * 1024 * 1024, cacheEntries = 4096, dsync?: boolean) {
+  return FileLogStore.open({ dir, logger: createLogger({ sink, level: "debug" }), segmentSizeBytes, cacheEntries, dsync });
 }
+
+/** Both ways of making a write durable: O_DSYNC segments (the default) and write + fdatasync. */
+const durabilityModes = [{ dsync: true, name: "O_DSYNC" }, { dsync: false, name: "write + fdatasync" }];
 
 async function segments(dir: string): Promise<string[]> {
   return (await readdir(dir)).filter((n) => n.endsWith(".log")).sort();
@@ -75,9 +80,9 @@ test("records: round trip, short and bad", () => {
   assert.equal((() => { const r = readRecord(new Uint8Array(8), 0, 100); return r.ok ? "ok" : r.kind; })(), "bad");
 });
 
-test("file log: segment files are named by first index and rolled at the size limit", () =>
+for (const mode of durabilityModes) test(`file log (${mode.name}): segment files are named by first index and rolled at the size limit`, () =>
   withDir(async (dir, sink) => {
-    const s = await open(dir, sink, 1024, 8);
+    const s = await open(dir, sink, 1024, 8, mode.dsync);
     for (let i = 1; i <= 100; i += 10) await s.append(range(i, i + 10, 1, 40));
     const names = await segments(dir);
     assert.ok(names.length >= 4, `expected several segments, got ${names.join()}`);
@@ -90,11 +95,14 @@ test("file log: segment files are named by first index and rolled at the size li
     assert.ok(got.every((e) => e.data.length === 40 && e.data[0] === (e.index & 0xff)));
     assert.ok(s.stats.cacheMisses > 0);
     await s.close();
+    const again = await open(dir, sink, 1024, 8, mode.dsync);
+    assert.deepEqual((await again.getEntries(1, 101)).map((e) => e.index), range(1, 101).map((e) => e.index));
+    await again.close();
   }));
 
-test("file log: group commit: many concurrent appends share few fsyncs", () =>
+for (const mode of durabilityModes) test(`file log (${mode.name}): group commit: many concurrent appends share few fsyncs`, () =>
   withDir(async (dir, sink) => {
-    const s = await open(dir, sink);
+    const s = await open(dir, sink, undefined, undefined, mode.dsync);
     const n = 200;
     const writes: Promise<void>[] = [];
     for (let i = 1; i <= n; i++) writes.push(s.append([entry(i)]));
@@ -324,3 +332,25 @@ test("file log: entries that could not be read back are refused up front", () =>
     assert.equal(await s.lastIndex(), 0);
     await s.close();
   }));
+
+// The LogStore contract, in each durability mode and with and without copies of appended entries.
+for (const mode of durabilityModes) {
+  for (const copyEntries of [true, false]) {
+    const dirs: string[] = [];
+    process.on("exit", () => {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    });
+    const openAt = (dir: string) => FileLogStore.open({ dir, logger: createLogger({ sink: new CaptureSink(), level: "debug" }), dsync: mode.dsync, copyEntries });
+    logStoreContract(`file log (${mode.name}, copyEntries ${copyEntries})`, {
+      create: async () => {
+        const dir = await mkdtemp(join(tmpdir(), "cairn-log-contract-"));
+        dirs.push(dir);
+        return openAt(dir);
+      },
+      reopen: async (s) => {
+        await s.close();
+        return openAt((s as FileLogStore).dir);
+      },
+    });
+  }
+}

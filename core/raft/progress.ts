@@ -13,6 +13,8 @@ export class Progress {
   paused = false;
   /** Heard from since the last check-quorum round. */
   recentActive = false;
+  /** Highest commit index an append or heartbeat told this follower (it may have been lost). */
+  commitSent = 0;
   /** Highest heartbeat round this follower acknowledged (lease and ReadIndex). */
   ackedRound = 0;
   /** Last index and send tick of each unacknowledged append, oldest first. */

@@ -55,6 +55,14 @@ export interface RaftConfig {
   snapshotChunkBytes?: number;
   /** Entries kept behind a snapshot for slow followers. Default 10,240 (Consul). */
   trailingLogs?: number;
+  /**
+   * Do not broadcast an append only to announce a new commit index (etcd
+   * does, at once): followers learn it from the next append or heartbeat, or
+   * when the driver steps `notifyCommit` (after a short delay, as
+   * hashicorp/raft's CommitTimeout). Under a steady stream of writes this
+   * saves a message and an answer per follower per write. Default false.
+   */
+  lazyCommit?: boolean;
   logger?: Logger;
 }
 
@@ -85,7 +93,9 @@ export type RaftInput =
   | { kind: "transferLeader"; to?: ServerId }
   | { kind: "confChange"; change: ConfChange }
   | { kind: "snapshotDone"; meta: SnapshotMeta; data: Uint8Array }
-  | { kind: "campaign" };
+  | { kind: "campaign" }
+  /** lazyCommit: tell followers the commit index now (see needsCommitNotify). */
+  | { kind: "notifyCommit" };
 
 export type StepResult = { ok: true; index?: number; term?: number } | { ok: false; reason: string };
 
@@ -170,6 +180,7 @@ export class RaftCore {
   #maxInflight: number;
   #chunkBytes: number;
   #trailingLogs: number;
+  #lazyCommit: boolean;
 
   #term = 0;
   #vote: ServerId = "";
@@ -215,6 +226,7 @@ export class RaftCore {
     this.#maxInflight = Math.max(1, config.maxInflight ?? 64);
     this.#chunkBytes = Math.max(1, config.snapshotChunkBytes ?? 256 * 1024);
     this.#trailingLogs = Math.max(0, config.trailingLogs ?? 10_240);
+    this.#lazyCommit = config.lazyCommit ?? false;
 
     const snap = restore.snapshot;
     this.#log = snap ? new RaftLog(snap.meta.index, snap.meta.term) : new RaftLog();
@@ -353,7 +365,26 @@ export class RaftCore {
         if (!this.#promotable()) return { ok: false, reason: "not a voter" };
         this.#campaign(this.#preVote ? "pre" : "election");
         return { ok: true };
+      case "notifyCommit":
+        if (this.#role !== "leader") return { ok: false, reason: "not leader" };
+        for (const [id, pr] of this.#progress) if (this.#commitUnsent(pr)) this.#sendAppend(id, true);
+        return { ok: true };
     }
+  }
+
+  /**
+   * lazyCommit: some follower holds entries it does not know are committed
+   * (no append or heartbeat carried the commit index yet). The driver steps
+   * `notifyCommit` a little later unless new appends carry it first.
+   */
+  needsCommitNotify(): boolean {
+    if (this.#role !== "leader" || !this.#lazyCommit) return false;
+    for (const pr of this.#progress.values()) if (this.#commitUnsent(pr)) return true;
+    return false;
+  }
+
+  #commitUnsent(pr: Progress): boolean {
+    return pr.state !== "snapshot" && Math.min(pr.match, this.#log.committed) > pr.commitSent;
   }
 
   hasReady(): boolean {
@@ -427,7 +458,7 @@ export class RaftCore {
       this.#log.applied = Math.max(this.#log.applied, rd.committed[rd.committed.length - 1]!.index);
     }
     if (this.#role === "leader") {
-      if (this.#maybeCommit()) this.#needBroadcast = true;
+      if (this.#maybeCommit() && !this.#lazyCommit) this.#needBroadcast = true;
     }
   }
 
@@ -837,7 +868,7 @@ export class RaftCore {
     }
     if (pr.state === "probe") pr.becomeReplicate();
     else if (pr.state === "snapshot" && pr.match >= pr.pendingSnapshot) pr.becomeProbe();
-    if (this.#maybeCommit()) this.#needBroadcast = true;
+    if (this.#maybeCommit() && !this.#lazyCommit) this.#needBroadcast = true;
     else this.#sendAppendLoop(m.from);
     if (m.from === this.#leadTransferee && pr.match === this.#log.lastIndex()) this.#sendTimeoutNow(m.from);
   }
@@ -945,6 +976,8 @@ export class RaftCore {
     }
     if (entries.length === 0 && !sendIfEmpty) return false;
     this.#send({ type: "append", from: this.id, to, term: this.#term, prevIndex, prevTerm, entries, commit: this.#log.committed });
+    // The follower commits up to min(commit, its last new entry).
+    pr.commitSent = Math.max(pr.commitSent, Math.min(this.#log.committed, prevIndex + entries.length));
     pr.sentEntries(prevIndex + entries.length, entries.length, this.#ticks);
     return entries.length > 0;
   }
@@ -989,14 +1022,9 @@ export class RaftCore {
     // Reads queued (round 0, at the tail) ride on this round: it leaves after they began.
     for (let i = this.#reads.length - 1; i >= 0 && this.#reads[i]!.round === 0; i--) this.#reads[i]!.round = this.#round;
     for (const [id, pr] of this.#progress) {
-      this.#send({
-        type: "heartbeat",
-        from: this.id,
-        to: id,
-        term: this.#term,
-        commit: Math.min(pr.match, this.#log.committed),
-        ctx: this.#round,
-      });
+      const commit = Math.min(pr.match, this.#log.committed);
+      this.#send({ type: "heartbeat", from: this.id, to: id, term: this.#term, commit, ctx: this.#round });
+      pr.commitSent = Math.max(pr.commitSent, commit);
       if (pr.state === "snapshot") this.#sendSnapshotChunk(id, pr); // resend a lost chunk
     }
   }

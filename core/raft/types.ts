@@ -220,6 +220,12 @@ export interface RaftTransport {
   send(target: { id: ServerId; address: string }, msg: RaftMessage): void;
   /** Register the single receiver of inbound messages (replaces any earlier one). */
   onMessage(handler: (msg: RaftMessage) => void): void;
+  /**
+   * Optional: put what `send` queued on the wire now rather than at the end
+   * of the event-loop turn. The driver calls it once per Ready, so a leader's
+   * appends leave before it encodes and writes its own copy.
+   */
+  flush?(): void;
   close(): Promise<void>;
 }
 

@@ -82,6 +82,10 @@ export class TcpRaftTransport implements RaftTransport {
     this.#handler = handler;
   }
 
+  flush(): void {
+    if (!this.#closed) this.#pool.flush();
+  }
+
   /** Stops sending and receiving; the shared server and pool stay open. */
   close(): Promise<void> {
     this.#closed = true;

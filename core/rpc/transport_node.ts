@@ -475,6 +475,11 @@ class ClientConnection {
     this.#writer.enqueue(bytes);
   }
 
+  /** Writes the queued frames now (once connected; before that they wait for the socket). */
+  flush(): void {
+    this.#writer.flush();
+  }
+
   close(): void {
     this.#fail(new RpcError(`Connection to "${this.address}" closed`));
   }
@@ -598,6 +603,11 @@ export class RpcClientPool {
     this.stats.oneWaySent++;
     conn.send(bytes);
     return true;
+  }
+
+  /** Writes every connection's queued frames now instead of at the end of the event-loop turn. */
+  flush(): void {
+    for (const c of this.#conns.values()) c.flush();
   }
 
   /** A typed view of the server at `address`, implementing `Rpc`. */
