@@ -246,12 +246,16 @@ async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: 
   return Number.NaN;
 }
 
-function procTimes(pid: number): { cpuTicks: number; rssKiB: number } {
+// VmRSS is the headline; RssAnon (heaps, stacks) and RssFile (mapped pages of the executable and its
+// libraries, which depend on the page cache: a binary written a moment ago faults in more pages around
+// each touch) say which part moved.
+function procTimes(pid: number): { cpuTicks: number; rssKiB: number; anonKiB: number; fileKiB: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const cpuTicks = Number(fields[11]) + Number(fields[12]);
-  const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  return { cpuTicks, rssKiB: Number(rss?.[1] ?? 0) };
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (key: string) => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+  return { cpuTicks, rssKiB: kib("VmRSS"), anonKiB: kib("RssAnon"), fileKiB: kib("RssFile") };
 }
 
 interface Result {
@@ -260,6 +264,8 @@ interface Result {
   /** Median of the kills. */
   detectMs: number;
   rssMiB: number;
+  anonMiB: number;
+  fileMiB: number;
   cpuPct: number;
 }
 
@@ -299,7 +305,9 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   const after = agents.map((a) => procTimes(a.child.pid!));
   const cpuPct = after.reduce((s, x, i) => s + (x.cpuTicks - before[i]!.cpuTicks), 0) / tick / wallS / N * 100;
   const rssMiB = after.reduce((s, x) => s + x.rssKiB, 0) / N / 1024;
-  console.log(`  steady state: RSS ${rssMiB.toFixed(1)} MiB/agent, CPU ${cpuPct.toFixed(2)} %/agent`);
+  const anonMiB = after.reduce((s, x) => s + x.anonKiB, 0) / N / 1024;
+  const fileMiB = after.reduce((s, x) => s + x.fileKiB, 0) / N / 1024;
+  console.log(`  steady state: RSS ${rssMiB.toFixed(1)} MiB/agent (anon ${anonMiB.toFixed(1)}, file ${fileMiB.toFixed(1)}), CPU ${cpuPct.toFixed(2)} %/agent`);
 
   // Failure detection: kill -9 one agent from the middle on, one after the other.
   const detectAll: number[] = [];
@@ -324,12 +332,12 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
     if (a.child.exitCode === null && a.child.signalCode === null) process.kill(a.child.pid!, "SIGKILL");
   }
   await sleep(500);
-  return { startMs, convergeMs, detectMs, rssMiB, cpuPct };
+  return { startMs, convergeMs, detectMs, rssMiB, anonMiB, fileMiB, cpuPct };
 }
 
 if (!existsSync(bin)) throw new Error(`${bin} is missing: run npm run build (or set CAIRN_BIN)`);
 if (!existsSync(serfBin)) throw new Error(`${serfBin} is missing`);
-const skipped: Result = { startMs: NaN, convergeMs: NaN, detectMs: NaN, rssMiB: NaN, cpuPct: NaN };
+const skipped: Result = { startMs: NaN, convergeMs: NaN, detectMs: NaN, rssMiB: NaN, anonMiB: NaN, fileMiB: NaN, cpuPct: NaN };
 const cairn = sides.includes("cairn") ? await runSide("cairn", startCairnAgent) : skipped;
 const serf = sides.includes("serf") ? await runSide("serf 0.9.4", startSerfAgent) : skipped;
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "n/a");
@@ -341,6 +349,8 @@ row("start N agents", cairn.startMs, serf.startMs, "ms");
 row("all-see-all after joins", cairn.convergeMs, serf.convergeMs, "ms");
 row(kills > 1 ? `kill -9 → failed, median of ${kills}` : "kill -9 → failed on all", cairn.detectMs, serf.detectMs, "ms");
 console.log(`${"idle RSS per agent".padEnd(30)} ${`${cairn.rssMiB.toFixed(1)} MiB`.padStart(10)} ${`${serf.rssMiB.toFixed(1)} MiB`.padStart(10)}   ${ratio(cairn.rssMiB, serf.rssMiB)}`);
+console.log(`${"  of which RssAnon".padEnd(30)} ${`${cairn.anonMiB.toFixed(1)} MiB`.padStart(10)} ${`${serf.anonMiB.toFixed(1)} MiB`.padStart(10)}`);
+console.log(`${"  of which RssFile".padEnd(30)} ${`${cairn.fileMiB.toFixed(1)} MiB`.padStart(10)} ${`${serf.fileMiB.toFixed(1)} MiB`.padStart(10)}`);
 row("idle CPU per agent", cairn.cpuPct, serf.cpuPct, "%");
 console.log(`targets: all-see-all ≤ 1500 ms (${cairn.convergeMs <= 1500 ? "met" : "NOT met"}), detection ≤ 1.0× serf${kills > 1 ? " (medians)" : ""} (${cairn.detectMs <= serf.detectMs ? "met" : "NOT met"}), idle RSS ≤ 50 MiB (${cairn.rssMiB <= 50 ? "met" : "NOT met"})`);
 cleanup();
