@@ -1,7 +1,6 @@
 // The agent: configuration → components → start → wait for a signal → stop.
 // A server runs Raft with file stores and the server RPC; `-dev` runs the
 // same Raft with one in-memory voter; a client forwards to the servers.
-import { randomUUID } from "node:crypto";
 import { systemClock, type Clock } from "../clock/mod.ts";
 import type { AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
@@ -19,6 +18,7 @@ import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
 import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
+import { randomSeed, randomUUID } from "./random_node.ts";
 import { UserEventStore } from "./user_events.ts";
 import { LeaderDuties } from "./leader.ts";
 import { startAgentMetrics } from "./metrics.ts";
@@ -69,7 +69,7 @@ export async function startAgent(
   const logger = createLogger({ sink, level: sink.threshold, now: () => clock.wallNow() });
 
   const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
-  const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
+  const seed = randomSeed();
   // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev: the same Raft, one in-memory voter.
   // Gossip first: servers discover each other through the LAN pool, clients find servers there.
   const gossip = await startGossip(config, { logger: logger.named("agent"), clock, nodeId });
@@ -328,7 +328,11 @@ function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; 
  * Run an agent until SIGINT or SIGTERM: the `cairn agent` command. Returns
  * the process exit code (1 when it cannot start, with the reason on stderr).
  */
-export async function runAgent(config: AgentConfig, io: AgentIo, options: { reloadConfig?: () => AgentConfig } = {}): Promise<number> {
+export async function runAgent(
+  config: AgentConfig,
+  io: AgentIo,
+  options: { reloadConfig?: () => AgentConfig; onStarted?: (agent: RunningAgent) => void } = {},
+): Promise<number> {
   let agent: RunningAgent;
   try {
     agent = await startAgent(config, { io, reloadConfig: options.reloadConfig });
@@ -336,6 +340,7 @@ export async function runAgent(config: AgentConfig, io: AgentIo, options: { relo
     io.stderr(`==> ${errorMessage(err)}\n`);
     return 1;
   }
+  options.onStarted?.(agent);
   // SIGHUP reloads service and check definitions (Consul: "Caught signal: hangup").
   const onHangup = (): void => {
     io.stdout("==> Caught signal: hangup\n==> Reloading configuration...\n");

@@ -5,7 +5,6 @@
 // members (`tags.role === "consul"`) and membership events for discovery;
 // HTTP reads members, coordinates, events and the keyring.
 
-import { randomUUID } from "node:crypto";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
@@ -31,6 +30,7 @@ import { Rng } from "../sim/rng.ts";
 import { revision, version } from "../version.ts";
 import { loadKeyring, saveKeyringFile } from "./keyring_node.ts";
 import { readSerfSnapshot, SerfSnapshotWriter } from "./serf_snapshot_node.ts";
+import { randomSeed } from "./random_node.ts";
 
 export type PoolName = "lan" | "wan";
 export type PoolMemberStatus = "alive" | "leaving" | "left" | "failed";
@@ -190,25 +190,6 @@ export function consulTags(config: AgentConfig, options: { nodeId: string; pool:
 /** Consul's -dev gossip: probe/gossip every 100 ms, suspicion multiplier 3. */
 export function devProfile(base: GossipProfile): GossipProfile {
   return Object.freeze({ ...base, probeIntervalMs: 100, probeTimeoutMs: 100, gossipIntervalMs: 100, suspicionMult: 3 });
-}
-
-/** The node ID: configured, else `<dataDir>/node-id` (created once), else random (dev). */
-export async function resolveNodeId(config: AgentConfig): Promise<string> {
-  if (config.nodeId) return config.nodeId;
-  if (config.dev || config.dataDir === "") return randomUUID();
-  const { existsSync, mkdirSync, readFileSync, writeFileSync } = await import("node:fs");
-  const file = joinPath(config.dataDir, "node-id");
-  if (existsSync(file)) {
-    const id = readFileSync(file, "utf8").trim();
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
-      throw new Error(`Invalid node ID in "${file}": "${id.slice(0, 60)}" is not a UUID`);
-    }
-    return id.toLowerCase();
-  }
-  const id = randomUUID();
-  mkdirSync(config.dataDir, { recursive: true });
-  writeFileSync(file, id);
-  return id;
 }
 
 /** The address to advertise when none is configured: the bind address, or a private IPv4 for a wildcard bind. */
@@ -861,8 +842,7 @@ export async function startGossip(config: AgentConfig, deps: GossipDeps): Promis
   const logger = deps.logger;
   const persist = !config.dev && config.dataDir !== "";
   const serfDir = persist ? joinPath(config.dataDir, "serf") : "";
-  const seed = Number.parseInt(randomUUID().replaceAll("-", "").slice(0, 8), 16);
-  const rng = new Rng(seed);
+  const rng = new Rng(randomSeed());
   const advertise = config.advertiseAddr || pickAdvertiseAddr(config.bindAddr);
   const pools: SerfPool[] = [];
 

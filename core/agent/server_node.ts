@@ -7,7 +7,6 @@
 // operator endpoints, without the RPC listener.
 import type { CoordinateSource } from "../gossip/near.ts";
 import { existsSync } from "node:fs";
-import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
@@ -38,6 +37,7 @@ import {
   type LanPoolLike,
 } from "./bootstrap.ts";
 import { blockingWaitMs, RpcRouter } from "./rpc_router.ts";
+import { randomUUID } from "./random_node.ts";
 
 export type { RaftConfigurationReply, RaftServerInfo } from "../server/operator.ts";
 

@@ -4,7 +4,7 @@
 // and tag filters are regexps) for /v1/event/list. Plain Serf user events
 // (a `serf event` from a stock serf agent) are kept too, with an ID derived
 // from their Lamport time and name so every agent shows the same one.
-import { randomUUID } from "node:crypto";
+import { randomUUID } from "./random_node.ts";
 import { decode, encode } from "@msgpack/msgpack";
 import type { Clock } from "../clock/clock.ts";
 import type { Logger } from "../log/mod.ts";

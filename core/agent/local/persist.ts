@@ -4,7 +4,6 @@
 // written to a temporary name, fsynced, then renamed, so a crash leaves the
 // old file or the new one, never half of one. Config-file definitions are
 // not persisted: they come back from the config.
-import { createHash } from "node:crypto";
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { errorMessage } from "../../errors.ts";
@@ -62,8 +61,11 @@ export class MemoryDefinitionStore implements DefinitionStore {
   }
 }
 
+// node:crypto is loaded on the first save or removal: importing it at start
+// initialises OpenSSL (about 1.1 MiB) in every agent, most of which never
+// register a service through the API.
 function fileName(id: string): string {
-  return `${createHash("sha256").update(id).digest("hex").slice(0, 40)}.json`;
+  return `${process.getBuiltinModule("node:crypto").createHash("sha256").update(id).digest("hex").slice(0, 40)}.json`;
 }
 
 function writeAtomic(dir: string, name: string, text: string): void {
