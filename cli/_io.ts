@@ -1,5 +1,6 @@
 // What a command gets instead of a process: output sinks, stdin, files and
 // environment, so every command runs in a test without spawning anything.
+import type { V8Deps } from "./agent_v8.ts";
 
 export interface CliIo {
   stdout(s: string): void;
@@ -10,6 +11,12 @@ export interface CliIo {
   readFile(path: string): Promise<Uint8Array>;
   /** Injected in tests (a fake agent); defaults to the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * The process's own CPU time and V8 flags (cli/agent_v8.ts). Only the real
+   * process has them: tests run commands in their own process and keep its
+   * settings.
+   */
+  v8?: Pick<V8Deps, "setV8Flags" | "cpuMicros">;
 }
 
 export interface Command {

@@ -8,6 +8,7 @@ import type { ConfigPath } from "../core/config/load_node.ts";
 import { errorMessage } from "../core/errors.ts";
 import { parseLogLevel } from "../core/log/mod.ts";
 import { parseCommandFlags } from "./_command.ts";
+import { clientV8 } from "./agent_v8.ts";
 import { bool, formatHelp, list, num, str } from "./_flags.ts";
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
@@ -173,6 +174,13 @@ export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | nu
   return config;
 }
 
+/** A repeating timer that does not keep the process alive. */
+function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
+  const t = setInterval(fn, ms);
+  (t as { unref?: () => void }).unref?.();
+  return { cancel: () => clearInterval(t) };
+}
+
 export const agentCommand: Command = {
   name: "agent",
   synopsis: "Runs a cairn agent",
@@ -180,6 +188,11 @@ export const agentCommand: Command = {
   async run(args: string[], io: CliIo): Promise<number> {
     const config = agentConfigFromArgs(args, io);
     if (typeof config === "number") return config;
-    return runAgent(config, { stdout: io.stdout, stderr: io.stderr });
+    const v8 = io.v8 ? clientV8(config, { ...io.v8, nowMs: () => performance.now(), every: unrefInterval }) : undefined;
+    try {
+      return await runAgent(config, { stdout: io.stdout, stderr: io.stderr }, { onStarted: () => v8?.started() });
+    } finally {
+      v8?.stop();
+    }
   },
 };

@@ -3,6 +3,7 @@
 // cli/main.ts is the process entry; everything here is callable from tests
 // through `runCli(argv, io)`.
 import { readFile } from "node:fs/promises";
+import { setFlagsFromString } from "node:v8";
 import { agentCommand } from "./agent.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { catalogDatacenters } from "./catalog_datacenters.ts";
@@ -299,5 +300,15 @@ export function processIo(): CliIo {
     },
     env: process.env,
     readFile: async (path) => new Uint8Array(await readFile(path)),
+    // V8 flags after start-up are Node's business (it keeps them writable); Deno freezes them.
+    v8: "Deno" in globalThis ? undefined : {
+      setV8Flags: (flags) => {
+        for (const f of flags) setFlagsFromString(f);
+      },
+      cpuMicros: () => {
+        const u = process.cpuUsage();
+        return u.user + u.system;
+      },
+    },
   };
 }

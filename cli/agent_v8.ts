@@ -1,0 +1,84 @@
+// V8 in a client agent: no TurboFan until the agent is busy. A client's
+// usual work (gossip rounds, its own checks, now and then a forwarded
+// request) runs at the same idle CPU on the interpreter and the Sparkplug
+// baseline tier, and TurboFan's first compile pages about 3 MiB of compiler
+// code into the process and leaves about 1.5 MiB of compile zones in a worker
+// thread's malloc arena: most of what an idle client carries beyond a bare
+// node process. Under load the baseline tier costs 2-2.7x the CPU per
+// proxied KV request, so the agent watches its own CPU time and turns
+// TurboFan on for good once it spends more than a small share of a core.
+// V8 reads the flag at each tier-up decision, so hot functions are optimised
+// from the next one on. Servers and -dev keep every tier throughout.
+// (Keeping the young generation from growing, --semi-space-growth-factor=1,
+// was tried as well: no measurable saving in the 50-agent gossip bench.)
+
+/** Share of one core, averaged over one window, above which a client is busy. */
+export const busyCpuShare = 0.04;
+/** Length of the window the share is measured over. */
+export const busyWindowMs = 5_000;
+
+/** Flags while a client is idle. */
+export const leanFlags: readonly string[] = ["--no-turbofan"];
+/** V8's defaults, restored once a client is busy. */
+export const busyFlags: readonly string[] = ["--turbofan"];
+
+export interface V8Deps {
+  /** v8.setFlagsFromString for each flag; only the real process has it. */
+  setV8Flags(flags: readonly string[]): void;
+  /** CPU time of this process (user + system), microseconds. */
+  cpuMicros(): number;
+  nowMs(): number;
+  /** A repeating timer that does not keep the process alive. */
+  every(ms: number, fn: () => void): { cancel(): void };
+}
+
+/**
+ * Whether the CPU used between two samples makes the process busy: more than
+ * `share` of one core over the time between them.
+ */
+export function isBusy(prev: { cpuMicros: number; nowMs: number }, cur: { cpuMicros: number; nowMs: number }, share = busyCpuShare): boolean {
+  const wallMs = cur.nowMs - prev.nowMs;
+  if (wallMs <= 0) return false;
+  return (cur.cpuMicros - prev.cpuMicros) / 1000 > share * wallMs;
+}
+
+export interface ClientV8 {
+  /** Whether V8 runs with its defaults (a server, -dev, or a client that got busy). */
+  readonly busy: boolean;
+  /** The agent has started: measure from here (start-up itself is busy). */
+  started(): void;
+  stop(): void;
+}
+
+/**
+ * Client agents: start without TurboFan and turn it on for good once busy.
+ * Servers and -dev get nothing changed.
+ */
+export function clientV8(config: { server: boolean; dev: boolean }, deps: V8Deps): ClientV8 {
+  let busy = config.server || config.dev;
+  let timer: { cancel(): void } | undefined;
+  let stopped = false;
+  if (!busy) deps.setV8Flags(leanFlags);
+  return {
+    get busy() {
+      return busy;
+    },
+    started() {
+      if (busy || stopped || timer) return;
+      let prev = { cpuMicros: deps.cpuMicros(), nowMs: deps.nowMs() };
+      timer = deps.every(busyWindowMs, () => {
+        const cur = { cpuMicros: deps.cpuMicros(), nowMs: deps.nowMs() };
+        if (isBusy(prev, cur)) {
+          deps.setV8Flags(busyFlags);
+          busy = true;
+          timer?.cancel();
+        }
+        prev = cur;
+      });
+    },
+    stop() {
+      stopped = true;
+      timer?.cancel();
+    },
+  };
+}

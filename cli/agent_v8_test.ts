@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { busyCpuShare, busyFlags, busyWindowMs, clientV8, isBusy, leanFlags, type V8Deps } from "./agent_v8.ts";
+
+/** A process whose CPU time and clock the test moves, and whose timer it fires. */
+function fakeProcess() {
+  const flags: string[] = [];
+  let cpuMicros = 0;
+  let nowMs = 0;
+  let tick: (() => void) | undefined;
+  const deps: V8Deps = {
+    setV8Flags: (f) => void flags.push(...f),
+    cpuMicros: () => cpuMicros,
+    nowMs: () => nowMs,
+    every: (ms, fn) => {
+      assert.equal(ms, busyWindowMs);
+      tick = fn;
+      return { cancel: () => (tick = undefined) };
+    },
+  };
+  return {
+    deps,
+    flags,
+    /** One window passes in which the process uses `share` of a core. */
+    window(share: number) {
+      nowMs += busyWindowMs;
+      cpuMicros += share * busyWindowMs * 1000;
+      tick?.();
+    },
+    get watching() {
+      return tick !== undefined;
+    },
+  };
+}
+
+test("isBusy: CPU time over the wall time between two samples against the share", () => {
+  assert.equal(isBusy({ cpuMicros: 0, nowMs: 0 }, { cpuMicros: 100_000, nowMs: 1_000 }, 0.05), true);
+  assert.equal(isBusy({ cpuMicros: 0, nowMs: 0 }, { cpuMicros: 40_000, nowMs: 1_000 }, 0.05), false);
+  assert.equal(isBusy({ cpuMicros: 0, nowMs: 1_000 }, { cpuMicros: 1_000_000, nowMs: 1_000 }), false, "no time passed");
+});
+
+test("clientV8: a client starts lean and stays lean while idle", () => {
+  const p = fakeProcess();
+  const v8 = clientV8({ server: false, dev: false }, p.deps);
+  assert.deepEqual(p.flags, leanFlags);
+  assert.equal(v8.busy, false);
+  assert.equal(p.watching, false, "start-up is not measured");
+  v8.started();
+  for (let i = 0; i < 20; i++) p.window(busyCpuShare / 2);
+  assert.deepEqual(p.flags, leanFlags);
+  assert.equal(v8.busy, false);
+  v8.stop();
+  assert.equal(p.watching, false);
+});
+
+test("clientV8: one busy window restores V8's defaults for good", () => {
+  const p = fakeProcess();
+  const v8 = clientV8({ server: false, dev: false }, p.deps);
+  v8.started();
+  p.window(0.001);
+  p.window(busyCpuShare * 2);
+  assert.deepEqual(p.flags, [...leanFlags, ...busyFlags]);
+  assert.equal(v8.busy, true);
+  assert.equal(p.watching, false, "nothing left to watch");
+  p.window(0);
+  assert.deepEqual(p.flags, [...leanFlags, ...busyFlags]);
+});
+
+test("clientV8: servers and -dev keep V8's defaults and are not watched", () => {
+  for (const config of [{ server: true, dev: false }, { server: false, dev: true }]) {
+    const p = fakeProcess();
+    const v8 = clientV8(config, p.deps);
+    v8.started();
+    p.window(1);
+    assert.deepEqual(p.flags, []);
+    assert.equal(v8.busy, true);
+    assert.equal(p.watching, false);
+  }
+});
