@@ -300,8 +300,10 @@ export function processIo(): CliIo {
     },
     env: process.env,
     readFile: async (path) => new Uint8Array(await readFile(path)),
-    // V8 flags after start-up are Node's business (it keeps them writable); Deno freezes them.
-    v8: "Deno" in globalThis ? undefined : {
+    // V8 flags after start-up are Node's business (it keeps them writable); Deno freezes them. The
+    // build's code-cache trainee (scripts/code_cache.ts) keeps V8's flags as they were at compile
+    // time: V8 stamps the cache with the flags it is written under and rejects it under others.
+    v8: "Deno" in globalThis || process.env.CAIRN_BUILD_CODE_CACHE_OUT ? undefined : {
       setV8Flags: (flags) => {
         for (const f of flags) setFlagsFromString(f);
       },
