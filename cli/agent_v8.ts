@@ -8,7 +8,8 @@
 // proxied KV request, so the agent watches its own CPU time and turns
 // TurboFan on for good once it spends more than a small share of a core.
 // V8 reads the flag at each tier-up decision, so hot functions are optimised
-// from the next one on. Servers and -dev keep every tier throughout.
+// from the next one on. Servers and -dev keep every tier throughout, with
+// V8's default tier-up budget.
 // (Keeping the young generation from growing, --semi-space-growth-factor=1,
 // was tried as well: no measurable saving in the 50-agent gossip bench.)
 
@@ -17,10 +18,17 @@ export const busyCpuShare = 0.04;
 /** Length of the window the share is measured over. */
 export const busyWindowMs = 5_000;
 
+/**
+ * V8's own tier-up budget. The single executable's loader (scripts/sea_main.cjs)
+ * raises it eightfold before compiling, for idle clients; a process that is
+ * meant to be busy gets V8's default back so hot code is optimised as early as
+ * V8 would (a server's first seconds under load ran cold for longer otherwise).
+ */
+export const defaultBudgetFlags: readonly string[] = ["--interrupt-budget=67584"];
 /** Flags while a client is idle. */
 export const leanFlags: readonly string[] = ["--no-turbofan"];
 /** V8's defaults, restored once a client is busy. */
-export const busyFlags: readonly string[] = ["--turbofan"];
+export const busyFlags: readonly string[] = ["--turbofan", ...defaultBudgetFlags];
 
 export interface V8Deps {
   /** v8.setFlagsFromString for each flag; only the real process has it. */
@@ -58,7 +66,7 @@ export function clientV8(config: { server: boolean; dev: boolean }, deps: V8Deps
   let busy = config.server || config.dev;
   let timer: { cancel(): void } | undefined;
   let stopped = false;
-  if (!busy) deps.setV8Flags(leanFlags);
+  deps.setV8Flags(busy ? defaultBudgetFlags : leanFlags);
   return {
     get busy() {
       return busy;
