@@ -184,6 +184,8 @@ interface Missing {
 
 /** Repair push/pulls one missing member may cause (the witness, then a random member). */
 const maxRepairsPerMember = 2;
+/** Follow-up repairs in a row, each after a repair that brought members gossip had not. */
+const maxFollowUps = 3;
 /** Members with pending evidence tracked at once (names come from peers). */
 const maxMissing = 1024;
 
@@ -246,6 +248,9 @@ export class SerfCore {
   #nextReconnectMs: number;
   #nextQueueCheckMs: number;
   #nextRepairMs = 0;
+  /** A follow-up repair is due (the last one learned something), and how many in a row. */
+  #followUpDue = false;
+  #followUps = 0;
 
   #memberCoalesce = new Map<string, { type: MemberEventType; member: SerfMember }>();
   #memberLastFlushed = new Map<string, MemberEventType>();
@@ -488,6 +493,18 @@ export class SerfCore {
       case "unknownPeer":
         this.#noteMissing(e.node, e.addr);
         return;
+      case "repairDone":
+        // A repair that brought members gossip had not is a sign the gossip is behind (a join
+        // storm fills every node's queue with alives): pull again once the rate limit allows,
+        // from a random member that by then knows more. A pull that brings nothing ends the chain.
+        if (e.ok && e.learned > 0 && this.#followUps < maxFollowUps) {
+          this.#followUps++;
+          this.#followUpDue = true;
+        } else {
+          this.#followUps = 0;
+          this.#followUpDue = false;
+        }
+        return;
     }
   }
 
@@ -565,17 +582,31 @@ export class SerfCore {
       const to = miss.repairs === 0 ? miss.from : this.#randomAliveAddr();
       miss.repairs++;
       if (to === undefined) continue;
-      this.#nextRepairMs = this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size);
       this.#log.debug("missed the alive broadcast of a member: push/pull to repair", { node: name, with: to });
-      this.swim.step({ kind: "pushPull", now: this.#now, to });
+      this.#startRepair(to);
       return;
     }
+    if (this.#followUpDue) {
+      const to = this.#randomAliveAddr();
+      if (to === undefined) {
+        this.#followUpDue = false;
+        return;
+      }
+      this.#log.debug("the last repair brought members gossip had not: push/pull again", { with: to });
+      this.#startRepair(to);
+    }
+  }
+
+  #startRepair(to: string): void {
+    this.#followUpDue = false;
+    this.#nextRepairMs = this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size);
+    this.swim.step({ kind: "pushPull", now: this.#now, to });
   }
 
   /** When #repair could next act (Infinity: nothing to repair, or off). */
   #nextRepairAt(): number {
-    if (this.#missing.size === 0 || this.#leaving || this.swim.isRepairing) return Infinity;
-    let due = Infinity;
+    if ((this.#missing.size === 0 && !this.#followUpDue) || this.#leaving || this.swim.isRepairing) return Infinity;
+    let due = this.#followUpDue ? this.#now : Infinity;
     for (const miss of this.#missing.values()) {
       if (miss.repairs < maxRepairsPerMember) due = Math.min(due, miss.atMs + this.#t.repairGraceMs);
     }

@@ -181,7 +181,12 @@ export type SwimEvent<T extends GossipTypes> =
   /** Another address claims a known member's name. */
   | { kind: "conflict"; existing: SwimMember<T["meta"]>; other: AliveMsg<T["meta"]> }
   /** A node we have no state for probed us: we may have missed its alive broadcast. */
-  | { kind: "unknownPeer"; node: string; addr: string };
+  | { kind: "unknownPeer"; node: string; addr: string }
+  /**
+   * The push/pull asked for with a `pushPull` input is over; `learned`:
+   * members it told us about that we did not know (or knew dead).
+   */
+  | { kind: "repairDone"; ok: boolean; learned: number };
 
 export interface SwimReady<T extends GossipTypes> {
   sends: SwimSend<T>[];
@@ -675,8 +680,10 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         this.#streamDone(requestId, kind, `Unexpected reply "${msg.type}" to push/pull`);
         return;
       }
+      const before = this.#events.length;
       const err = this.#mergeRemote(from, msg);
-      this.#streamDone(requestId, kind, err);
+      const learned = this.#events.slice(before).filter((e) => e.kind === "join").length;
+      this.#streamDone(requestId, kind, err, learned);
       return;
     }
     switch (msg.type) {
@@ -708,8 +715,11 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     this.#streamDone(requestId, kind, error);
   }
 
-  #streamDone(requestId: number, kind: "join" | "pushPull" | "ping", error: string | undefined): void {
-    if (requestId === this.#repairRequest) this.#repairRequest = undefined;
+  #streamDone(requestId: number, kind: "join" | "pushPull" | "ping", error: string | undefined, learned = 0): void {
+    if (requestId === this.#repairRequest) {
+      this.#repairRequest = undefined;
+      this.#events.push({ kind: "repairDone", ok: !error, learned });
+    }
     if (kind === "pushPull" && error) this.#log.warn("push/pull failed", { error });
     if (kind !== "join") return;
     for (const j of this.#joins) {
