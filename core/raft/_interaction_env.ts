@@ -23,6 +23,8 @@ interface EnvNode {
   isolated: boolean;
   /** A Ready whose early messages went out but which is not yet persisted (send-before-persist). */
   pending?: RaftReady;
+  /** A leader's Readies advanced before their entries were durable, oldest first (write-in-background). */
+  background: RaftReady[];
   sink: CaptureSink;
 }
 
@@ -61,6 +63,10 @@ export class InteractionEnv {
         return pos.map((id) => this.#sendBeforePersist(id)).join("\n");
       case "persist":
         return pos.map((id) => this.#finishPending(id)).join("\n");
+      case "write-in-background":
+        return pos.map((id) => this.#writeInBackground(id)).join("\n");
+      case "finish-background":
+        return pos.map((id) => this.#finishBackground(id)).join("\n");
       case "process-ready":
         return pos.map((id) => this.#processReady(id)).join("\n");
       case "deliver-msgs":
@@ -123,7 +129,7 @@ export class InteractionEnv {
     for (let i = start; i < start + count; i++) {
       const id = String(i);
       const joining = this.nodes.size >= voters;
-      const node: EnvNode = { id, core: undefined as unknown as RaftCore, entries: [], applied: [], inbox: [], isolated: false, sink: new CaptureSink() };
+      const node: EnvNode = { id, core: undefined as unknown as RaftCore, entries: [], applied: [], inbox: [], isolated: false, sink: new CaptureSink(), background: [] };
       node.core = this.#makeCore(node, joining ? { servers: [] } : this.#bootstrap);
       this.nodes.set(id, node);
       out.push(`${id}: ${renderSoft(node.core)}`);
@@ -189,6 +195,41 @@ export class InteractionEnv {
     const late = rd.messages.slice(rd.sendBeforePersist);
     if (late.length) lines.push(`Held until persisted:`, ...late.map((m) => `  ${renderMsg(m)}`));
     return lines.join("\n");
+  }
+
+  /**
+   * A driver with asyncLeaderAppend: take a leader's Ready, send and apply
+   * it and advance at once, while its entries are still being written;
+   * `finish-background` completes the oldest such write.
+   */
+  #writeInBackground(id: string): string {
+    const n = this.#node(id);
+    if (n.pending) return `${id}: a Ready is already waiting to be persisted`;
+    if (!n.core.hasReady()) return `${id}: (no ready)`;
+    const rd = n.core.ready();
+    if (rd.softState.role !== "leader" || rd.snapshot || rd.hardState || rd.sendBeforePersist !== rd.messages.length) {
+      this.#persist(n, rd);
+      this.#send(n, rd.messages);
+      for (const e of rd.committed) if (e.type === "normal") n.applied.push(dec.decode(e.data));
+      n.core.advance(rd);
+      return `${renderReady(id, rd)}\n(not eligible: persisted before going on)`;
+    }
+    this.#send(n, rd.messages);
+    for (const e of rd.committed) if (e.type === "normal") n.applied.push(dec.decode(e.data));
+    n.core.advance(rd, { entriesDurable: false });
+    if (rd.entries.length > 0) n.background.push(rd);
+    const logs = this.#logs();
+    return `${renderReady(id, rd)}\n(entries writing in the background)` + (logs ? `\n${logs}` : "");
+  }
+
+  #finishBackground(id: string): string {
+    const n = this.#node(id);
+    const rd = n.background.shift();
+    if (!rd) return `${id}: no background write`;
+    this.#persist(n, rd);
+    n.core.step({ kind: "persisted", entries: rd.entries });
+    const logs = this.#logs();
+    return `${id}: background write durable up to ${rd.entries[rd.entries.length - 1]!.index}` + (logs ? `\n${logs}` : "");
   }
 
   #finishPending(id: string): string {
@@ -283,8 +324,9 @@ export class InteractionEnv {
   #restart(id: string): string {
     const n = this.#node(id);
     n.inbox = [];
-    // A crash: whatever was not persisted (a pending Ready) is lost.
+    // A crash: whatever was not persisted (a pending Ready, background writes) is lost.
     n.pending = undefined;
+    n.background = [];
     n.applied = n.snapshot ? (JSON.parse(dec.decode(n.snapshot.data)) as string[]) : [];
     n.core = this.#makeCore(n, this.#bootstrap);
     return `${id}: ${renderSoft(n.core)}`;

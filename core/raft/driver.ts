@@ -57,6 +57,16 @@ export interface RaftNodeOptions {
    * extra message and its answer are saved. 0: at once, as etcd. Default 5.
    */
   commitNotifyMs?: number;
+  /**
+   * A leader does not wait for its own log write before it goes on: the
+   * write runs while the next Ready is handled, and the leader's copy counts
+   * toward a commit once it is durable, so an entry commits as soon as a
+   * quorum has it durable, followers included (Raft thesis §10.2.1). With
+   * three servers the two followers' writes often finish before the
+   * leader's, which shared the disk with them. Default true; false waits for
+   * every write (as followers always do).
+   */
+  asyncLeaderAppend?: boolean;
   /** Take a snapshot after this many applied entries. Default 16,384 (Consul). */
   snapshotThreshold?: number;
   /**
@@ -140,6 +150,9 @@ export class RaftNode implements Consensus {
   #snapshotRng: Rng | undefined;
   /** Term and vote as last written to the stable store. */
   #savedHard: HardState;
+  /** The last of the leader's own log writes still running (asyncLeaderAppend). */
+  #leaderAppends: Promise<void> = Promise.resolve();
+  #backgroundWrites = 0;
 
   /** Use createRaftNode. */
   constructor(o: RaftNodeOptions, core: RaftCore, applied: number, savedHard: HardState) {
@@ -324,9 +337,10 @@ export class RaftNode implements Consensus {
     return () => this.#leaderListeners.delete(fn);
   }
 
-  /** Resolves when every Ready queued so far has been processed (tests). */
+  /** Resolves when every Ready queued so far has been processed and its entries are durable (tests). */
   async idle(): Promise<void> {
     await this.#pumpDone;
+    await this.#leaderAppends;
   }
 
   // -------------------------------------------------------------------------
@@ -403,6 +417,14 @@ export class RaftNode implements Consensus {
   async #pump(): Promise<void> {
     try {
       while (!this.#stopped && (this.core.hasReady() || this.#snapshotDue)) {
+        // New entries wait while our previous write runs, so that under load
+        // they go out (and to followers' disks) in one larger Ready, as when
+        // every write was waited for. An idle leader's Ready that only
+        // commits and applies (followers answered first) goes ahead.
+        if (this.#backgroundWrites > 0 && this.core.hasUnstableEntries()) {
+          await this.#leaderAppends;
+          continue;
+        }
         if (this.core.hasReady()) await this.#handle(this.core.ready());
         // Between Readies, like every snapshot (the Fsm is not being applied
         // to), and after at most one: a busy leader always has the next Ready.
@@ -431,9 +453,31 @@ export class RaftNode implements Consensus {
     // 0. A leader's own traffic goes out first, so followers write to their
     // disks while we write to ours (thesis §10.2.1): a write then costs one
     // fsync of latency instead of ours followed by theirs. The core counts
-    // our copy toward a commit only after advance(), below.
+    // our copy toward a commit only once it is durable (advance, or the
+    // `persisted` step of a background write).
     this.#send(rd, 0, rd.sendBeforePersist);
-    // 1. Persist.
+    // 1. Persist. A leader's own entries may be written in the background
+    // (asyncLeaderAppend): only a Ready that acknowledges nothing (all its
+    // messages are leader traffic) and changes no term, vote or snapshot.
+    const background = rd.entries.length > 0 && o.asyncLeaderAppend !== false && rd.softState.role === "leader" &&
+      !rd.snapshot && rd.hardState === undefined && rd.sendBeforePersist === rd.messages.length;
+    if (background) {
+      const entries = rd.entries;
+      this.stats.logSyncs++;
+      for (const e of entries) if (e.type === "config") this.#learnAddresses(e.data);
+      // The core marks entries stable only in order: step each write after the one before.
+      const written = o.logStore.append(entries);
+      this.#backgroundWrites++;
+      this.#leaderAppends = Promise.all([this.#leaderAppends, written]).then(() => {
+        this.#backgroundWrites--;
+        if (this.#stopped) return;
+        this.core.step({ kind: "persisted", entries });
+        this.#schedule();
+      }, (err: unknown) => {
+        this.#backgroundWrites--;
+        this.#fail(err);
+      });
+    }
     if (rd.snapshot) {
       const { meta, data } = rd.snapshot;
       await o.snapshotStore.create(meta, data);
@@ -445,7 +489,7 @@ export class RaftNode implements Consensus {
       this.#storeCompacted = meta.index;
       for (const s of meta.configuration.servers) this.#addresses.set(s.id, s.address);
     }
-    if (rd.entries.length > 0) {
+    if (rd.entries.length > 0 && !background) {
       await o.logStore.append(rd.entries);
       this.stats.logSyncs++;
       for (const e of rd.entries) if (e.type === "config") this.#learnAddresses(e.data);
@@ -493,7 +537,7 @@ export class RaftNode implements Consensus {
     }
     this.#releaseReads();
     this.#noteRole(rd.softState.role);
-    this.core.advance(rd);
+    this.core.advance(rd, { entriesDurable: !background });
     // 4. Housekeeping: snapshot (here, or on its own timer) and compaction.
     if ((o.snapshotIntervalMs ?? 0) <= 0) await this.#snapshotIfDue();
     else await this.#compactLog();

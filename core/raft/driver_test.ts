@@ -267,7 +267,7 @@ test("driver: a leader replicates while its own log write syncs, and a crash bef
   for (const f of followers) assert.ok(f.log.entriesNow(index, index + 1).length === 1, `${f.id} has the entry before the leader's own sync ends`);
   assert.equal(leader.core.commitIndex, index, "two durable follower copies commit it");
   assert.equal(ls.log.syncs, leaderSyncs, "the leader's own sync is still running");
-  await clock.runUntil(() => acked === 1, { maxMs: 1_000, what: "w1 acknowledged" });
+  assert.equal(acked, 1, "acknowledged on the followers' copies, before the leader's own sync ends");
 
   // Now cut the leader off from one follower and crash it while its sync of w2 runs:
   // one durable follower copy is not a quorum, so w2 must not be acknowledged.
@@ -289,7 +289,11 @@ test("driver: a leader replicates while its own log write syncs, and a crash bef
   }, { maxMs: 10_000, what: "cluster converges after the crash" });
   assert.equal(acked2, false, "w2 was never acknowledged by the crashed leader");
   for (const s of stores) assert.ok(s.fsm.state.some(([, d]) => d === "w1"), `${s.id} applied the acknowledged w1`);
-  for (const n of nodes) await n.stop();
+  // A store sync may still be running: keep the clock going while the nodes stop.
+  let stopped = false;
+  const stopping = Promise.all(nodes.map((n) => n.stop())).then(() => { stopped = true; });
+  await clock.runUntil(() => stopped, { maxMs: 1_000, what: "nodes stopped" });
+  await stopping;
 });
 
 for (const commitNotifyMs of [5, 0]) {

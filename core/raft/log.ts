@@ -15,6 +15,12 @@ export class RaftLog {
   applied: number;
   /** Highest index known to be on stable storage. */
   stabled: number;
+  /**
+   * Highest index handed to the driver to persist (>= stabled). Entries up
+   * to here are not handed out again while a leader's write of them is
+   * still running (see RaftCore.advance's entriesDurable).
+   */
+  persisting: number;
 
   constructor(offsetIndex = 0, offsetTerm = 0) {
     this.offsetIndex = offsetIndex;
@@ -23,6 +29,7 @@ export class RaftLog {
     this.applying = offsetIndex;
     this.applied = offsetIndex;
     this.stabled = offsetIndex;
+    this.persisting = offsetIndex;
   }
 
   firstIndex(): number {
@@ -93,6 +100,7 @@ export class RaftLog {
       truncated = first;
       this.entries.length = first - this.offsetIndex - 1;
       if (this.stabled >= first) this.stabled = first - 1;
+      if (this.persisting >= first) this.persisting = first - 1;
     }
     for (; i < entries.length; i++) this.entries.push(entries[i]!);
     return truncated;
@@ -120,9 +128,14 @@ export class RaftLog {
     return false;
   }
 
-  /** Entries the driver has not persisted yet. */
+  /** Entries not yet handed to the driver to persist. */
   unstableEntries(): LogEntry[] {
-    return this.slice(this.stabled + 1, this.lastIndex() + 1);
+    return this.slice(Math.max(this.stabled, this.persisting) + 1, this.lastIndex() + 1);
+  }
+
+  /** Whether some entries have not been handed to the driver to persist yet. */
+  hasUnstable(): boolean {
+    return this.lastIndex() > Math.max(this.stabled, this.persisting);
   }
 
   /** Committed entries not yet handed out for applying. */
@@ -150,5 +163,6 @@ export class RaftLog {
     this.applying = index;
     this.applied = index;
     this.stabled = index;
+    this.persisting = index;
   }
 }

@@ -32,6 +32,9 @@ export class MemoryLogStore implements LogStore {
   #copyEntries: boolean;
   /** Number of completed syncs (tests measure group commit with it). */
   syncs = 0;
+  /** The sync running now, and the one queued behind it that writes made now will share. */
+  #current: Promise<void> | undefined;
+  #queued: Promise<void> | undefined;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.#syncDelay = options.syncDelay ?? immediate;
@@ -89,7 +92,32 @@ export class MemoryLogStore implements LogStore {
     this.#entries = this.#durable.slice();
   }
 
-  async #sync(): Promise<void> {
+  /**
+   * One sync at a time, as on a disk: writes made while one runs share the
+   * next (group commit). An earlier write is never durable after a later one.
+   */
+  #sync(): Promise<void> {
+    if (this.#queued) return this.#queued;
+    if (!this.#current) return this.#start();
+    const queued = this.#current.then(() => {}, () => {}).then(() => {
+      this.#queued = undefined;
+      return this.#start();
+    });
+    this.#queued = queued;
+    return queued;
+  }
+
+  #start(): Promise<void> {
+    const p = this.#syncOnce();
+    this.#current = p;
+    const done = (): void => {
+      if (this.#current === p) this.#current = undefined;
+    };
+    p.then(done, done);
+    return p;
+  }
+
+  async #syncOnce(): Promise<void> {
     if (!this.#modelCrashes) {
       await this.#syncDelay();
       this.syncs++;

@@ -95,7 +95,12 @@ export type RaftInput =
   | { kind: "snapshotDone"; meta: SnapshotMeta; data: Uint8Array }
   | { kind: "campaign" }
   /** lazyCommit: tell followers the commit index now (see needsCommitNotify). */
-  | { kind: "notifyCommit" };
+  | { kind: "notifyCommit" }
+  /**
+   * A leader's entries from a Ready that was advanced with
+   * `entriesDurable: false` are now on stable storage (see advance).
+   */
+  | { kind: "persisted"; entries: readonly LogEntry[] };
 
 export type StepResult = { ok: true; index?: number; term?: number } | { ok: false; reason: string };
 
@@ -242,6 +247,7 @@ export class RaftCore {
       if (e.type === "config") this.#addConfigEntry(e);
     }
     this.#log.stabled = this.#log.lastIndex();
+    this.#log.persisting = this.#log.stabled;
     const hs = restore.hardState;
     if (hs) {
       this.#term = hs.term;
@@ -369,7 +375,27 @@ export class RaftCore {
         if (this.#role !== "leader") return { ok: false, reason: "not leader" };
         for (const [id, pr] of this.#progress) if (this.#commitUnsent(pr)) this.#sendAppend(id, true);
         return { ok: true };
+      case "persisted":
+        this.#markStable(input.entries);
+        if (this.#role === "leader" && this.#maybeCommit() && !this.#lazyCommit) this.#needBroadcast = true;
+        return { ok: true };
     }
+  }
+
+  /**
+   * `entries` (one Ready's, in order) are durable: move `stabled` over the
+   * part of them our log still holds. A follower's log can lose a suffix
+   * to a conflicting append while the write runs; what precedes the
+   * conflict was written all the same.
+   */
+  #markStable(entries: readonly LogEntry[]): void {
+    if (entries.length === 0 || this.#log.stabled < entries[0]!.index - 1) return;
+    let stable = this.#log.stabled;
+    for (const e of entries) {
+      if (this.#log.term(e.index) !== e.term) break;
+      stable = e.index;
+    }
+    if (stable > this.#log.stabled) this.#log.stabled = stable;
   }
 
   /**
@@ -387,9 +413,14 @@ export class RaftCore {
     return pr.state !== "snapshot" && Math.min(pr.match, this.#log.committed) > pr.commitSent;
   }
 
+  /** Whether the next Ready would carry entries to persist. */
+  hasUnstableEntries(): boolean {
+    return this.#log.hasUnstable();
+  }
+
   hasReady(): boolean {
     if (this.#needBroadcast || this.#msgs.length > 0 || this.#readStates.length > 0 || this.#pendingInstall) return true;
-    if (this.#log.lastIndex() > this.#log.stabled || this.#log.committed > this.#log.applying) return true;
+    if (this.#log.hasUnstable() || this.#log.committed > this.#log.applying) return true;
     if (this.#needsReadRound()) return true;
     const h = this.#hardState();
     if (h.term !== this.#prevHard.term || h.vote !== this.#prevHard.vote) return true;
@@ -411,6 +442,7 @@ export class RaftCore {
     const h = this.#hardState();
     const hardChanged = h.term !== this.#prevHard.term || h.vote !== this.#prevHard.vote;
     const entries = this.#log.unstableEntries();
+    if (entries.length > 0) this.#log.persisting = entries[entries.length - 1]!.index;
     const committed = this.#log.nextCommitted();
     if (committed.length > 0) this.#log.applying = committed[committed.length - 1]!.index;
     let messages = this.#msgs;
@@ -445,15 +477,18 @@ export class RaftCore {
     return rd;
   }
 
-  /** The driver has persisted, sent and applied everything in `rd`. */
-  advance(rd: RaftReady): void {
-    const n = rd.entries.length;
-    if (n > 0) {
-      const last = rd.entries[n - 1]!;
-      if (this.#log.term(last.index) === last.term && this.#log.stabled >= rd.entries[0]!.index - 1) {
-        this.#log.stabled = Math.max(this.#log.stabled, last.index);
-      }
-    }
+  /**
+   * The driver has persisted, sent and applied everything in `rd`. A leader
+   * may instead advance while its own write of `rd.entries` is still running
+   * (`entriesDurable: false`) and step `persisted` once it is done: its
+   * copy counts toward a commit only from then on, so entries commit on the
+   * followers' copies alone when those are faster (Raft thesis §10.2.1), and
+   * the next Ready need not wait for this write. Only a Ready without a
+   * snapshot or a hardState change, whose messages are all leader traffic,
+   * may be advanced that way.
+   */
+  advance(rd: RaftReady, options?: { entriesDurable?: boolean }): void {
+    if (options?.entriesDurable !== false) this.#markStable(rd.entries);
     if (rd.committed.length > 0) {
       this.#log.applied = Math.max(this.#log.applied, rd.committed[rd.committed.length - 1]!.index);
     }
