@@ -116,7 +116,9 @@ export interface SerfTimings {
   /**
    * At most one repair push/pull per this interval (scaled with the cluster size like push/pull).
    * A repair that brought members gossip had not is followed by another (random member) once
-   * this allows, up to 3 in a row, until one brings nothing.
+   * this allows, up to 3 in a row, until one brings nothing. A joiner that learns a member from
+   * others within 5 s of its join pulls from the join target once more, no sooner than this
+   * (scaled) after the join: the target heard every join around ours. Off with repairGraceMs 0.
    */
   readonly repairIntervalMs: number;
 }

@@ -186,6 +186,8 @@ interface Missing {
 const maxRepairsPerMember = 2;
 /** Follow-up repairs in a row, each after a repair that brought members gossip had not. */
 const maxFollowUps = 3;
+/** How long after our join a member learned from others makes us pull from the join target again. */
+const joinPullWindowMs = 5_000;
 /** Members with pending evidence tracked at once (names come from peers). */
 const maxMissing = 1024;
 
@@ -251,6 +253,12 @@ export class SerfCore {
   /** A follow-up repair is due (the last one learned something), and how many in a row. */
   #followUpDue = false;
   #followUps = 0;
+  /**
+   * After a join: the node we joined through, and how many members we learned from others
+   * since its reply (a join target that answered others just before or after us).
+   */
+  #joinPull: { to: string; atMs: number; untilMs: number; learned: number } | undefined;
+  #joinAddrs: readonly string[] = [];
 
   #memberCoalesce = new Map<string, { type: MemberEventType; member: SerfMember }>();
   #memberLastFlushed = new Map<string, MemberEventType>();
@@ -409,6 +417,7 @@ export class SerfCore {
         break;
       case "join":
         this.#joinIgnoreOld = !!input.ignoreOld;
+        this.#joinAddrs = input.addrs;
         this.swim.step({ kind: "join", now, addrs: input.addrs, tag: "user" });
         break;
       case "leave":
@@ -479,6 +488,14 @@ export class SerfCore {
       case "joinDone":
         if (e.tag !== "user") return;
         if (e.contacted > 0) this.#broadcastJoin(this.clock.time);
+        if (e.contacted > 0 && this.#t.repairGraceMs > 0 && this.#joinAddrs.length > 0) {
+          this.#joinPull = {
+            to: this.#joinAddrs[0]!,
+            atMs: this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size),
+            untilMs: this.#now + joinPullWindowMs,
+            learned: 0,
+          };
+        }
         this.#joinIgnoreOld = false;
         this.#events.push({ kind: "joinDone", contacted: e.contacted, errors: e.errors });
         return;
@@ -577,6 +594,14 @@ export class SerfCore {
     }
     const at = this.#nextRepairAt();
     if (at === Infinity || this.#now < at) return;
+    const jp = this.#joinPull;
+    if (jp && this.#now >= jp.untilMs) this.#joinPull = undefined;
+    else if (jp && jp.learned > 0 && this.#now >= jp.atMs) {
+      this.#joinPull = undefined;
+      this.#log.debug("members joined around our join: push/pull with the join target again", { with: jp.to, learned: jp.learned });
+      this.#startRepair(jp.to);
+      return;
+    }
     for (const [name, miss] of this.#missing) {
       if (miss.repairs >= maxRepairsPerMember || this.#now < miss.atMs + this.#t.repairGraceMs) continue;
       const to = miss.repairs === 0 ? miss.from : this.#randomAliveAddr();
@@ -605,8 +630,10 @@ export class SerfCore {
 
   /** When #repair could next act (Infinity: nothing to repair, or off). */
   #nextRepairAt(): number {
-    if ((this.#missing.size === 0 && !this.#followUpDue) || this.#leaving || this.swim.isRepairing) return Infinity;
+    if ((this.#missing.size === 0 && !this.#followUpDue && !this.#joinPull) || this.#leaving || this.swim.isRepairing) return Infinity;
     let due = this.#followUpDue ? this.#now : Infinity;
+    const jp = this.#joinPull;
+    if (jp) due = Math.min(due, jp.learned > 0 ? jp.atMs : jp.untilMs);
     for (const miss of this.#missing.values()) {
       if (miss.repairs < maxRepairsPerMember) due = Math.min(due, miss.atMs + this.#t.repairGraceMs);
     }
@@ -657,6 +684,7 @@ export class SerfCore {
   // Member transitions from memberlist (handleNodeJoin / Leave / Update)
 
   #handleNodeJoin(n: SwimMember<Tags>): void {
+    if (this.#joinPull) this.#joinPull.learned++;
     let m = this.#members.get(n.name);
     if (!m) {
       m = { name: n.name, addr: n.addr, tags: n.meta, vsn: n.vsn, status: "alive", statusLTime: 0, leaveTimeMs: 0 };

@@ -876,6 +876,11 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       this.#log.warn("ignoring alive with invalid protocol versions", { node: a.node, vsn: [...a.vsn] });
       return;
     }
+    // An alive no newer than what we hold for the same address changes nothing (the check below
+    // drops it too): skip the delegate's veto, which memberlist asks first. In a join storm most
+    // alives a node receives are such repeats (every node resends each one retransmitLimit times).
+    const known = isLocal ? undefined : this.#byName.get(a.node);
+    if (known && known.addr === a.addr && a.incarnation <= known.incarnation) return;
     if (!bootstrap && !isLocal && this.#delegate?.vetoAlive) {
       const veto = this.#delegate.vetoAlive(a);
       if (veto) {

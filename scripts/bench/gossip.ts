@@ -28,7 +28,8 @@ const tick = 100; // /proc clock ticks per second (USER_HZ)
 // tags), so polling 50 agents every 20 ms took up to a core of the machine from the gossip being
 // measured (serf's msgpack RPC costs far less); every 100 ms costs ~10% and still resolves 0.1 s.
 const pollMs = Number(process.env.BENCH_POLL_MS ?? 100);
-const trace = !!process.env.BENCH_TRACE; // progress once a second while waiting
+const trace = !!process.env.BENCH_TRACE; // progress once a second while waiting (BENCH_TRACE_MS=period)
+const traceEveryMs = Number(process.env.BENCH_TRACE_MS ?? 1_000);
 const sides = (process.env.BENCH_SIDES ?? "cairn,serf").split(",");
 // Detection time is mostly luck on both sides: the wait until some member's round-robin probe
 // reaches the killed agent (about 1 s + an exponential with a 1 s mean at N=50), then the
@@ -224,7 +225,7 @@ async function startCairnAgent(i: number): Promise<BenchAgent> {
 }
 
 /** Poll every agent until pred holds for all; returns ms since t0 (or NaN after the limit). */
-async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: Member[]) => boolean): Promise<number> {
+async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: Member[]) => boolean, doneAt?: number[]): Promise<number> {
   const done = new Set<BenchAgent>();
   let nextTraceMs = 0;
   while (performance.now() - t0 < phaseLimitMs) {
@@ -233,13 +234,16 @@ async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: 
       try {
         const m = await a.members();
         fewestAlive = Math.min(fewestAlive, m.filter((x) => x.status === "alive").length);
-        if (pred(a, m)) done.add(a);
+        if (pred(a, m)) {
+          done.add(a);
+          doneAt?.push(performance.now() - t0);
+        }
       } catch { /* retry */ }
     }));
     if (done.size === agents.length) return performance.now() - t0;
     if (trace && performance.now() - t0 >= nextTraceMs) {
       console.log(`    ${(performance.now() - t0).toFixed(0)} ms: ${done.size}/${agents.length} done, fewest alive seen ${fewestAlive}`);
-      nextTraceMs = performance.now() - t0 + 1_000;
+      nextTraceMs = performance.now() - t0 + traceEveryMs;
     }
     await sleep(pollMs);
   }
@@ -285,13 +289,21 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   let joinErrors = 0;
   const c0 = agents.map((a) => procTimes(a.child.pid!));
   let firstJoinError = "";
-  await Promise.all(agents.slice(1).map((a) => a.join(agents[0]!.gossipAddr).catch((err: unknown) => {
+  const joinedAt: number[] = [];
+  if (trace) console.log(`    t0 at ${Date.now()} (epoch ms)`);
+  await Promise.all(agents.slice(1).map((a) => a.join(agents[0]!.gossipAddr).then(() => void joinedAt.push(performance.now() - t0), (err: unknown) => {
     joinErrors++;
     firstJoinError ||= String(err).slice(0, 200);
   })));
   const joinMs = performance.now() - t0;
   if (joinErrors > 0) console.log(`  ${joinErrors} of ${N - 1} join requests failed (the node still joins later through gossip), e.g. ${firstJoinError}`);
-  const convergeMs = await until(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N);
+  const doneAt: number[] = [];
+  const convergeMs = await until(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N, doneAt);
+  if (trace) {
+    const deciles = (xs: number[]) => [0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(q * xs.length) - 1)]?.toFixed(0)).join(" / ");
+    console.log(`    join calls returned (10/25/50/75/90/100%): ${deciles(joinedAt)} ms`);
+    console.log(`    agents saw all ${N} (10/25/50/75/90/100%): ${deciles(doneAt)} ms`);
+  }
   const c1 = agents.map((a) => procTimes(a.child.pid!));
   const stormCpuS = c1.reduce((s, x, i) => s + (x.cpuTicks - c0[i]!.cpuTicks), 0) / tick;
   console.log(`  all-see-all: ${convergeMs.toFixed(0)} ms (join calls returned after ${joinMs.toFixed(0)} ms; agents used ${stormCpuS.toFixed(1)} CPU-s in all, agent 0 ${((c1[0]!.cpuTicks - c0[0]!.cpuTicks) / tick).toFixed(1)} CPU-s)`);

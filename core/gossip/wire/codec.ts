@@ -41,7 +41,8 @@ import {
   encodeNack,
   encodePacket,
   encodePing,
-  encodePushPull,
+  encodePushNodeState,
+  encodePushPullEncoded,
   encodeStream,
   encodeSuspect,
   encodeUser,
@@ -125,6 +126,40 @@ export function createWireCodec<T extends GossipTypes>(
   const leafCacheLimit = 2048;
   const fromWireCache = new WeakMap<MemberlistMessage, SwimMessage<T>>();
   const latin1 = new TextDecoder("latin1");
+
+  // Every push/pull (a join, its reply, a periodic or repair exchange) lists every member, and a
+  // member's entry stays the same until its incarnation, state, address or metadata changes: a
+  // join target answering a burst of joins re-sent the same entries in each reply. Keep each
+  // member's encoded entry (the core's values are never mutated: a change is a new value).
+  const nodeEntries = new Map<string, {
+    addr: string;
+    incarnation: number;
+    state: NodeStateName;
+    meta: T["meta"];
+    vsn: readonly number[];
+    bytes: Uint8Array;
+  }>();
+  const nodeEntryLimit = 4096;
+
+  function nodeEntry(n: CorePushNodeState<T["meta"]>): Uint8Array {
+    const c = nodeEntries.get(n.name);
+    if (c && c.addr === n.addr && c.incarnation === n.incarnation && c.state === n.state && c.meta === n.meta && c.vsn === n.vsn) {
+      return c.bytes;
+    }
+    const a = addrBytes(n.addr);
+    const bytes = encodePushNodeState({
+      name: n.name,
+      addr: a.ip,
+      port: a.port,
+      meta: adapter.encodeMeta(n.meta),
+      incarnation: n.incarnation,
+      state: stateNames.indexOf(n.state),
+      vsn: Uint8Array.from(n.vsn),
+    });
+    if (!c && nodeEntries.size >= nodeEntryLimit) nodeEntries.clear();
+    nodeEntries.set(n.name, { addr: n.addr, incarnation: n.incarnation, state: n.state, meta: n.meta, vsn: n.vsn, bytes });
+    return bytes;
+  }
 
   function decodeLeaf(bytes: Uint8Array): WireResult<MemberlistMessage> {
     const t = bytes[0];
@@ -242,20 +277,9 @@ export function createWireCodec<T extends GossipTypes>(
         return stream ? encodeUserStream(bytes) : encodeUser(bytes);
       }
       case "pushPull":
-        return encodePushPull({
+        return encodePushPullEncoded({
           join: msg.join,
-          nodes: msg.nodes.map((n): PushNodeState => {
-            const a = addrBytes(n.addr);
-            return {
-              name: n.name,
-              addr: a.ip,
-              port: a.port,
-              meta: adapter.encodeMeta(n.meta),
-              incarnation: n.incarnation,
-              state: stateNames.indexOf(n.state),
-              vsn: Uint8Array.from(n.vsn),
-            };
-          }),
+          nodes: msg.nodes.map(nodeEntry),
           userState: msg.userState === undefined ? new Uint8Array(0) : adapter.encodeState(msg.userState),
         });
       case "err":

@@ -215,3 +215,29 @@ test("codec: the same broadcast received twice decodes to the same value; anothe
   assert.notEqual(newer.msgs[0], first.msgs[1]);
   assert.equal((newer.msgs[0] as Extract<SwimMessage<SerfTypes>, { type: "alive" }>).incarnation, 2);
 });
+
+test("codec: a push/pull's node entries are re-encoded when a member changes (entries are reused otherwise)", () => {
+  const c = serfWireCodec({ compress: false });
+  const vsn = [1, 5, 2, 2, 5, 4];
+  const meta = { role: "node", dc: "dc1" };
+  const userState = { lTime: 4, statusLTimes: new Map([["x", 3]]), leftMembers: [], eventLTime: 1, events: [null, { lTime: 1, events: [{ name: "e", payload: new Uint8Array([1]) }] }, null, null], queryLTime: 1 };
+  const pp = (nodes: Extract<SwimMessage<SerfTypes>, { type: "pushPull" }>["nodes"]): SwimMessage<SerfTypes> => ({ type: "pushPull", join: false, nodes, userState });
+  const x = { name: "x", addr: "10.1.2.3:8301", incarnation: 2, meta, state: "alive" as const, vsn };
+  const y = { name: "y", addr: "10.1.2.4:8301", incarnation: 1, meta, state: "alive" as const, vsn };
+  const steps = [
+    pp([x, y]),
+    pp([x, y]),
+    pp([{ ...x, incarnation: 3 }, y]),
+    pp([{ ...x, incarnation: 3, state: "suspect" }, y]),
+    pp([{ ...x, incarnation: 3, state: "suspect", meta: { role: "node", dc: "dc2" } }, y]),
+    pp([{ ...x, incarnation: 3, state: "suspect", meta: { role: "node", dc: "dc2" }, addr: "10.1.2.5:8302" }, y]),
+    pp([y, { ...x, vsn: [1, 5, 2, 2, 5, 5] }]),
+  ];
+  for (const m of steps) {
+    const bytes = c.encode(m, { stream: true });
+    assert.deepEqual(bytes, serfWireCodec({ compress: false }).encode(m, { stream: true }), "same bytes as a fresh codec");
+    const back = c.decode(bytes, { stream: true });
+    assert.ok(back.ok);
+    assert.deepEqual(back.msgs, [m]);
+  }
+});

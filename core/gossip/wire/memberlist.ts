@@ -208,6 +208,18 @@ export function encodePushPull(pp: PushPull): Uint8Array {
   return w.bytes();
 }
 
+/** The same push/pull from node states already encoded with `encodePushNodeState`. */
+export function encodePushPullEncoded(pp: { join: boolean; nodes: readonly Uint8Array[]; userState: Uint8Array }): Uint8Array {
+  let size = 64 + pp.userState.length;
+  for (const n of pp.nodes) size += n.length;
+  const w = new MpWriter(size);
+  w.byte(MessageType.pushPull);
+  writePushPullHeader(w, { join: pp.join, nodes: pp.nodes.length, userStateLen: pp.userState.length });
+  for (const n of pp.nodes) w.append(n);
+  w.append(pp.userState);
+  return w.bytes();
+}
+
 /** compress{Algo: 0, Buf: lzw(message)} with its type byte. */
 export function encodeCompress(message: Uint8Array): Uint8Array {
   const buf = lzwCompress(message);

@@ -40,6 +40,14 @@ export function ok<T>(value: T): WireResult<T> {
 
 const maxDepth = 64;
 
+// Decoded values are never mutated: every nil (and false/true) is the same object. Serf's
+// push/pull state carries its 512-slot event buffer, mostly nils, in every push/pull.
+const nilValue: MpValue = Object.freeze({ t: "nil" });
+const falseValue: MpValue = Object.freeze({ t: "bool", v: false });
+const trueValue: MpValue = Object.freeze({ t: "bool", v: true });
+/** Positive fixints (0..127): field values such as states, ports' high bytes, small counters. */
+const fixInts: readonly MpValue[] = Array.from({ length: 128 }, (_, i): MpValue => Object.freeze({ t: "int", v: i }));
+
 /** Result of decoding one value from a buffer at an offset. */
 export type DecodeStep = WireResult<{ value: MpValue; offset: number }>;
 
@@ -116,7 +124,7 @@ class Reader {
     }
     const b = this.u8();
     if (b === undefined) return undefined;
-    if (b <= 0x7f) return { t: "int", v: b };
+    if (b <= 0x7f) return fixInts[b];
     if (b >= 0xe0) return { t: "int", v: b - 0x100 };
     if (b >= 0xa0 && b <= 0xbf) return this.raw(b & 0x1f, "raw");
     if (b >= 0x90 && b <= 0x9f) return this.array(b & 0x0f, depth);
@@ -124,11 +132,11 @@ class Reader {
     const v = this.view;
     switch (b) {
       case 0xc0:
-        return { t: "nil" };
+        return nilValue;
       case 0xc2:
-        return { t: "bool", v: false };
+        return falseValue;
       case 0xc3:
-        return { t: "bool", v: true };
+        return trueValue;
       case 0xc4: {
         const n = this.u8();
         return n === undefined ? undefined : this.raw(n, "bin");
@@ -560,6 +568,14 @@ export class MpWriter {
 
   nil(): this {
     return this.byte(0xc0);
+  }
+
+  /** `n` nils in a row. */
+  nils(n: number): this {
+    this.#ensure(n);
+    this.#buf.fill(0xc0, this.#len, this.#len + n);
+    this.#len += n;
+    return this;
   }
 
   bool(b: boolean): this {

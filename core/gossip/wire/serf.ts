@@ -136,7 +136,18 @@ function writePushPull(w: MpWriter, m: MessagePushPull): void {
     EventLTime: (w) => w.int(m.eventLTime),
     Events: (w) => {
       w.arrayHeader(m.events.length);
-      for (const e of m.events) writeUserEvents(w, e);
+      // Serf's event buffer: 512 slots, mostly empty (nil).
+      let nils = 0;
+      for (const e of m.events) {
+        if (e === null) {
+          nils++;
+          continue;
+        }
+        if (nils > 0) w.nils(nils);
+        nils = 0;
+        writeUserEvents(w, e);
+      }
+      if (nils > 0) w.nils(nils);
       return w;
     },
     QueryLTime: (w) => w.int(m.queryLTime),
