@@ -4,13 +4,16 @@
 // 127.0.0.1 free ports, in the same run. Load goes to the leader over
 // keep-alive HTTP: PUT at 1, 16 and 64 connections, then GET at 16
 // connections in each consistency mode (cairn: default, ?consistent, ?stale;
-// etcd: linearizable and serializable range). Prints both and the ratios.
+// etcd: linearizable and serializable range). Prints both and the ratios,
+// with each phase's CPU time of the three servers per operation (user +
+// system, from /proc): on a shared machine latency moves with its load, and
+// CPU per operation shows the work each system does all the same.
 // CAIRN_BENCH_SECONDS (default 3) sets each phase's length. Each target first
 // takes CAIRN_BENCH_WARMUP_SECONDS (default 1) of uncounted PUTs at 16
 // connections, so the first measured phase does not time a cold JIT (ours)
 // or a cold page cache and freshly elected cluster (both).
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,13 +53,29 @@ interface Result {
   p50Ms: number;
   p99Ms: number;
   errors: number;
+  /** CPU time (user + system) of all three servers per operation, microseconds. */
+  serverCpuUsPerOp: number;
 }
 
-/** `conns` workers issuing `op(i)` back to back for `seconds`. */
-async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boolean>, secs = seconds): Promise<Result> {
+/** CPU time used so far by these processes (user + system), microseconds, from /proc. */
+function cpuMicros(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch { /* gone, or not Linux */ }
+  }
+  return (ticks * 1_000_000) / 100; // USER_HZ
+}
+
+/** `conns` workers issuing `op(i)` back to back for `seconds`; `pids` are the servers'. */
+async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boolean>, pids: number[], secs = seconds): Promise<Result> {
   const agent = new Agent({ keepAlive: true, maxSockets: conns });
   const latencies: number[] = [];
   let errors = 0;
+  const cpu0 = cpuMicros(pids);
   const end = performance.now() + secs * 1000;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: conns }, async (_, w) => {
@@ -73,22 +92,32 @@ async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boo
     }
   }));
   const elapsed = (performance.now() - t0) / 1000;
+  const cpu = cpuMicros(pids) - cpu0;
   agent.destroy();
   const sorted = Float64Array.from(latencies).sort();
-  return { opsPerSec: latencies.length / elapsed, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), errors };
+  return {
+    opsPerSec: latencies.length / elapsed,
+    p50Ms: percentile(sorted, 50),
+    p99Ms: percentile(sorted, 99),
+    errors,
+    serverCpuUsPerOp: latencies.length > 0 ? cpu / latencies.length : NaN,
+  };
 }
 
 interface Target {
   name: string;
+  /** The server processes, for their CPU time. */
+  pids: number[];
   put(agent: Agent, i: number): Promise<boolean>;
   gets: Array<{ mode: string; get(agent: Agent, i: number): Promise<boolean> }>;
 }
 
-function cairnTarget(port: number): Target {
+function cairnTarget(port: number, pids: number[]): Target {
   const t = { host: "127.0.0.1", port };
   const get = (q: string) => async (agent: Agent, i: number) => (await httpCall(agent, t, "GET", `/v1/kv/bench/k${i % keyCount}${q}`)).status === 200;
   return {
     name: "cairn",
+    pids,
     put: async (agent, i) => (await httpCall(agent, t, "PUT", `/v1/kv/bench/k${i % keyCount}`, value)).status === 200,
     gets: [
       { mode: "default", get: get("") },
@@ -100,7 +129,7 @@ function cairnTarget(port: number): Target {
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 
-function etcdTarget(port: number): Target {
+function etcdTarget(port: number, pids: number[]): Target {
   const t = { host: "127.0.0.1", port };
   const range = (serializable: boolean) => async (agent: Agent, i: number) => {
     const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), serializable }));
@@ -108,6 +137,7 @@ function etcdTarget(port: number): Target {
   };
   return {
     name: "etcd",
+    pids,
     put: async (agent, i) => {
       const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), value: b64(value) }));
       return (await httpCall(agent, t, "POST", "/v3/kv/put", body)).status === 200;
@@ -122,14 +152,14 @@ function etcdTarget(port: number): Target {
 
 async function runTarget(t: Target): Promise<Map<string, Result>> {
   const out = new Map<string, Result>();
-  if (warmupSeconds > 0) await phase(16, t.put, warmupSeconds);
+  if (warmupSeconds > 0) await phase(16, t.put, t.pids, warmupSeconds);
   for (const conns of [1, 16, 64]) {
-    const r = await phase(conns, t.put);
+    const r = await phase(conns, t.put, t.pids);
     out.set(`PUT c=${conns}`, r);
     console.log(`  ${t.name.padEnd(6)} PUT        c=${String(conns).padEnd(3)} ${fmt(r)}`);
   }
   for (const g of t.gets) {
-    const r = await phase(16, g.get);
+    const r = await phase(16, g.get, t.pids);
     out.set(`GET ${g.mode} c=16`, r);
     console.log(`  ${t.name.padEnd(6)} GET ${g.mode.padEnd(10)} c=16 ${fmt(r)}`);
   }
@@ -137,7 +167,7 @@ async function runTarget(t: Target): Promise<Map<string, Result>> {
 }
 
 function fmt(r: Result): string {
-  return `${r.opsPerSec.toFixed(0).padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms  errors ${r.errors}`;
+  return `${r.opsPerSec.toFixed(0).padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms  servers' CPU ${r.serverCpuUsPerOp.toFixed(0).padStart(5)} us/op  errors ${r.errors}`;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -185,20 +215,20 @@ async function main(): Promise<void> {
     cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
     for (const s of cluster.servers) cluster.start(s);
     const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
-    const cairn = await runTarget(cairnTarget(leader.http));
+    const cairn = await runTarget(cairnTarget(leader.http, cluster.servers.map((x) => x.proc?.pid ?? -1)));
     await cluster.stopAll();
 
     if (!existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
     etcd = await startEtcd();
-    const etcdResults = await runTarget(etcdTarget(etcd.leaderPort));
+    const etcdResults = await runTarget(etcdTarget(etcd.leaderPort, etcd.procs.map((p) => p.pid ?? -1)));
 
     console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
-    console.log("\n# ratios cairn / etcd (ops/s higher is better; p99 lower is better)");
+    console.log("\n# ratios cairn / etcd (ops/s higher is better; p50, p99 and CPU per operation lower is better)");
     console.log("  (etcd GET default and consistent are both linearizable ranges; stale = serializable)");
     for (const [k, c] of cairn) {
       const e = etcdResults.get(k);
       if (!e) continue;
-      console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x`);
+      console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p50 ${(c.p50Ms / e.p50Ms).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x   servers' CPU/op ${(c.serverCpuUsPerOp / e.serverCpuUsPerOp).toFixed(2).padStart(5)}x`);
     }
   } finally {
     await cluster?.stopAll();
