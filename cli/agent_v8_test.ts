@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { busyCpuShare, busyFlags, busyWindowMs, clientV8, defaultBudgetFlags, isBusy, leanFlags, type V8Deps } from "./agent_v8.ts";
+import { busyCpuShare, busyFlags, busyWindowMs, clientV8, isBusy, leanFlags, serverBudgetFlags, type V8Deps } from "./agent_v8.ts";
 
 /** A process whose CPU time and clock the test moves, and whose timer it fires. */
 function fakeProcess() {
@@ -66,13 +66,13 @@ test("clientV8: one busy window restores V8's defaults for good", () => {
   assert.deepEqual(p.flags, [...leanFlags, ...busyFlags]);
 });
 
-test("clientV8: servers and -dev get V8's default tier-up budget and are not watched", () => {
+test("clientV8: servers and -dev get the server tier-up budget and are not watched", () => {
   for (const config of [{ server: true, dev: false }, { server: false, dev: true }]) {
     const p = fakeProcess();
     const v8 = clientV8(config, p.deps);
     v8.started();
     p.window(1);
-    assert.deepEqual(p.flags, defaultBudgetFlags);
+    assert.deepEqual(p.flags, serverBudgetFlags);
     assert.equal(v8.busy, true);
     assert.equal(p.watching, false);
   }
