@@ -11,6 +11,7 @@ import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft.ts";
 import { RaftCore } from "./raft.ts";
+import { IndexQueue } from "./index_queue.ts";
 import type {
   Configuration,
   HardState,
@@ -128,7 +129,8 @@ export class RaftNode implements Consensus {
   #lastContact: number;
   #role: Role;
   #addresses = new Map<ServerId, string>();
-  #pending = new Map<number, PendingApply>();
+  /** Proposals by log index (not a Map: see index_queue.ts). */
+  #pending = new IndexQueue<PendingApply>();
   #reads = new Map<number, PendingRead>();
   #waitingApply: PendingRead[] = [];
   #readSeq = 0;
@@ -574,7 +576,7 @@ export class RaftNode implements Consensus {
     if (!is) {
       // Leadership lost: proposals may or may not commit; tell callers we cannot know.
       const err = new NotLeaderError(this.leaderAddr() || undefined);
-      for (const [i, p] of this.#pending) {
+      for (const [i, p] of this.#pending.entries()) {
         this.#pending.delete(i);
         p.cleanup();
         p.reject(err);
