@@ -36,6 +36,39 @@ export interface HttpServer {
 
 const emptyBody = new Uint8Array(0);
 
+/**
+ * A request whose AbortSignal is made on first use. A class with the getter
+ * on its prototype, not an object literal with `get signal()`: V8 stores such
+ * a literal's getter in an AccessorPair allocated straight in the old
+ * generation, which points at the getter's closure, so every request's
+ * objects (the closure context: req, res, parser state, the handler's
+ * promises) stayed reachable for young-generation GCs through dead pairs
+ * until the next full GC and were all promoted. At 64 connections that was
+ * ~2.5 MB promoted per scavenge on the leader: 5-12 ms scavenges every
+ * ~100 ms and a full GC every ~2 s.
+ */
+class NodeRequest implements HttpRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly body: Uint8Array;
+  readonly #signal: () => AbortSignal;
+
+  constructor(method: string, path: string, query: URLSearchParams, headers: NodeRequest["headers"], body: Uint8Array, signal: () => AbortSignal) {
+    this.method = method;
+    this.path = path;
+    this.query = query;
+    this.headers = headers;
+    this.body = body;
+    this.#signal = signal;
+  }
+
+  get signal(): AbortSignal {
+    return this.#signal();
+  }
+}
+
 export function listenErrorMessage(host: string, port: number, err: unknown): string {
   return listenErrorText({ what: "", host, port, portFlag: "-http-port", checkWith: "ss -ltnp", err });
 }
@@ -164,16 +197,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     });
 
     const run = (body: Uint8Array): void => {
-      const request: HttpRequest = {
-        method,
-        path,
-        query: new URLSearchParams(rawQuery),
-        headers: req.headers,
-        body,
-        get signal() {
-          return signal();
-        },
-      };
+      const request = new NodeRequest(method, path, new URLSearchParams(rawQuery), req.headers, body, signal);
       active++;
       const startedMs = logger.isEnabled("trace") ? performance.now() : 0;
       void router.dispatch(found.route, request).then((r) => {

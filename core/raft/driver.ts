@@ -11,10 +11,12 @@ import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft.ts";
 import { RaftCore } from "./raft.ts";
+import { IndexQueue } from "./index_queue.ts";
 import type {
   Configuration,
   HardState,
   Fsm,
+  LogEntry,
   LogStore,
   RaftMessage,
   RaftTransport,
@@ -138,7 +140,8 @@ export class RaftNode implements Consensus {
   #lastContact: number;
   #role: Role;
   #addresses = new Map<ServerId, string>();
-  #pending = new Map<number, PendingApply>();
+  /** Proposals by log index (not a Map: see index_queue.ts). */
+  #pending = new IndexQueue<PendingApply>();
   #reads = new Map<number, PendingRead>();
   #waitingApply: PendingRead[] = [];
   #readSeq = 0;
@@ -489,8 +492,15 @@ export class RaftNode implements Consensus {
       this.#storeCompacted = meta.index;
       for (const s of meta.configuration.servers) this.#addresses.set(s.id, s.address);
     }
-    if (rd.entries.length > 0 && !background) {
-      await o.logStore.append(rd.entries);
+    // Committed entries are applied while our write runs (etcd does the
+    // same): they are durable on a quorum already, so answering them need
+    // not wait for the entries this Ready adds. Under load nearly every Ready
+    // has both, and each answer used to wait for one more fsync.
+    const persisted = rd.entries.length > 0 && !background ? o.logStore.append(rd.entries) : undefined;
+    persisted?.catch(() => {}); // awaited below; only so a throwing apply leaves no unhandled rejection
+    this.#applyCommitted(rd.committed);
+    if (persisted) {
+      await persisted;
       this.stats.logSyncs++;
       for (const e of rd.entries) if (e.type === "config") this.#learnAddresses(e.data);
     }
@@ -506,23 +516,7 @@ export class RaftNode implements Consensus {
     if (this.#stopped) return;
     // 2. Send the rest.
     this.#send(rd, rd.sendBeforePersist, rd.messages.length);
-    // 3. Apply.
-    for (const e of rd.committed) {
-      if (e.index <= this.#applied) continue;
-      let result: unknown = undefined;
-      if (e.type === "normal") {
-        result = o.fsm.apply(e.index, e.data);
-        this.stats.applied++;
-      }
-      this.#applied = e.index;
-      const p = this.#pending.get(e.index);
-      if (p) {
-        this.#pending.delete(e.index);
-        p.cleanup();
-        if (p.term === e.term) p.resolve({ index: e.index, result });
-        else p.reject(new NotLeaderError(this.leaderAddr() || undefined));
-      }
-    }
+    // 3. Reads.
     for (const rs of rd.readStates) {
       const read = this.#reads.get(rs.ctx);
       if (!read) continue;
@@ -541,6 +535,25 @@ export class RaftNode implements Consensus {
     // 4. Housekeeping: snapshot (here, or on its own timer) and compaction.
     if ((o.snapshotIntervalMs ?? 0) <= 0) await this.#snapshotIfDue();
     else await this.#compactLog();
+  }
+
+  #applyCommitted(committed: LogEntry[]): void {
+    for (const e of committed) {
+      if (e.index <= this.#applied) continue;
+      let result: unknown = undefined;
+      if (e.type === "normal") {
+        result = this.#o.fsm.apply(e.index, e.data);
+        this.stats.applied++;
+      }
+      this.#applied = e.index;
+      const p = this.#pending.get(e.index);
+      if (p) {
+        this.#pending.delete(e.index);
+        p.cleanup();
+        if (p.term === e.term) p.resolve({ index: e.index, result });
+        else p.reject(new NotLeaderError(this.leaderAddr() || undefined));
+      }
+    }
   }
 
   /** Snapshot if snapshotThreshold entries were applied since the last one, then drop what the core compacted. */
@@ -618,7 +631,7 @@ export class RaftNode implements Consensus {
     if (!is) {
       // Leadership lost: proposals may or may not commit; tell callers we cannot know.
       const err = new NotLeaderError(this.leaderAddr() || undefined);
-      for (const [i, p] of this.#pending) {
+      for (const [i, p] of this.#pending.entries()) {
         this.#pending.delete(i);
         p.cleanup();
         p.reject(err);

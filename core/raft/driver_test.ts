@@ -296,6 +296,53 @@ test("driver: a leader replicates while its own log write syncs, and a crash bef
   await stopping;
 });
 
+test("driver: a committed write is answered while the next log write still syncs (leader waiting for its own writes)", async () => {
+  const clock = new SimClock();
+  const rng = new Rng(7);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 1] });
+  // The leader's disk takes 40 ms per sync, the followers' 2 ms.
+  const slow = new Set<string>();
+  const ids = ["a", "b", "c"];
+  const stores = ids.map((id) => {
+    const syncDelay = (): Promise<void> => new Promise((r) => clock.setTimer(slow.has(id) ? 40 : 2, r));
+    return { id, log: new MemoryLogStore({ syncDelay }), stable: new MemoryStableStore({ syncDelay }) };
+  });
+  const nodes = await Promise.all(stores.map((s) => createRaftNode({
+    id: s.id,
+    address: s.id,
+    peers: ids.map((p) => ({ id: p, address: p })),
+    fsm: new SimFsm(),
+    logStore: s.log,
+    stableStore: s.stable,
+    snapshotStore: new MemorySnapshotStore(),
+    transport: new SimRaftTransport(net, s.id),
+    clock,
+    rng: rng.fork(),
+    tickMs: 10,
+    // What every follower does; a leader writes in the background otherwise (the test above).
+    asyncLeaderAppend: false,
+  })));
+  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+  await clock.runFor(100);
+  const li = nodes.findIndex((n) => n.isLeader());
+  const leader = nodes[li]!;
+  const ls = stores[li]!;
+  slow.add(ls.id);
+  const before = ls.log.syncs;
+  let acked1 = -1;
+  void leader.apply(enc.encode("w1")).then(() => { acked1 = ls.log.syncs - before; });
+  // w1 commits on the followers' copies within a few ms, while the leader's
+  // own write of it still syncs; w2 arrives meanwhile and goes into the next
+  // Ready together with w1's commit.
+  await clock.runFor(10);
+  void leader.apply(enc.encode("w2")).catch(() => {});
+  await clock.runUntil(() => acked1 >= 0, { maxMs: 1_000, what: "w1 acknowledged" });
+  assert.equal(acked1, 1, "w1 is answered once its own write synced, not after w2's write as well");
+  const stopped = Promise.all(nodes.map((n) => n.stop()));
+  await clock.runFor(200);
+  await stopped;
+});
+
 for (const commitNotifyMs of [5, 0]) {
   test(`driver: commitNotifyMs=${commitNotifyMs}: ${commitNotifyMs > 0 ? "a commit rides on the next append, the last one is announced after the delay" : "every commit is announced at once"}`, async () => {
     const w = world(4);

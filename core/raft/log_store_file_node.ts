@@ -28,6 +28,7 @@ import { CorruptionError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import { validateLogEntry } from "./codec.ts";
+import { IndexQueue } from "./index_queue.ts";
 import type { LogEntry, LogStore } from "./types.ts";
 
 // ---------------------------------------------------------------- crc32
@@ -272,7 +273,8 @@ export class FileLogStore implements LogStore {
   #segments: Segment[] = [];
   /** Entries below this index are logically deleted (0: none). */
   #start = 0;
-  #cache = new Map<number, LogEntry>();
+  /** Recent entries by index (not a Map: see index_queue.ts). */
+  #cache = new IndexQueue<LogEntry>();
   /** Lowest index whose bytes are not yet written (Infinity: all written); the cache keeps these. */
   #unwrittenFrom = Infinity;
   /** Reads in progress; truncation and deletion wait for them (and block new ones). */
@@ -648,7 +650,7 @@ export class FileLogStore implements LogStore {
 
   /** Drops entries >= index (index within the log). Returns true when files were removed. */
   async #truncateFrom(index: number): Promise<boolean> {
-    for (const k of [...this.#cache.keys()]) if (k >= index) this.#cache.delete(k);
+    this.#cache.deleteFrom(index);
     let removed = false;
     // Remove later segments newest first, so a crash leaves a contiguous log.
     while (this.#segments.length > 0 && this.#segments.at(-1)!.firstIndex > index) {
@@ -682,7 +684,7 @@ export class FileLogStore implements LogStore {
       // Compaction: hide entries <= max, then remove whole segments below the cut.
       await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode(String(max + 1)));
       this.#start = max + 1;
-      for (const k of [...this.#cache.keys()]) if (k <= max) this.#cache.delete(k);
+      this.#cache.deleteUpTo(max);
       let n = 0;
       while (n < this.#segments.length - 1 && segmentLast(this.#segments[n]!) <= max) n++;
       if (n > 0) {
@@ -750,12 +752,8 @@ export class FileLogStore implements LogStore {
   }
 
   #trimCache(): void {
-    if (this.#cache.size <= this.#cacheEntries) return;
-    for (const k of this.#cache.keys()) {
-      if (this.#cache.size <= this.#cacheEntries) break;
-      if (k >= this.#unwrittenFrom) continue;
-      this.#cache.delete(k);
-    }
+    // Oldest first; entries not yet written stay (reads during the write need them).
+    while (this.#cache.size > this.#cacheEntries && this.#cache.firstKey()! < this.#unwrittenFrom) this.#cache.shift();
   }
 
   // ------------------------------------------------------------ open
