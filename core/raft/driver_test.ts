@@ -223,18 +223,23 @@ test("driver: leadership transfer hands over to the named server and notifies li
   for (const n of nodes) await n.stop();
 });
 
-test("driver: a leader replicates while its own log write syncs, and a crash before that sync loses no acknowledged write", async () => {
+/**
+ * Three servers on a simulated network whose disks sync in 2 ms, or in
+ * 40 ms for the ids put in `slow` (a test slows the leader's once it leads).
+ * `boot` starts (or restarts) one with a fresh Fsm; `elect` boots all three
+ * and names the leader once it has led for 100 ms.
+ */
+function slowDiskCluster(seed: number, extra: { asyncLeaderAppend?: boolean } = {}) {
   const clock = new SimClock();
-  const rng = new Rng(6);
+  const rng = new Rng(seed);
   const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 1] });
-  // The leader's disk takes 40 ms per sync, the followers' 2 ms.
   const slow = new Set<string>();
   const ids = ["a", "b", "c"];
   const stores = ids.map((id) => {
     const syncDelay = (): Promise<void> => new Promise((r) => clock.setTimer(slow.has(id) ? 40 : 2, r));
     return { id, log: new MemoryLogStore({ syncDelay }), stable: new MemoryStableStore({ syncDelay }), snaps: new MemorySnapshotStore(), fsm: new SimFsm() };
   });
-  const boot = (s: (typeof stores)[number]) => {
+  const boot = (s: (typeof stores)[number]): Promise<RaftNode> => {
     s.fsm = new SimFsm();
     return createRaftNode({
       id: s.id,
@@ -248,12 +253,22 @@ test("driver: a leader replicates while its own log write syncs, and a crash bef
       clock,
       rng: rng.fork(),
       tickMs: 10,
+      ...extra,
     });
   };
-  const nodes = await Promise.all(stores.map(boot));
-  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
-  await clock.runFor(100);
-  const li = nodes.findIndex((n) => n.isLeader());
+  const elect = async (): Promise<{ nodes: RaftNode[]; li: number }> => {
+    const nodes = await Promise.all(stores.map(boot));
+    await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+    await clock.runFor(100);
+    return { nodes, li: nodes.findIndex((n) => n.isLeader()) };
+  };
+  return { clock, net, slow, stores, boot, elect };
+}
+
+test("driver: a leader replicates while its own log write syncs, and a crash before that sync loses no acknowledged write", async () => {
+  // The leader's disk takes 40 ms per sync, the followers' 2 ms.
+  const { clock, net, slow, stores, boot, elect } = slowDiskCluster(6);
+  const { nodes, li } = await elect();
   const leader = nodes[li]!;
   const ls = stores[li]!;
   const followers = stores.filter((_, i) => i !== li);
@@ -297,34 +312,11 @@ test("driver: a leader replicates while its own log write syncs, and a crash bef
 });
 
 test("driver: a committed write is answered while the next log write still syncs (leader waiting for its own writes)", async () => {
-  const clock = new SimClock();
-  const rng = new Rng(7);
-  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 1] });
-  // The leader's disk takes 40 ms per sync, the followers' 2 ms.
-  const slow = new Set<string>();
-  const ids = ["a", "b", "c"];
-  const stores = ids.map((id) => {
-    const syncDelay = (): Promise<void> => new Promise((r) => clock.setTimer(slow.has(id) ? 40 : 2, r));
-    return { id, log: new MemoryLogStore({ syncDelay }), stable: new MemoryStableStore({ syncDelay }) };
-  });
-  const nodes = await Promise.all(stores.map((s) => createRaftNode({
-    id: s.id,
-    address: s.id,
-    peers: ids.map((p) => ({ id: p, address: p })),
-    fsm: new SimFsm(),
-    logStore: s.log,
-    stableStore: s.stable,
-    snapshotStore: new MemorySnapshotStore(),
-    transport: new SimRaftTransport(net, s.id),
-    clock,
-    rng: rng.fork(),
-    tickMs: 10,
-    // What every follower does; a leader writes in the background otherwise (the test above).
-    asyncLeaderAppend: false,
-  })));
-  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
-  await clock.runFor(100);
-  const li = nodes.findIndex((n) => n.isLeader());
+  // The leader's disk takes 40 ms per sync, the followers' 2 ms. Without
+  // asyncLeaderAppend, as every follower: the leader waits for its own writes
+  // (with it the leader answers even sooner, the test above).
+  const { clock, slow, stores, elect } = slowDiskCluster(7, { asyncLeaderAppend: false });
+  const { nodes, li } = await elect();
   const leader = nodes[li]!;
   const ls = stores[li]!;
   slow.add(ls.id);
