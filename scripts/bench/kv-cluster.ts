@@ -1,7 +1,10 @@
 // Cluster KV benchmark (not a test): `node --import tsx scripts/bench/kv-cluster.ts`.
 // Three cairn servers (dist/cairn, or CAIRN_E2E_BIN; fsync on, as always)
-// and then a three-member etcd (/usr/bin/etcd, its JSON gateway) on
-// 127.0.0.1 free ports, in the same run. Load goes to the leader over
+// and a three-member etcd (/usr/bin/etcd, its JSON gateway) side by side on
+// 127.0.0.1 free ports, in the same run. Each phase alternates between the
+// two in CAIRN_BENCH_ROUNDS (default 3) slices, cairn first, then etcd
+// first, and so on: a shared machine's load changes by the second, and it
+// should fall on both alike. Load goes to the leader over
 // keep-alive HTTP: PUT at 1, 16 and 64 connections, then GET at 16
 // connections in each consistency mode (cairn: default, ?consistent, ?stale;
 // etcd: linearizable and serializable range). Prints both and the ratios,
@@ -22,6 +25,7 @@ import { makeCluster, waitForLeader, type Cluster } from "../e2e/raft_cluster.ts
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
+const rounds = Math.max(1, Math.floor(Number(process.env.CAIRN_BENCH_ROUNDS ?? 3)));
 const keyCount = 1_000;
 const value = Buffer.alloc(64, "v");
 
@@ -70,38 +74,55 @@ function cpuMicros(pids: number[]): number {
   return (ticks * 1_000_000) / 100; // USER_HZ
 }
 
-/** `conns` workers issuing `op(i)` back to back for `seconds`; `pids` are the servers'. */
-async function phase(conns: number, op: (agent: Agent, i: number) => Promise<boolean>, pids: number[], secs = seconds): Promise<Result> {
-  const agent = new Agent({ keepAlive: true, maxSockets: conns });
-  const latencies: number[] = [];
-  let errors = 0;
+/** One phase's figures for one target, summed over its slices. */
+class Tally {
+  latencies: number[] = [];
+  errors = 0;
+  seconds = 0;
+  cpuMicros = 0;
+  /** Each worker's next operation number, carried from slice to slice. */
+  next: number[];
+  readonly agent: Agent;
+  constructor(readonly conns: number) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: conns });
+    this.next = Array.from({ length: conns }, (_, w) => w);
+  }
+
+  result(): Result {
+    this.agent.destroy();
+    const sorted = Float64Array.from(this.latencies).sort();
+    const n = sorted.length;
+    return {
+      opsPerSec: n / this.seconds,
+      p50Ms: percentile(sorted, 50),
+      p99Ms: percentile(sorted, 99),
+      errors: this.errors,
+      serverCpuUsPerOp: n > 0 ? this.cpuMicros / n : NaN,
+    };
+  }
+}
+
+/** `tally.conns` workers issuing `op(i)` back to back for `secs`; `pids` are the servers'. */
+async function slice(tally: Tally, op: (agent: Agent, i: number) => Promise<boolean>, pids: number[], secs: number): Promise<void> {
   const cpu0 = cpuMicros(pids);
-  const end = performance.now() + secs * 1000;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: conns }, async (_, w) => {
-    let i = w;
+  const end = t0 + secs * 1000;
+  await Promise.all(tally.next.map(async (first, w) => {
+    let i = first;
     while (performance.now() < end) {
       const s = performance.now();
       try {
-        if (!(await op(agent, i))) errors++;
+        if (!(await op(tally.agent, i))) tally.errors++;
       } catch {
-        errors++;
+        tally.errors++;
       }
-      latencies.push(performance.now() - s);
-      i += conns;
+      tally.latencies.push(performance.now() - s);
+      i += tally.conns;
     }
+    tally.next[w] = i;
   }));
-  const elapsed = (performance.now() - t0) / 1000;
-  const cpu = cpuMicros(pids) - cpu0;
-  agent.destroy();
-  const sorted = Float64Array.from(latencies).sort();
-  return {
-    opsPerSec: latencies.length / elapsed,
-    p50Ms: percentile(sorted, 50),
-    p99Ms: percentile(sorted, 99),
-    errors,
-    serverCpuUsPerOp: latencies.length > 0 ? cpu / latencies.length : NaN,
-  };
+  tally.seconds += (performance.now() - t0) / 1000;
+  tally.cpuMicros += cpuMicros(pids) - cpu0;
 }
 
 interface Target {
@@ -150,18 +171,40 @@ function etcdTarget(port: number, pids: number[]): Target {
   };
 }
 
-async function runTarget(t: Target): Promise<Map<string, Result>> {
-  const out = new Map<string, Result>();
-  if (warmupSeconds > 0) await phase(16, t.put, t.pids, warmupSeconds);
-  for (const conns of [1, 16, 64]) {
-    const r = await phase(conns, t.put, t.pids);
-    out.set(`PUT c=${conns}`, r);
-    console.log(`  ${t.name.padEnd(6)} PUT        c=${String(conns).padEnd(3)} ${fmt(r)}`);
+type Op = (agent: Agent, i: number) => Promise<boolean>;
+
+/**
+ * One phase for every target, in `rounds` slices each, alternating which
+ * target goes first (ABBA), so that a shared machine's changing load falls
+ * on all of them alike instead of on whichever ran later.
+ */
+async function interleaved(label: string, conns: number, targets: Target[], op: (t: Target) => Op): Promise<Result[]> {
+  const tallies = targets.map(() => new Tally(conns));
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => targets.length - 1 - k);
+    for (const k of order) await slice(tallies[k]!, op(targets[k]!), targets[k]!.pids, seconds / rounds);
   }
-  for (const g of t.gets) {
-    const r = await phase(16, g.get, t.pids);
-    out.set(`GET ${g.mode} c=16`, r);
-    console.log(`  ${t.name.padEnd(6)} GET ${g.mode.padEnd(10)} c=16 ${fmt(r)}`);
+  const results = tallies.map((t) => t.result());
+  targets.forEach((t, k) => console.log(`  ${t.name.padEnd(6)} ${label} ${fmt(results[k]!)}`));
+  return results;
+}
+
+async function runAll(targets: Target[]): Promise<Array<Map<string, Result>>> {
+  const out = targets.map(() => new Map<string, Result>());
+  if (warmupSeconds > 0) {
+    for (const t of targets) {
+      const warm = new Tally(16);
+      await slice(warm, t.put, t.pids, warmupSeconds);
+      warm.agent.destroy();
+    }
+  }
+  const record = (key: string, results: Result[]) => results.forEach((r, k) => out[k]!.set(key, r));
+  for (const conns of [1, 16, 64]) {
+    record(`PUT c=${conns}`, await interleaved(`PUT        c=${String(conns).padEnd(3)}`, conns, targets, (t) => t.put));
+  }
+  for (let g = 0; g < targets[0]!.gets.length; g++) {
+    const mode = targets[0]!.gets[g]!.mode;
+    record(`GET ${mode} c=16`, await interleaved(`GET ${mode.padEnd(10)} c=16`, 16, targets, (t) => t.gets[g]!.get));
   }
   return out;
 }
@@ -211,16 +254,17 @@ async function main(): Promise<void> {
   let etcd: { procs: ChildProcess[]; leaderPort: number; dir: string } | undefined;
   try {
     console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader`);
+    console.log(`# both clusters run side by side; each phase alternates between them in ${rounds} slices of ${(seconds / rounds).toFixed(2)}s`);
     console.log(`# load average at start: ${loadavg().map((x) => x.toFixed(2)).join(" ")} (the machine may be shared)`);
     cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
     for (const s of cluster.servers) cluster.start(s);
     const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
-    const cairn = await runTarget(cairnTarget(leader.http, cluster.servers.map((x) => x.proc?.pid ?? -1)));
-    await cluster.stopAll();
-
     if (!existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
     etcd = await startEtcd();
-    const etcdResults = await runTarget(etcdTarget(etcd.leaderPort, etcd.procs.map((p) => p.pid ?? -1)));
+    const [cairn, etcdResults] = await runAll([
+      cairnTarget(leader.http, cluster.servers.map((x) => x.proc?.pid ?? -1)),
+      etcdTarget(etcd.leaderPort, etcd.procs.map((p) => p.pid ?? -1)),
+    ]) as [Map<string, Result>, Map<string, Result>];
 
     console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
     console.log("\n# ratios cairn / etcd (ops/s higher is better; p50, p99 and CPU per operation lower is better)");
