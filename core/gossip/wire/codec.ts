@@ -32,6 +32,7 @@ import { addrToString, parseAddr } from "./addr.ts";
 import {
   decodeMessage,
   decodePacket,
+  decodePushNodeState,
   encodeAck,
   encodeAlive,
   encodeCompound,
@@ -140,6 +141,49 @@ export function createWireCodec<T extends GossipTypes>(
     bytes: Uint8Array;
   }>();
   const nodeEntryLimit = 4096;
+
+  // The receiving side of the same: a push/pull reply repeats every entry the member's last
+  // exchange carried, and during a join storm each node pulls several (its join, then repairs).
+  // Each distinct entry (by its bytes) is decoded and converted once; the values are shared
+  // like every decoded message (never mutated).
+  const nodeStates = new Map<string, PushNodeState>();
+  const nodeStateLimit = 4096;
+  const coreNodeStates = new WeakMap<PushNodeState, CorePushNodeState<T["meta"]>>();
+
+  function decodeNodeState(bytes: Uint8Array, start: number, end: number): WireResult<PushNodeState> {
+    const own = bytes.slice(start, end); // the value keeps subarrays of it, not of the whole stream
+    const key = latin1.decode(own);
+    const hit = nodeStates.get(key);
+    if (hit) return { ok: true, value: hit };
+    const r = decodePushNodeState(own);
+    if (r.ok) {
+      if (nodeStates.size >= nodeStateLimit) nodeStates.clear();
+      nodeStates.set(key, r.value);
+    }
+    return r;
+  }
+
+  /** A push/pull entry as the core takes it, or undefined (reported each time) when it cannot be. */
+  function coreNodeState(n: PushNodeState): CorePushNodeState<T["meta"]> | undefined {
+    const hit = coreNodeStates.get(n);
+    if (hit) return hit;
+    const state = stateNames[n.state];
+    const meta = decodeMetaOf(n.name, n.meta);
+    if (state === undefined || !meta.ok) {
+      report(meta.ok ? { code: "bad_field", message: `Unknown node state ${n.state}` } : meta.error);
+      return undefined;
+    }
+    const out: CorePushNodeState<T["meta"]> = {
+      name: n.name,
+      addr: addrToString(n.addr, n.port),
+      incarnation: n.incarnation,
+      meta: meta.value,
+      state,
+      vsn: [...n.vsn],
+    };
+    coreNodeStates.set(n, out);
+    return out;
+  }
 
   function nodeEntry(n: CorePushNodeState<T["meta"]>): Uint8Array {
     const c = nodeEntries.get(n.name);
@@ -354,20 +398,8 @@ export function createWireCodec<T extends GossipTypes>(
       case "pushPull": {
         const nodes: CorePushNodeState<T["meta"]>[] = [];
         for (const n of m.body.nodes) {
-          const state = stateNames[n.state];
-          const meta = decodeMetaOf(n.name, n.meta);
-          if (state === undefined || !meta.ok) {
-            report(meta.ok ? { code: "bad_field", message: `Unknown node state ${n.state}` } : meta.error);
-            continue;
-          }
-          nodes.push({
-            name: n.name,
-            addr: addrToString(n.addr, n.port),
-            incarnation: n.incarnation,
-            meta: meta.value,
-            state,
-            vsn: [...n.vsn],
-          });
+          const c = coreNodeState(n);
+          if (c) nodes.push(c);
         }
         const out: SwimMessage<T> = { type: "pushPull", join: m.body.join, nodes };
         if (m.body.userState.length > 0) {
@@ -402,7 +434,7 @@ export function createWireCodec<T extends GossipTypes>(
     decode(payload, opts): DecodeResult<T> {
       try {
         if (opts.stream) {
-          const r = parseStream(payload, { maxBytes });
+          const r = parseStream(payload, { maxBytes, decodeNodeState });
           if (r.status === "more") return { ok: false, error: "Stream message is incomplete" };
           if (r.status === "error") return { ok: false, error: r.error.message };
           const m = fromWire(r.message);

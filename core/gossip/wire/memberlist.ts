@@ -581,7 +581,7 @@ interface PushPullStep {
 export function decodePushPullBody(
   bytes: Uint8Array,
   offset: number,
-  limits: { maxNodes: number },
+  limits: { maxNodes: number; decodeNodeState?: NodeStateDecoder },
 ): WireResult<PushPullStep> {
   const hs = decodeValue(bytes, offset);
   if (!hs.ok) return hs;
@@ -595,6 +595,16 @@ export function decodePushPullBody(
   for (let i = 0; i < count; i++) {
     // Each node state takes at least one byte: fail fast when the claim cannot fit.
     if (bytes.length - off < count - i) return fail("truncated", "Push/pull node states truncated");
+    if (limits.decodeNodeState) {
+      const end = skipValue(bytes, off);
+      if (end === -1) return fail("truncated", "Push/pull node states truncated");
+      if (end < 0) return fail("bad_msgpack", `Invalid msgpack in push/pull node state at offset ${off}`);
+      const n = limits.decodeNodeState(bytes, off, end);
+      if (!n.ok) return n;
+      nodes.push(n.value);
+      off = end;
+      continue;
+    }
     const s = decodeValue(bytes, off);
     if (!s.ok) return s;
     const n = structFrom(s.value.value, "pushNodeState", nodeStateBody);
@@ -606,6 +616,13 @@ export function decodePushPullBody(
   const userState = bytes.slice(off, off + userStateLen);
   return ok({ pushPull: { join, nodes, userState }, offset: off + userStateLen });
 }
+
+/**
+ * Decodes the one push/pull node state in `bytes[start, end)` (as
+ * decodePushNodeState would): lets a codec reuse what it decoded before,
+ * since a member's entry repeats byte for byte until the member changes.
+ */
+export type NodeStateDecoder = (bytes: Uint8Array, start: number, end: number) => WireResult<PushNodeState>;
 
 /** Decodes one pushNodeState value (no type byte). */
 export function decodePushNodeState(bytes: Uint8Array): WireResult<PushNodeState> {
@@ -628,6 +645,8 @@ export interface StreamParseOptions {
   maxBytes?: number;
   /** Cap on push/pull node count (default 100000). */
   maxNodes?: number;
+  /** Decodes each push/pull node state (default: decodePushNodeState on its bytes). */
+  decodeNodeState?: NodeStateDecoder;
 }
 
 /**
@@ -673,7 +692,7 @@ function parseStreamInner(buf: Uint8Array, options: StreamParseOptions): StreamP
   const t = buf[0]!;
   switch (t) {
     case MessageType.pushPull: {
-      const r = decodePushPullBody(buf, 1, { maxNodes: options.maxNodes ?? 100_000 });
+      const r = decodePushPullBody(buf, 1, { maxNodes: options.maxNodes ?? 100_000, decodeNodeState: options.decodeNodeState });
       if (!r.ok) return more(r.error);
       return done({ type: "pushPull", body: r.value.pushPull }, r.value.offset);
     }
