@@ -1,7 +1,8 @@
 // Running a child command for `lock` and `watch`, as Consul does: through
 // `sh -c` when -shell (the default), else argv directly; output forwarded to
 // the command's io; stopped with SIGTERM, then SIGKILL after a grace period.
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { spawn } from "../core/lazy_builtins_node.ts";
 import type { CliIo } from "./_io.ts";
 
 export const killGraceMs = 5_000;

@@ -2,7 +2,7 @@
 // nested verbs found by longest match, Consul's usage text and exit codes.
 // cli/main.ts is the process entry; everything here is callable from tests
 // through `runCli(argv, io)`.
-import { readFile } from "node:fs/promises";
+import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { setFlagsFromString } from "node:v8";
 import { agentCommand } from "./agent.ts";
 import type { CliIo, Command } from "./_io.ts";
@@ -36,6 +36,8 @@ import { rttCommand } from "./rtt.ts";
 import { snapshotInspect, snapshotRestore, snapshotSave } from "./snapshot.ts";
 import { lockCommand } from "./lock.ts";
 import { watchCommand } from "./watch.ts";
+
+const readFile = lazyFsPromises("readFile");
 
 /** A command that only groups subcommands (`cairn kv`). */
 function parentCommand(name: string, synopsis: string, text: string): Command {

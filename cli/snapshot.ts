@@ -1,6 +1,6 @@
 // `cairn snapshot save | restore | inspect`, as consul command/snapshot: the
 // whole server state as one verified archive file.
-import { rename, rm, writeFile } from "node:fs/promises";
+import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { encode } from "@msgpack/msgpack";
 import { errorMessage } from "../core/errors.ts";
 import { readSnapshotArchive } from "../core/server/snapshot_archive.ts";
@@ -10,6 +10,10 @@ import { apiClientFromFlags, bool, formatHelp, httpFlags } from "./_flags.ts";
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
+
+const rename = lazyFsPromises("rename");
+const rm = lazyFsPromises("rm");
+const writeFile = lazyFsPromises("writeFile");
 
 function oneFile(positionals: string[], io: CliIo): string | undefined {
   if (positionals.length === 1) return positionals[0]!;

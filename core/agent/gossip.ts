@@ -5,7 +5,7 @@
 // members (`tags.role === "consul"`) and membership events for discovery;
 // HTTP reads members, coordinates, events and the keyring.
 
-import { lookup } from "node:dns/promises";
+import { lookup } from "../lazy_builtins_node.ts";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join as joinPath } from "node:path";

@@ -3,11 +3,21 @@
 // <name>`, `clock: <n>`, `event-clock: <n>`, `query-clock: <n>` and `leave`.
 // We rewrite the whole (compacted) file after membership changes, so it
 // stays small, and read it back on start to rejoin the previous members.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { rename, writeFile } from "node:fs/promises";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rename, renameSync, writeFile, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { Logger } from "../log/mod.ts";
+
+// node:fs's callback forms, not node:fs/promises: every agent writes this
+// file, and node:fs/promises is not loaded in a client otherwise (see
+// lazy_builtins_node.ts).
+function writeFileAsync(path: string, text: string): Promise<void> {
+  return new Promise((ok, fail) => writeFile(path, text, (err) => (err ? fail(err) : ok())));
+}
+
+function renameAsync(from: string, to: string): Promise<void> {
+  return new Promise((ok, fail) => rename(from, to, (err) => (err ? fail(err) : ok())));
+}
 
 export interface SerfSnapshot {
   /** Members alive at the last write (name → "ip:port"). */
@@ -129,8 +139,8 @@ export class SerfSnapshotWriter {
     try {
       this.#ensureDir();
       const tmp = `${this.#file}.tmp`;
-      await writeFile(tmp, formatSerfSnapshot(this.#state()));
-      if (!this.#stopped) await rename(tmp, this.#file);
+      await writeFileAsync(tmp, formatSerfSnapshot(this.#state()));
+      if (!this.#stopped) await renameAsync(tmp, this.#file);
     } catch (err) {
       this.#log.warn("cannot write the serf snapshot", { file: this.#file, error: String(err) });
     } finally {

@@ -6,8 +6,8 @@
 // the same Raft with one in-memory voter (startDevNode) and the same
 // operator endpoints, without the RPC listener.
 import type { CoordinateSource } from "../gossip/near.ts";
-import { existsSync } from "node:fs";
-import { mkdir, open, readFile, rename, writeFile } from "node:fs/promises";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { dirname, join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
@@ -38,6 +38,12 @@ import {
 } from "./bootstrap.ts";
 import { blockingWaitMs, RpcRouter } from "./rpc_router.ts";
 import { randomUUID } from "./random_node.ts";
+
+const mkdir = lazyFsPromises("mkdir");
+const open = lazyFsPromises("open");
+const readFile = lazyFsPromises("readFile");
+const rename = lazyFsPromises("rename");
+const writeFile = lazyFsPromises("writeFile");
 
 export type { RaftConfigurationReply, RaftServerInfo } from "../server/operator.ts";
 
@@ -546,15 +552,16 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
 export async function readOrCreateNodeId(dataDir: string): Promise<string> {
   if (dataDir === "") return randomUUID();
   const path = join(dataDir, "node-id");
+  // Synchronous (once, at start): node:fs/promises is not loaded in a client otherwise.
   try {
-    const text = (await readFile(path, "utf8")).trim();
+    const text = readFileSync(path, "utf8").trim();
     if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)) return text.toLowerCase();
   } catch {
     // Not there yet: create it below.
   }
-  await mkdir(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true });
   const id = randomUUID();
-  await writeFile(path, id + "\n", { mode: 0o600 });
+  writeFileSync(path, id + "\n", { mode: 0o600 });
   return id;
 }
 

@@ -20,16 +20,23 @@
 // partly compacted segment stay hidden after a restart.
 
 import { constants as fsConstants } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, rm, unlink } from "node:fs/promises";
+import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import * as zlib from "node:zlib";
 import { CorruptionError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { Decoder, Encoder } from "@msgpack/msgpack";
 import { validateLogEntry } from "./codec.ts";
 import { IndexQueue } from "./index_queue.ts";
 import type { LogEntry, LogStore } from "./types.ts";
+
+const mkdir = lazyFsPromises("mkdir");
+const open = lazyFsPromises("open");
+const readdir = lazyFsPromises("readdir");
+const readFile = lazyFsPromises("readFile");
+const rename = lazyFsPromises("rename");
+const rm = lazyFsPromises("rm");
+const unlink = lazyFsPromises("unlink");
 
 // ---------------------------------------------------------------- crc32
 
@@ -78,10 +85,19 @@ export function crc32Js(bytes: Uint8Array, seed = 0): number {
   return ~crc >>> 0;
 }
 
-const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+let crc32Impl: ((bytes: Uint8Array) => number) | undefined;
 
-/** CRC-32 (IEEE, as zlib and gzip): native `zlib.crc32` (Node >= 20.15, Deno 2) when present. */
-export const crc32: (bytes: Uint8Array) => number = typeof nativeCrc32 === "function" ? (b) => nativeCrc32(b) >>> 0 : (b) => crc32Js(b);
+/**
+ * CRC-32 (IEEE, as zlib and gzip): native `zlib.crc32` (Node >= 20.15, Deno 2)
+ * when present. node:zlib is loaded on the first call (see lazy_builtins_node.ts).
+ */
+export function crc32(bytes: Uint8Array): number {
+  if (!crc32Impl) {
+    const native = (process.getBuiltinModule("node:zlib") as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+    crc32Impl = typeof native === "function" ? (b) => native(b) >>> 0 : (b) => crc32Js(b);
+  }
+  return crc32Impl(bytes);
+}
 
 // ---------------------------------------------------------------- records
 

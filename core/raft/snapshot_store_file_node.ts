@@ -8,7 +8,7 @@
 // (a crash mid-write) are removed on open; a snapshot whose data fails its
 // size or CRC check is skipped with a warning. The newest `retain` (2) are kept.
 
-import { mkdir, readdir, readFile, rm } from "node:fs/promises";
+import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { join } from "node:path";
 import { decode, encode } from "@msgpack/msgpack";
 import { errorMessage } from "../errors.ts";
@@ -16,6 +16,11 @@ import type { Logger } from "../log/logger.ts";
 import { validateSnapshotMeta } from "./codec.ts";
 import { crc32, encodeRecord, readRecord, syncDir, writeFileAtomic } from "./log_store_file_node.ts";
 import type { SnapshotMeta, SnapshotStore } from "./types.ts";
+
+const mkdir = lazyFsPromises("mkdir");
+const readdir = lazyFsPromises("readdir");
+const readFile = lazyFsPromises("readFile");
+const rm = lazyFsPromises("rm");
 
 const namePattern = /^(\d{20})-(\d{20})-(\d{10})\.(meta|snap)$/;
 

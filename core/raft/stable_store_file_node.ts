@@ -4,13 +4,17 @@
 // A rename is atomic, so the file is always the old or the new state; a bad
 // CRC is real damage and stops the open with a CorruptionError.
 
-import { mkdir, readFile, rm } from "node:fs/promises";
+import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { join } from "node:path";
 import { CorruptionError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { decodeHardState, encodeHardState } from "./codec.ts";
 import { encodeRecord, readRecord, writeFileAtomic } from "./log_store_file_node.ts";
 import type { HardState, StableStore } from "./types.ts";
+
+const mkdir = lazyFsPromises("mkdir");
+const readFile = lazyFsPromises("readFile");
+const rm = lazyFsPromises("rm");
 
 export const stableFileName = "stable";
 

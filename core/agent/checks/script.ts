@@ -3,7 +3,7 @@
 // together, the last OutputMaxSize bytes kept. On timeout the process is
 // killed. Whether a script check may be registered at all is decided by the
 // agent (-enable-script-checks / -enable-local-script-checks).
-import { spawn } from "node:child_process";
+import { spawn } from "../../lazy_builtins_node.ts";
 import { formatDuration } from "../../config/duration.ts";
 import { defaultOutputMaxSize, type ProbeResult } from "./runner.ts";
 
