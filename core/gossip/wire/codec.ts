@@ -15,7 +15,7 @@
 // through `onWireError`.
 
 import type { DecodeResult, GossipCodec } from "../driver.ts";
-import type { GossipTypes, NodeStateName, PushNodeState as CorePushNodeState, SwimMessage } from "../swim.ts";
+import type { AliveMsg, GossipTypes, NodeStateName, PushNodeState as CorePushNodeState, SwimMessage } from "../swim.ts";
 import type { SerfMsg, SerfQuery, SerfTypes, Tags } from "../serf.ts";
 import type { Coordinate } from "../coordinate.ts";
 import type {
@@ -127,6 +127,26 @@ export function createWireCodec<T extends GossipTypes>(
   const leafCacheLimit = 2048;
   const fromWireCache = new WeakMap<MemberlistMessage, SwimMessage<T>>();
   const latin1 = new TextDecoder("latin1");
+  // A broadcast we pass on is the one we received (memberlist re-encodes the same struct, Serf
+  // re-queues the same bytes): keep each decoded part's bytes and send those.
+  const leafBytes = new WeakMap<MemberlistMessage, Uint8Array>();
+  // Each node also builds alive messages of its own (members merged from a push/pull, our own),
+  // mostly repeating one it has already seen byte for byte: one encoding per member state.
+  const aliveEntries = new Map<string, { msg: AliveMsg<T["meta"]>; bytes: Uint8Array }>();
+  const aliveEntryLimit = 4096;
+
+  function aliveBytes(msg: AliveMsg<T["meta"]>, stream: boolean): Uint8Array {
+    const c = aliveEntries.get(msg.node);
+    if (c && sameAlive(c.msg, msg)) return c.bytes;
+    const bytes = leafOnce(msg, stream);
+    noteAlive(msg, bytes);
+    return bytes;
+  }
+
+  function noteAlive(msg: AliveMsg<T["meta"]>, bytes: Uint8Array): void {
+    if (!aliveEntries.has(msg.node) && aliveEntries.size >= aliveEntryLimit) aliveEntries.clear();
+    aliveEntries.set(msg.node, { msg, bytes });
+  }
 
   // Every push/pull (a join, its reply, a periodic or repair exchange) lists every member, and a
   // member's entry stays the same until its incarnation, state, address or metadata changes: a
@@ -217,6 +237,7 @@ export function createWireCodec<T extends GossipTypes>(
     if (r.ok) {
       if (leafCache.size >= leafCacheLimit) leafCache.clear();
       leafCache.set(key, r.value);
+      leafBytes.set(r.value, bytes.slice());
     }
     return r;
   }
@@ -225,7 +246,16 @@ export function createWireCodec<T extends GossipTypes>(
     const hit = fromWireCache.get(m);
     if (hit) return hit;
     const out = fromWire(m);
-    if (out && (m.type === "alive" || m.type === "suspect" || m.type === "dead" || m.type === "user")) fromWireCache.set(m, out);
+    if (out && (m.type === "alive" || m.type === "suspect" || m.type === "dead" || m.type === "user")) {
+      fromWireCache.set(m, out);
+      const raw = leafBytes.get(m);
+      if (raw && out.type === "user") {
+        if (typeof out.msg === "object" && out.msg !== null) encoded.set(out.msg, raw);
+      } else if (raw) {
+        encoded.set(out, raw);
+        if (out.type === "alive") noteAlive(out, raw);
+      }
+    }
     return out;
   }
 
@@ -248,7 +278,7 @@ export function createWireCodec<T extends GossipTypes>(
       case "dead": {
         let bytes = encoded.get(msg);
         if (!bytes) {
-          bytes = leafOnce(msg, stream);
+          bytes = msg.type === "alive" ? aliveBytes(msg, stream) : leafOnce(msg, stream);
           encoded.set(msg, bytes);
         }
         return bytes;
@@ -485,6 +515,15 @@ export function bytesWireCodec(options: WireCodecOptions = {}): WireCodec<{
     },
     options,
   );
+}
+
+/** The same alive message (the meta by identity: decoded metadata is shared, see decodeMetaOf). */
+function sameAlive<M>(a: AliveMsg<M>, b: AliveMsg<M>): boolean {
+  if (a.incarnation !== b.incarnation || a.addr !== b.addr || a.meta !== b.meta || a.node !== b.node) return false;
+  if (a.vsn === b.vsn) return true;
+  if (a.vsn.length !== b.vsn.length) return false;
+  for (let i = 0; i < a.vsn.length; i++) if (a.vsn[i] !== b.vsn[i]) return false;
+  return true;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
