@@ -1,11 +1,13 @@
 // `cairn agent`: flags → AgentConfig (files from -config-file/-config-dir in
 // the order given, flags on top), validation, then the agent runtime.
+import { consulTags } from "../core/agent/gossip.ts";
 import { runAgent } from "../core/agent/mod.ts";
 import { validateConfig } from "../core/config/mod.ts";
 import type { AgentConfig, ConfigLayer } from "../core/config/mod.ts";
 import { loadConfig } from "../core/config/load_node.ts";
 import type { ConfigPath } from "../core/config/load_node.ts";
 import { errorMessage } from "../core/errors.ts";
+import { warmUpGossip } from "../core/gossip/warmup.ts";
 import { parseLogLevel } from "../core/log/mod.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { clientV8 } from "./agent_v8.ts";
@@ -190,6 +192,9 @@ export const agentCommand: Command = {
     if (typeof config === "number") return config;
     const v8 = io.v8 ? clientV8(config, { ...io.v8, nowMs: () => performance.now(), every: unrefInterval }) : undefined;
     try {
+      // A client warms its gossip paths before it joins anything (see core/gossip/warmup.ts);
+      // servers tier up to optimised code early anyway (agent_v8.ts).
+      if (!config.server) warmUpGossip({ tags: consulTags(config, { nodeId: "00000000-0000-4000-8000-000000000000", pool: "lan" }) });
       return await runAgent(config, { stdout: io.stdout, stderr: io.stderr }, { onStarted: () => v8?.started() });
     } finally {
       v8?.stop();
