@@ -237,7 +237,7 @@ export function createWireCodec<T extends GossipTypes>(
     if (r.ok) {
       if (leafCache.size >= leafCacheLimit) leafCache.clear();
       leafCache.set(key, r.value);
-      leafBytes.set(r.value, bytes.slice());
+      leafBytes.set(r.value, bytes); // a view, like the message's own fields: no small buffer of its own
     }
     return r;
   }
