@@ -171,11 +171,10 @@ export function createWireCodec<T extends GossipTypes>(
   const coreNodeStates = new WeakMap<PushNodeState, CorePushNodeState<T["meta"]>>();
 
   function decodeNodeState(bytes: Uint8Array, start: number, end: number): WireResult<PushNodeState> {
-    const own = bytes.slice(start, end); // the value keeps subarrays of it, not of the whole stream
-    const key = latin1.decode(own);
+    const key = latin1.decode(bytes.subarray(start, end));
     const hit = nodeStates.get(key);
     if (hit) return { ok: true, value: hit };
-    const r = decodePushNodeState(own);
+    const r = decodePushNodeState(bytes.slice(start, end)); // the cached value keeps views of its own bytes, not of the stream
     if (r.ok) {
       if (nodeStates.size >= nodeStateLimit) nodeStates.clear();
       nodeStates.set(key, r.value);
