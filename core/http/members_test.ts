@@ -7,7 +7,8 @@ import { fakeGossip } from "./_fake_gossip.ts";
 import { coordinateRoutes } from "./coordinate.ts";
 import { eventRoutes } from "./event.ts";
 import { keyringRoutes } from "./keyring.ts";
-import { memberRoutes } from "./members.ts";
+import type { PoolMember } from "../agent/gossip.ts";
+import { memberJson, memberRoutes } from "./members.ts";
 import { Router } from "./routes.ts";
 import { makeRequest } from "./types.ts";
 
@@ -49,6 +50,24 @@ test("members: Consul's JSON, sorted; ?wan needs a server", async () => {
   assert.equal((await call("GET", "/v1/agent/members?wan")).status, 400);
   const wan = await setup({ wan: true }).call("GET", "/v1/agent/members?wan=1");
   assert.deepEqual((wan.json() as Array<{ Name: string }>).map((m) => m.Name), ["n1.dc1"]);
+});
+
+test("members: each member's JSON is reused until the member changes (status, tags, address)", async () => {
+  const { gossip, call } = setup();
+  const plain = () => JSON.stringify(gossip.lan.members().sort((a, b) => (a.name < b.name ? -1 : 1)).map(memberJson));
+  assert.equal((await call("GET", "/v1/agent/members")).text, plain());
+  const [n1, n2] = gossip.lan.list as [PoolMember, PoolMember];
+  gossip.lan.list = [n1, { ...n2, status: "alive" }];
+  assert.equal((await call("GET", "/v1/agent/members")).text, plain());
+  gossip.lan.list = [{ ...n1, tags: { ...n1.tags, role: "consul" } }, { ...n2, status: "alive", addr: "10.0.0.9" }];
+  const r = await call("GET", "/v1/agent/members");
+  assert.equal(r.text, plain());
+  assert.equal(r.headers["Content-Type"], "application/json");
+  assert.deepEqual((r.json() as Array<{ Status: number; Addr: string }>).map((m) => [m.Status, m.Addr]), [[1, n1.addr], [1, "10.0.0.9"]]);
+  // ?pretty is indented, with the same content.
+  const pretty = await call("GET", "/v1/agent/members?pretty");
+  assert.match(pretty.text, /^\[\n {4}\{/);
+  assert.deepEqual(pretty.json(), r.json());
 });
 
 test("join, leave, force-leave", async () => {
