@@ -5,19 +5,15 @@
 // stays small, and read it back on start to rejoin the previous members.
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rename, renameSync, writeFile, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { promisify } from "node:util";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { Logger } from "../log/mod.ts";
 
 // node:fs's callback forms, not node:fs/promises: every agent writes this
 // file, and node:fs/promises is not loaded in a client otherwise (see
 // lazy_builtins_node.ts).
-function writeFileAsync(path: string, text: string): Promise<void> {
-  return new Promise((ok, fail) => writeFile(path, text, (err) => (err ? fail(err) : ok())));
-}
-
-function renameAsync(from: string, to: string): Promise<void> {
-  return new Promise((ok, fail) => rename(from, to, (err) => (err ? fail(err) : ok())));
-}
+const writeFileAsync = promisify(writeFile);
+const renameAsync = promisify(rename);
 
 export interface SerfSnapshot {
   /** Members alive at the last write (name → "ip:port"). */
