@@ -36,7 +36,8 @@ import type { SerfConfig, SerfEvent, SerfInput, SerfTypes } from "./serf.ts";
 import { serfWireCodec } from "./wire/codec.ts";
 import type { WireCodec } from "./wire/codec.ts";
 
-export type StreamResult<P> = { ok: true; reply: P | undefined } | { ok: false; error: string };
+/** `refused`: the connect was answered with a reset (nothing listens there). */
+export type StreamResult<P> = { ok: true; reply: P | undefined } | { ok: false; error: string; refused?: boolean };
 
 export interface GossipTransportHandlers<P> {
   /** False: the payload decoded to no message (counted as garbage by the transport). */
@@ -75,7 +76,7 @@ type DriverFed<T extends GossipTypes> =
   | { kind: "tick"; now: number }
   | { kind: "packet"; now: number; from: string; msg: SwimMessage<T> }
   | { kind: "stream"; now: number; from: string; msg: SwimMessage<T>; streamId?: number; requestId?: number }
-  | { kind: "streamError"; now: number; requestId: number; error: string };
+  | { kind: "streamError"; now: number; requestId: number; error: string; refused?: boolean };
 
 /** What a driver needs from a core: SwimCore and SerfCore both fit. */
 export interface GossipCoreLike<T extends GossipTypes, I, E> {
@@ -218,7 +219,7 @@ export class GossipDriver<T extends GossipTypes, I extends { now: number }, E, P
       if (requestId === undefined || !this.#running) return;
       const now = this.#clock.now();
       if (!r.ok) {
-        this.core.step({ kind: "streamError", now, requestId, error: r.error });
+        this.core.step({ kind: "streamError", now, requestId, error: r.error, refused: r.refused === true });
       } else if (r.reply === undefined) {
         this.core.step({ kind: "streamError", now, requestId, error: "Stream closed without a reply" });
       } else {

@@ -30,7 +30,8 @@ type Env<P = M> =
 /**
  * A GossipTransport over two SimNetworks: lossy "UDP" and loss-free but
  * partitionable "TCP". A stream whose request or reply is cut (partition,
- * crashed peer) fails after the TCP timeout, like a real connect/read would.
+ * crashed host) fails after the TCP timeout, like a real connect/read would;
+ * one to a killed process on a live host is refused (see SimCluster.crash).
  */
 function simTransport<P>(
   clock: SimClock,
@@ -57,7 +58,7 @@ function simTransport<P>(
         onResult(r);
       };
       const timer = clock.setTimer(lanProfile.tcpTimeoutMs, () => finish({ ok: false, error: `i/o timeout talking to "${to}"` }));
-      tcp.send(addr, to, { kind: "stream", msg, reply: finish });
+      tcp.send(addr, to, { kind: "stream", msg, reply: finish }, () => finish({ ok: false, error: `dial tcp ${to}: connect: connection refused`, refused: true }));
     },
     listen: (h) => {
       udp.attach(addr, (from, env) => {
@@ -171,8 +172,14 @@ class SimCluster {
     return node;
   }
 
-  crash(name: string): void {
-    this.nodes.get(name)!.driver.stop();
+  /**
+   * Stop a node. "process": killed on a live host, so a TCP connect to it is
+   * refused; "host": powered off, so connects time out.
+   */
+  crash(name: string, how: "process" | "host" = "process"): void {
+    const node = this.nodes.get(name)!;
+    this.tcp.refuseWhenDetached(node.addr, how === "process");
+    node.driver.stop();
   }
 
   live(): SimNode[] {
@@ -385,7 +392,8 @@ test("sim (a,b): 100-node clusters converge and detect a crash", () => {
 
 test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout after the first failed probe, then everywhere within a second", () => {
   // Detection = the wait for some member's round-robin probe of the dead node
-  // to fail (luck: ~1 s + an exponential with a ~1 s mean at N = 50), then
+  // to fail (luck: an exponential with a ~1 s mean at N = 50, plus the probe:
+  // 1 s, or 0.5 s when the TCP fallback is refused), then
   // Lifeguard's suspicion timeout, then the dead message's gossip. The other
   // members' own probes (about one a second in all) bring the k = 2
   // independent confirmations well within the minimum timeout, so the
@@ -395,13 +403,17 @@ test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout af
   const minMs = suspicionTimeoutMs(n, lanProfile);
   const all = seeds(12);
   const atFloor: number[] = [];
-  for (const seed of all) {
+  const spreads: number[] = [];
+  for (const [i, seed] of all.entries()) {
+    // A killed agent on a live host refuses the TCP fallback ping, which ends that probe early; a
+    // host that is down does not answer at all, and the probe waits out its interval.
+    const how = i % 2 === 0 ? "process" : "host";
     const c = makeCluster({ seed, n, joinVia: "random", faults: { loss: 0.01, delayMs: [1, 10] } });
     c.runUntil(() => c.converged(), 120_000, "50-node convergence");
     c.clock.advance(5_000 + c.rng.int(1_000));
     const victim = "n25";
     const t0 = c.clock.now();
-    c.crash(victim);
+    c.crash(victim, how);
     const others = c.live();
     let firstSuspect = Number.NaN;
     let firstDead = Number.NaN;
@@ -416,12 +428,22 @@ test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout af
     }
     assert.ok(!Number.isNaN(allFailed), `crash not detected everywhere; ${c.context()}`);
     const marks = c.sink.records.filter((r) => r.timeMs >= t0 && r.message.startsWith("marking node as failed"));
+    const firstProbe = c.sink.records.find((r) => r.timeMs >= t0 && r.message.startsWith("suspect node, probe failed"));
+    const probeMs = Number(firstProbe?.fields.probeMs);
+    if (how === "process") {
+      assert.equal(firstProbe?.fields.tcp, "connection refused", `seed=${seed}`);
+      assert.ok(probeMs <= lanProfile.probeTimeoutMs + 20, `refused probe took ${probeMs} ms; seed=${seed}`);
+    } else {
+      assert.equal(firstProbe?.fields.tcp, undefined, `seed=${seed}`);
+      assert.ok(probeMs >= lanProfile.probeIntervalMs, `probe of a down host took ${probeMs} ms; seed=${seed}`);
+    }
     const suspicionMs = firstDead - firstSuspect;
     // The first member to time out had its k confirmations, whichever it was.
     assert.equal(marks[0]?.fields.confirmations, 2, `first mark without 2 confirmations; seed=${seed}`);
     assert.ok(suspicionMs >= minMs - 10, `suspicion shorter than the minimum: ${suspicionMs} ms; seed=${seed}`);
     if (suspicionMs <= minMs + 20) atFloor.push(seed);
     // Every member learns it: the dead message's gossip, or its own timer.
+    spreads.push(allFailed - firstDead);
     assert.ok(allFailed - firstDead <= 1_000, `dead message took ${allFailed - firstDead} ms to reach all; ${c.context()}`);
     for (const x of others) {
       for (const e of x.events) {
@@ -430,6 +452,10 @@ test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout af
     }
   }
   assert.ok(atFloor.length >= Math.ceil(all.length * 0.9), `suspicion lasted the minimum in only seeds ${atFloor} of ${all}`);
+  // Members pass a death on as they learn it, not at their next gossip tick (~340 ms on average
+  // here when they waited for it).
+  const meanSpread = spreads.reduce((a, b) => a + b, 0) / spreads.length;
+  assert.ok(meanSpread <= 200, `dead message took ${meanSpread} ms on average to reach all: ${spreads}`);
 });
 
 test("sim (h): tag-filtered query reaches matching nodes and collects their responses", () => {

@@ -131,8 +131,12 @@ export type SwimInput<T extends GossipTypes> =
    * is the reply to a stream this core opened.
    */
   | { kind: "stream"; now: number; from: string; msg: SwimMessage<T>; streamId?: number; requestId?: number }
-  /** A stream this core opened failed (connect, timeout, decode). */
-  | { kind: "streamError"; now: number; requestId: number; error: string }
+  /**
+   * A stream this core opened failed (connect, timeout, decode). `refused`:
+   * the peer's host answered the connect with a reset (nothing listens on
+   * that port), which the TCP fallback ping takes as the probe's answer.
+   */
+  | { kind: "streamError"; now: number; requestId: number; error: string; refused?: boolean }
   /** Join through these addresses; `tag` is echoed in the joinDone event. */
   | { kind: "join"; now: number; addrs: readonly string[]; tag?: string }
   | { kind: "leave"; now: number; timeoutMs: number }
@@ -245,6 +249,8 @@ interface ProbeState {
   expectedNacks: number;
   nacks: number;
   acked: boolean;
+  /** The TCP fallback ping's stream, once sent. */
+  fallbackRequestId?: number;
 }
 
 interface RelayHandler {
@@ -301,6 +307,9 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   #probeTickPending = false;
   #nextGossipMs: number;
   #nextPushPullMs: number;
+  /** A member was just declared dead or left: gossip at the end of this step (see #deadNode). */
+  #gossipNow = false;
+  #lastEagerGossipMs = -Infinity;
 
   #sends: SwimSend<T>[] = [];
   #events: SwimEvent<T>[] = [];
@@ -396,7 +405,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         this.#handleStream(input.from, input.msg, input.streamId, input.requestId);
         break;
       case "streamError":
-        this.#streamFailed(input.requestId, input.error);
+        this.#streamFailed(input.requestId, input.error, !!input.refused);
         break;
       case "join":
         this.#join(input.addrs, input.tag);
@@ -412,6 +421,14 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         break;
     }
     this.#checkLeave();
+    if (this.#gossipNow) {
+      this.#gossipNow = false;
+      // At most four extra rounds a gossip interval, should many members die at once.
+      if (this.#now - this.#lastEagerGossipMs >= this.#p.gossipIntervalMs / 4) {
+        this.#lastEagerGossipMs = this.#now;
+        this.#gossip();
+      }
+    }
   }
 
   hasReady(): boolean {
@@ -562,6 +579,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     if (!this.#p.disableTcpPings && (target.vsn[1] ?? 0) >= 3) {
       const requestId = this.#nextRequestId();
       this.#streamKinds.set(requestId, "ping");
+      p.fallbackRequestId = requestId;
       this.#sends.push({
         to: target.addr,
         msg: { type: "ping", seqNo: p.seqNo, node: target.name, sourceAddr: this.addr, sourceNode: this.name },
@@ -571,18 +589,28 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     }
   }
 
-  #probeFailed(p: ProbeState): void {
+  /**
+   * The probe ends without an ack. `refused`: the TCP fallback's connect was
+   * reset, so the probe ends before the indirect probes' wait (memberlist
+   * waits out the probe interval whatever the fallback says). A reset comes
+   * from the target's host when nothing listens on the port: the agent is
+   * gone (crashed, killed, restarting), not merely slow or cut off, which
+   * time out instead. The direct UDP ping has gone unanswered by then too.
+   * It only makes the node suspect, which it can still refute; and it says
+   * nothing against our own health, so no Lifeguard penalty for the nacks
+   * not yet due.
+   */
+  #probeFailed(p: ProbeState, refused = false): void {
     this.#probe = undefined;
-    let delta = 0;
-    if (p.expectedNacks > 0) {
-      if (p.nacks < p.expectedNacks) delta = p.expectedNacks - p.nacks;
-    } else {
-      delta = 1;
-    }
-    this.#awareness.applyDelta(delta);
+    if (!refused) this.#awareness.applyDelta(p.expectedNacks > 0 ? Math.max(0, p.expectedNacks - p.nacks) : 1);
     const target = this.#byName.get(p.target);
     if (!target) return;
-    this.#log.info("suspect node, probe failed", { node: p.target, awareness: this.#awareness.score });
+    this.#log.info("suspect node, probe failed", {
+      node: p.target,
+      probeMs: Math.round(this.#now - p.sentMs),
+      awareness: this.#awareness.score,
+      ...(refused ? { tcp: "connection refused" } : {}),
+    });
     this.#suspectNode({ type: "suspect", node: target.name, incarnation: target.incarnation, from: this.name });
   }
 
@@ -708,10 +736,12 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     }
   }
 
-  #streamFailed(requestId: number, error: string): void {
+  #streamFailed(requestId: number, error: string, refused: boolean): void {
     const kind = this.#streamKinds.get(requestId);
     if (!kind) return;
     this.#streamKinds.delete(requestId);
+    const p = this.#probe;
+    if (refused && kind === "ping" && p && !p.acked && p.fallbackRequestId === requestId) this.#probeFailed(p, true);
     this.#streamDone(requestId, kind, error);
   }
 
@@ -993,6 +1023,10 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       if (this.#leave) this.#leave.broadcastId = id;
     } else {
       this.#broadcast(d.node, d);
+      // Pass the news on now rather than at the next gossip tick (memberlist waits for it): a
+      // death reaches everyone in a few network round trips instead of a few gossip intervals.
+      // Deaths are rare, and the message goes out no more often than the transmit limit allows.
+      this.#gossipNow = true;
     }
     state.incarnation = d.incarnation;
     state.state = d.node === d.from ? "left" : "dead";

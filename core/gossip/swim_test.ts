@@ -187,6 +187,32 @@ test("swim: a failing probe waits the awareness-scaled interval and the next pro
   assert.equal(a.member("b")?.state, "suspect");
 });
 
+test("swim: a refused TCP fallback ping ends the probe at once; a timed-out one waits the probe interval", () => {
+  const peers = [{ name: "b", addr: "10.0.0.2:7946" }, { name: "c", addr: "10.0.0.3:7946" }, { name: "d", addr: "10.0.0.4:7946" }];
+  for (const refused of [true, false]) {
+    const a = coreKnowing(peers);
+    // Run until a probes b, then let the direct ping go unanswered.
+    let start = Number.NaN;
+    while (Number.isNaN(start)) {
+      const now = a.nextDeadline();
+      a.step({ kind: "tick", now });
+      const sends = a.ready().sends;
+      if (probePings(sends).some((p) => p.to === "10.0.0.2:7946")) start = now;
+      else for (const p of probePings(sends)) a.step({ kind: "packet", now, from: p.to, msg: { type: "ack", seqNo: p.seqNo } });
+    }
+    a.step({ kind: "tick", now: start + lanProfile.probeTimeoutMs });
+    const fallback = a.ready().sends.find((x) => x.reliable && x.to === "10.0.0.2:7946" && x.msg.type === "ping");
+    assert.ok(fallback?.requestId !== undefined, "TCP fallback ping sent with the indirect probes");
+    const at = start + lanProfile.probeTimeoutMs + 1;
+    a.step({ kind: "streamError", now: at, requestId: fallback.requestId, error: "connection refused", refused });
+    assert.equal(a.member("b")?.state, refused ? "suspect" : "alive");
+    // No Lifeguard penalty for the nacks that were not due yet.
+    if (refused) assert.equal(a.awarenessScore, 0);
+    a.step({ kind: "tick", now: start + lanProfile.probeIntervalMs });
+    assert.equal(a.member("b")?.state, "suspect");
+  }
+});
+
 // -----------------------------------------------------------------------------
 // Interaction scripts (etcd-io/raft interaction_test.go style): testdata/*.txt
 // holds commands and their expected output; REWRITE=1 regenerates the output.

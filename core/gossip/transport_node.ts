@@ -401,8 +401,8 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
     this.stats.streamsOpened++;
     const socket = net.connect({ host: addr.host, port: addr.port });
     this.#track(socket);
-    socket.on("error", (err) => {
-      result({ ok: false, error: `Cannot reach "${to}": ${err.message}` });
+    socket.on("error", (err: Error & { code?: string }) => {
+      result({ ok: false, error: `Cannot reach "${to}": ${err.message}`, refused: err.code === "ECONNREFUSED" });
       socket.destroy();
     });
     let reading = false; // while reading, readOneMessage reports an early close itself

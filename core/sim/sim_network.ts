@@ -37,6 +37,7 @@ export class SimNetwork<M> {
   #handlers = new Map<string, Deliver<M>>();
   #cut = new Set<string>();
   #isolated = new Set<string>();
+  #refusing = new Set<string>();
   #inFlight = new Map<string, number>();
 
   constructor(clock: SimClock, rng: Rng, faults: Partial<LinkFaults> = {}) {
@@ -53,6 +54,17 @@ export class SimNetwork<M> {
   /** Detach an endpoint: messages to it are dropped (a crashed node). */
   detach(id: string): void {
     this.#handlers.delete(id);
+  }
+
+  /**
+   * While `id` is detached, answer what arrives for it over a connected link
+   * with a reset: send's `onRefused` runs one link delay later, like a live
+   * host where nothing listens on the port. Otherwise (the default, or
+   * `refuse` false) such messages vanish, like a host that is down.
+   */
+  refuseWhenDetached(id: string, refuse = true): void {
+    if (refuse) this.#refusing.add(id);
+    else this.#refusing.delete(id);
   }
 
   setDefaults(faults: Partial<LinkFaults>): void {
@@ -94,7 +106,7 @@ export class SimNetwork<M> {
     return !this.#isolated.has(from) && !this.#isolated.has(to) && !this.#cut.has(linkKey(from, to));
   }
 
-  send(from: string, to: string, msg: M): void {
+  send(from: string, to: string, msg: M, onRefused?: () => void): void {
     this.stats.sent++;
     const f = this.#faults(from, to);
     const key = linkKey(from, to);
@@ -118,6 +130,9 @@ export class SimNetwork<M> {
         const handler = this.#handlers.get(to);
         if (!handler || !this.isConnected(from, to)) {
           this.stats.dropped++;
+          if (!handler && onRefused && this.#refusing.has(to) && this.isConnected(to, from)) {
+            this.#clock.setTimer(this.#rng.range(f.delayMs[0], f.delayMs[1]), onRefused);
+          }
           return;
         }
         this.stats.delivered++;
