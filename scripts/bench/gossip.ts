@@ -3,7 +3,7 @@
 //   - convergence: all agents up and standalone; at t0 every agent is told to
 //     join the first one; time until every agent lists all N alive;
 //   - failure detection: kill -9 one agent; time until every other agent
-//     lists it failed; BENCH_KILLS times (default 5), one agent after the
+//     lists it failed; BENCH_KILLS times (default 9), one agent after the
 //     other with a pause between, and the median is compared (see below);
 //   - steady state: RSS and CPU per agent over a few seconds of idle gossip.
 // Then both sides and the ratios. Usage:
@@ -33,11 +33,13 @@ const trace = !!process.env.BENCH_TRACE; // progress once a second while waiting
 const traceEveryMs = Number(process.env.BENCH_TRACE_MS ?? 1_000);
 const sides = (process.env.BENCH_SIDES ?? "cairn,serf").split(",");
 // Detection time is mostly luck on both sides: the wait until some member's round-robin probe
-// reaches the killed agent (about 1 s + an exponential with a 1 s mean at N=50), then the
-// suspicion timeout (4 * log10(N) s: 6.8 s), then gossip of the dead message (~0.2 s). One kill
-// per side compares two such draws; the median of several kills compares the implementations.
-const kills = Math.max(1, Number(process.env.BENCH_KILLS ?? 5));
-const killPauseMs = 5_000;
+// reaches the killed agent (an exponential with a 1 s mean at N=50), the probe itself (1 s; 0.5 s
+// in cairn, whose TCP fallback ping is refused by a killed agent's host), then the suspicion
+// timeout (4 * log10(N) s: 6.8 s), then gossip of the dead message (~0.3 s in serf, ~0.1 s in
+// cairn). One kill per side compares two such draws, whose spread (~1 s) is larger than the
+// difference between the implementations; the median of 9 kills compares the implementations.
+const kills = Math.max(1, Number(process.env.BENCH_KILLS ?? 9));
+const killPauseMs = 3_000;
 // BENCH_LOG_DIR=dir: agents log at info level into dir/<name>.log (for reading the suspicion
 // timeline: who suspected the victim when, how many confirmations); costs a little CPU on both sides.
 const logDir = process.env.BENCH_LOG_DIR;
@@ -243,6 +245,12 @@ async function startCairnAgent(i: number): Promise<BenchAgent> {
   };
 }
 
+/** The 10/25/50/75/90/100 % points of xs, for traces. */
+function deciles(xs: number[]): string {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return [0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => sorted[Math.max(0, Math.ceil(q * xs.length) - 1)]?.toFixed(0)).join(" / ");
+}
+
 /**
  * Poll every agent until pred holds for all; returns ms since t0 (or NaN after the limit).
  * Each agent has its own loop (ask, then wait pollMs): in lock-step rounds one agent slow to
@@ -314,6 +322,7 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
 
   // Convergence: everyone joins agent 0 at once.
   const t0 = performance.now();
+  const benchCpu0 = process.cpuUsage();
   let joinErrors = 0;
   const c0 = agents.map((a) => procTimes(a.child.pid!));
   let firstJoinError = "";
@@ -328,9 +337,10 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   const doneAt: number[] = [];
   const convergeMs = await until(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N, doneAt);
   if (trace) {
-    const deciles = (xs: number[]) => [0.1, 0.25, 0.5, 0.75, 0.9, 1].map((q) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(q * xs.length) - 1)]?.toFixed(0)).join(" / ");
     console.log(`    join calls returned (10/25/50/75/90/100%): ${deciles(joinedAt)} ms`);
     console.log(`    agents saw all ${N} (10/25/50/75/90/100%): ${deciles(doneAt)} ms`);
+    const benchCpu = process.cpuUsage(benchCpu0);
+    console.log(`    this bench process used ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(2)} CPU-s meanwhile`);
   }
   const c1 = agents.map((a) => procTimes(a.child.pid!));
   const stormCpuS = c1.reduce((s, x, i) => s + (x.cpuTicks - c0[i]!.cpuTicks), 0) / tick;
@@ -360,9 +370,11 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
     const k0 = performance.now();
     process.kill(victim.child.pid!, "SIGKILL");
     if (logDir) console.log(`  killed ${victim.name} at ${new Date().toISOString()}`);
-    const ms = await until(others, k0, (_a, m) => m.some((x) => x.name === victim.name && x.status === "failed"));
+    const markedAt: number[] = [];
+    const ms = await until(others, k0, (_a, m) => m.some((x) => x.name === victim.name && x.status === "failed"), markedAt);
     detectAll.push(ms);
     console.log(`  kill -9 ${victim.name} → failed everywhere: ${ms.toFixed(0)} ms`);
+    if (trace) console.log(`    agents saw it failed (10/25/50/75/90/100%): ${deciles(markedAt)} ms`);
   }
   const detectMs = median(detectAll);
   if (detectAll.length > 1) console.log(`  detection over ${detectAll.length} kills: median ${detectMs.toFixed(0)} ms, ${Math.min(...detectAll).toFixed(0)}–${Math.max(...detectAll).toFixed(0)} ms`);
