@@ -356,6 +356,7 @@ export class SerfPool implements GossipPool {
       rng: opts.rng,
       logger: opts.logger.named("serf"),
       now: opts.clock.now(),
+      wallOffsetMs: opts.clock.wallNow() - opts.clock.now(),
       measure: codec.measure,
       vetoMember: (m) => this.#veto(m),
       restoreClocks: opts.restoreClocks,

@@ -268,7 +268,8 @@ export function createSerfDriver(options: {
   const log = options.logger;
   const codec = options.codec ??
     serfWireCodec({ onWireError: (e) => log.debug("dropped part of a gossip message", { code: e.code, error: e.message }) });
-  const core = new SerfCore({ ...options.serf, now: options.clock.now(), measure: codec.measure, logger: log.named("serf") });
+  const now = options.clock.now();
+  const core = new SerfCore({ ...options.serf, now, wallOffsetMs: options.clock.wallNow() - now, measure: codec.measure, logger: log.named("serf") });
   return new GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>({
     core,
     clock: options.clock,

@@ -123,6 +123,8 @@ export interface SerfConfig {
   rng: Rng;
   logger: Logger;
   now: number;
+  /** Wall-clock minus `now` (ms), for memberlist's probe rounds (SwimConfig.wallOffsetMs). */
+  wallOffsetMs?: number;
   disableCoordinates?: boolean;
   /** Consul-style veto of alive messages / join push-pulls by tags (reason text, or undefined to accept). */
   vetoMember?: (member: { name: string; addr: string; tags: Tags; vsn: readonly number[] }) => string | undefined;
@@ -305,6 +307,7 @@ export class SerfCore {
       rng: config.rng.fork(),
       logger: config.logger.named("memberlist"),
       now: config.now,
+      wallOffsetMs: config.wallOffsetMs,
       measure: config.measure ?? estimateSize,
     });
     this.swim.setDelegate({

@@ -392,8 +392,8 @@ test("sim (a,b): 100-node clusters converge and detect a crash", () => {
 
 test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout after the first failed probe, then everywhere within a second", () => {
   // Detection = the wait for some member's round-robin probe of the dead node
-  // to fail (luck: an exponential with a ~1 s mean at N = 50, plus the probe:
-  // 1 s, or 0.5 s when the TCP fallback is refused), then
+  // to fail (~0.5 s on average, under 2 s, with the rounds in step; plus the
+  // probe: 1 s, or 0.5 s when the TCP fallback is refused), then
   // Lifeguard's suspicion timeout, then the dead message's gossip. The other
   // members' own probes (about one a second in all) bring the k = 2
   // independent confirmations well within the minimum timeout, so the
@@ -444,6 +444,9 @@ test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout af
     if (suspicionMs <= minMs + 20) atFloor.push(seed);
     // Every member learns it: the dead message's gossip, or its own timer.
     spreads.push(allFailed - firstDead);
+    // The probe rounds are in step: someone probes the victim within two periods of the crash.
+    const waitMs = Number(firstProbe?.timeMs) - probeMs - t0;
+    assert.ok(waitMs < 2 * lanProfile.probeIntervalMs, `first probe of the victim ${waitMs} ms after the crash; seed=${seed}`);
     assert.ok(allFailed - firstDead <= 1_000, `dead message took ${allFailed - firstDead} ms to reach all; ${c.context()}`);
     for (const x of others) {
       for (const e of x.events) {
@@ -456,6 +459,35 @@ test("sim (b): a crash in 50 is declared failed one minimum suspicion timeout af
   // here when they waited for it).
   const meanSpread = spreads.reduce((a, b) => a + b, 0) / spreads.length;
   assert.ok(meanSpread <= 200, `dead message took ${meanSpread} ms on average to reach all: ${spreads}`);
+});
+
+test("sim: probe rounds in step: once converged, each member is probed once a period, never two apart", () => {
+  for (const seed of seeds(20)) {
+    const probedAt = new Map<string, number[]>();
+    let now = () => 0;
+    const hooks: TransportHooks<unknown> = {
+      filterPacket: (_from, to, msg) => {
+        const m = msg as M;
+        const parts = m.type === "compound" ? m.parts : [m];
+        if (parts.some((x) => x.type === "ping")) probedAt.set(to, [...(probedAt.get(to) ?? []), now()]);
+        return msg;
+      },
+    };
+    const c = makeCluster({ seed, n: 20, hooks });
+    now = () => c.clock.now();
+    c.runUntil(() => c.converged(), 60_000, "convergence");
+    c.clock.advance(5_000);
+    probedAt.clear();
+    const periods = 40;
+    c.clock.advance(periods * lanProfile.probeIntervalMs);
+    assert.equal(probedAt.size, 20, `seed=${seed}`);
+    for (const [to, at] of probedAt) {
+      // Probe ticks have their own phases within the period, and pings a 1-10 ms delay.
+      assert.ok(Math.abs(at.length - periods) <= 1, `${to} probed ${at.length} times in ${periods} periods; seed=${seed}`);
+      const gaps = at.slice(1).map((t, i) => t - at[i]!);
+      assert.ok(Math.max(...gaps) < 2 * lanProfile.probeIntervalMs + 10, `${to} went ${Math.max(...gaps)} ms unprobed; seed=${seed}`);
+    }
+  }
 });
 
 test("sim (h): tag-filtered query reaches matching nodes and collects their responses", () => {

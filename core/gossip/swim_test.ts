@@ -187,6 +187,24 @@ test("swim: a failing probe waits the awareness-scaled interval and the next pro
   assert.equal(a.member("b")?.state, "suspect");
 });
 
+test("swim: probe rounds reach every member when the probe ticks fall behind the periods", () => {
+  const peers = ["b", "c", "d", "e"].map((name, i) => ({ name, addr: `10.0.0.${i + 2}:7946` }));
+  const a = coreKnowing(peers);
+  // Ticks come only every other period (a blocked event loop), and every probe is acked.
+  const targets: string[] = [];
+  for (let now = 10_000; targets.length < 8; now += 2 * lanProfile.probeIntervalMs) {
+    a.step({ kind: "tick", now });
+    for (const p of probePings(a.ready().sends)) {
+      targets.push(p.to);
+      a.step({ kind: "packet", now: now + 1, from: p.to, msg: { type: "ack", seqNo: p.seqNo } });
+    }
+  }
+  // Each run of four consecutive probes covers all four peers.
+  for (let i = 0; i + 4 <= targets.length; i++) {
+    assert.equal(new Set(targets.slice(i, i + 4)).size, 4, `probes ${targets.join(" ")}`);
+  }
+});
+
 test("swim: a refused TCP fallback ping ends the probe at once; a timed-out one waits the probe interval", () => {
   const peers = [{ name: "b", addr: "10.0.0.2:7946" }, { name: "c", addr: "10.0.0.3:7946" }, { name: "d", addr: "10.0.0.4:7946" }];
   for (const refused of [true, false]) {
