@@ -327,7 +327,8 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   const c0 = agents.map((a) => procTimes(a.child.pid!));
   let firstJoinError = "";
   const joinedAt: number[] = [];
-  if (trace) console.log(`    t0 at ${Date.now()} (epoch ms)`);
+  // Both clocks, to line the storm up with agent logs (epoch) and `perf record -k CLOCK_MONOTONIC`.
+  if (trace) console.log(`    t0 at ${Date.now()} (epoch ms), ${(Number(process.hrtime.bigint() / 1000n) / 1e6).toFixed(6)} (monotonic s)`);
   await Promise.all(agents.slice(1).map((a) => a.join(agents[0]!.gossipAddr).then(() => void joinedAt.push(performance.now() - t0), (err: unknown) => {
     joinErrors++;
     firstJoinError ||= String(err).slice(0, 200);
