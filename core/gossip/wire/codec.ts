@@ -29,6 +29,7 @@ import type {
 } from "./messages.ts";
 import { MessageType } from "./messages.ts";
 import { addrToString, parseAddr } from "./addr.ts";
+import { byteKey } from "./byte_key.ts";
 import {
   decodeMessage,
   decodePacket,
@@ -126,7 +127,6 @@ export function createWireCodec<T extends GossipTypes>(
   const leafCache = new Map<string, MemberlistMessage>();
   const leafCacheLimit = 2048;
   const fromWireCache = new WeakMap<MemberlistMessage, SwimMessage<T>>();
-  const latin1 = new TextDecoder("latin1");
   // A broadcast we pass on is the one we received (memberlist re-encodes the same struct, Serf
   // re-queues the same bytes): keep each decoded part's bytes and send those.
   const leafBytes = new WeakMap<MemberlistMessage, Uint8Array>();
@@ -171,7 +171,7 @@ export function createWireCodec<T extends GossipTypes>(
   const coreNodeStates = new WeakMap<PushNodeState, CorePushNodeState<T["meta"]>>();
 
   function decodeNodeState(bytes: Uint8Array, start: number, end: number): WireResult<PushNodeState> {
-    const key = latin1.decode(bytes.subarray(start, end));
+    const key = byteKey(bytes.subarray(start, end));
     const hit = nodeStates.get(key);
     if (hit) return { ok: true, value: hit };
     const r = decodePushNodeState(bytes.slice(start, end)); // the cached value keeps views of its own bytes, not of the stream
@@ -229,7 +229,7 @@ export function createWireCodec<T extends GossipTypes>(
     if (t !== MessageType.alive && t !== MessageType.suspect && t !== MessageType.dead && t !== MessageType.user) {
       return decodeMessage(bytes);
     }
-    const key = latin1.decode(bytes);
+    const key = byteKey(bytes);
     const hit = leafCache.get(key);
     if (hit) return { ok: true, value: hit };
     const r = decodeMessage(bytes);
