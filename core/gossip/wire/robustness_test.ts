@@ -17,7 +17,7 @@ import {
   parseStream,
   splitCompound,
 } from "./memberlist.ts";
-import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeTags } from "./serf.ts";
+import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeTags, decodeTagsGeneric, encodeTags } from "./serf.ts";
 import { lzwCompress, lzwDecompress } from "./lzw.ts";
 import { compareBytewise, decodeValue, MpWriter } from "./msgpack_go.ts";
 import { decryptPayload, Keyring, peekEncryptedStream } from "./crypto.ts";
@@ -229,5 +229,23 @@ test("lzw: round trips of random inputs, one after another (the coder tables are
     const d = lzwDecompress(lzwCompress(input));
     assert.ok(d.ok, `seed ${seed}`);
     assert.deepEqual(d.value, input, `seed ${seed}`);
+  }
+});
+
+test("decodeTags: the direct reader agrees with the general decoder on Go-shaped, odd and broken tags", () => {
+  for (const seed of seeds(300)) {
+    const rng = new Rng(seed);
+    const text = (n: number) => Array.from({ length: n }, () => rng.pick(["a", "z", "0", "-", "é", "☃", "\u0000"])).join("");
+    const tags = new Map<string, string>();
+    for (let i = rng.int(20); i > 0; i--) tags.set(text(rng.int(40)), text(rng.int(rng.chance(0.2) ? 300 : 40)));
+    const good = encodeTags(tags);
+    const variants = [good, good.subarray(0, rng.int(good.length)), Uint8Array.of(...good, 0xc0)];
+    const broken = good.slice();
+    if (broken.length > 1) broken[1 + rng.int(broken.length - 1)] = rng.int(256);
+    variants.push(broken);
+    for (const v of variants) {
+      assert.deepEqual(decodeTags(v), decodeTagsGeneric(v), `seed=${seed} bytes=${[...v].map((b) => b.toString(16).padStart(2, "0")).join("")}`);
+    }
+    assert.deepEqual(decodeTags(good), { ok: true, value: tags });
   }
 });

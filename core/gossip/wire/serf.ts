@@ -426,9 +426,61 @@ export function decodeTags(meta: Uint8Array): WireResult<Map<string, string>> {
   if (meta.length === 0 || meta[0] !== tagMagicByte) {
     return ok(new Map([["role", textOf(meta)]]));
   }
+  const tags = decodeTagsFast(meta);
+  return tags ? ok(tags) : decodeTagsGeneric(meta);
+}
+
+/** decodeTags through the general msgpack decoder only (exported for the equivalence test). */
+export function decodeTagsGeneric(meta: Uint8Array): WireResult<Map<string, string>> {
+  if (meta.length === 0 || meta[0] !== tagMagicByte) {
+    return ok(new Map([["role", textOf(meta)]]));
+  }
   const v = decodeWhole(meta.subarray(1));
   if (!v.ok) return v;
   return guarded(() => tagsFrom(v.value, "Meta"));
+}
+
+/**
+ * The shape Go's encoder writes (a fixmap or map16 of fixraw/raw16 strings,
+ * nothing after it) read straight from the bytes; undefined for anything
+ * else, which the general decoder then accepts or refuses as before. Every
+ * member's tags are decoded once per member by every node, 2,500 times in a
+ * 50-node join storm, and the general decoder's value tree cost ~20 µs each.
+ */
+function decodeTagsFast(meta: Uint8Array): Map<string, string> | undefined {
+  const end = meta.length;
+  let pos = 1;
+  const h = meta[pos++]!;
+  let count: number;
+  if (h >= 0x80 && h <= 0x8f) {
+    count = h & 0x0f;
+  } else if (h === 0xde && pos + 2 <= end) {
+    count = (meta[pos]! << 8) | meta[pos + 1]!;
+    pos += 2;
+  } else {
+    return undefined;
+  }
+  const tags = new Map<string, string>();
+  let key = "";
+  for (let i = 0; i < 2 * count; i++) {
+    if (pos >= end) return undefined;
+    const b = meta[pos++]!;
+    let len: number;
+    if (b >= 0xa0 && b <= 0xbf) {
+      len = b & 0x1f;
+    } else if (b === 0xda && pos + 2 <= end) {
+      len = (meta[pos]! << 8) | meta[pos + 1]!;
+      pos += 2;
+    } else {
+      return undefined;
+    }
+    if (len > end - pos) return undefined;
+    const text = textOf(meta.subarray(pos, pos + len));
+    pos += len;
+    if (i % 2 === 0) key = text;
+    else tags.set(key, text);
+  }
+  return pos === end ? tags : undefined;
 }
 
 // ---------------------------------------------------------------------------
