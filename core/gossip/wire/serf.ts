@@ -448,39 +448,33 @@ export function decodeTagsGeneric(meta: Uint8Array): WireResult<Map<string, stri
  * 50-node join storm, and the general decoder's value tree cost ~20 µs each.
  */
 function decodeTagsFast(meta: Uint8Array): Map<string, string> | undefined {
-  const end = meta.length;
-  let pos = 1;
-  const h = meta[pos++]!;
-  let count: number;
-  if (h >= 0x80 && h <= 0x8f) {
-    count = h & 0x0f;
-  } else if (h === 0xde && pos + 2 <= end) {
-    count = (meta[pos]! << 8) | meta[pos + 1]!;
-    pos += 2;
-  } else {
-    return undefined;
-  }
+  const map = fixOr16(meta, 1, 0x80, 0x0f, 0xde);
+  if (!map) return undefined;
+  const count = map[0];
+  let pos = map[1];
   const tags = new Map<string, string>();
   let key = "";
   for (let i = 0; i < 2 * count; i++) {
-    if (pos >= end) return undefined;
-    const b = meta[pos++]!;
-    let len: number;
-    if (b >= 0xa0 && b <= 0xbf) {
-      len = b & 0x1f;
-    } else if (b === 0xda && pos + 2 <= end) {
-      len = (meta[pos]! << 8) | meta[pos + 1]!;
-      pos += 2;
-    } else {
-      return undefined;
-    }
-    if (len > end - pos) return undefined;
-    const text = textOf(meta.subarray(pos, pos + len));
-    pos += len;
+    const str = fixOr16(meta, pos, 0xa0, 0x1f, 0xda);
+    if (!str || str[0] > meta.length - str[1]) return undefined;
+    const text = textOf(meta.subarray(str[1], str[1] + str[0]));
+    pos = str[1] + str[0];
     if (i % 2 === 0) key = text;
     else tags.set(key, text);
   }
-  return pos === end ? tags : undefined;
+  return pos === meta.length ? tags : undefined;
+}
+
+/**
+ * The count or length in the msgpack header at pos, in its fix form (fix to fix + mask) or
+ * 16-bit form (the `wide` byte), and where what follows begins; undefined for any other header.
+ */
+function fixOr16(bytes: Uint8Array, pos: number, fix: number, mask: number, wide: number): [number, number] | undefined {
+  if (pos >= bytes.length) return undefined;
+  const b = bytes[pos]!;
+  if (b >= fix && b <= fix + mask) return [b & mask, pos + 1];
+  if (b === wide && pos + 3 <= bytes.length) return [(bytes[pos + 1]! << 8) | bytes[pos + 2]!, pos + 3];
+  return undefined;
 }
 
 // ---------------------------------------------------------------------------
