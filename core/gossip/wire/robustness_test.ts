@@ -17,7 +17,8 @@ import {
   parseStream,
   splitCompound,
 } from "./memberlist.ts";
-import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeTags, decodeTagsGeneric, encodeTags } from "./serf.ts";
+import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeSerfMessageGeneric, decodeTags, decodeTagsGeneric, encodeSerfMessage, encodeTags } from "./serf.ts";
+import type { MessagePushPull } from "./messages.ts";
 import { lzwCompress, lzwDecompress } from "./lzw.ts";
 import { compareBytewise, decodeValue, MpWriter } from "./msgpack_go.ts";
 import { decryptPayload, Keyring, peekEncryptedStream } from "./crypto.ts";
@@ -247,5 +248,30 @@ test("decodeTags: the direct reader agrees with the general decoder on Go-shaped
       assert.deepEqual(decodeTags(v), decodeTagsGeneric(v), `seed=${seed} bytes=${[...v].map((b) => b.toString(16).padStart(2, "0")).join("")}`);
     }
     assert.deepEqual(decodeTags(good), { ok: true, value: tags });
+  }
+});
+
+test("decodeSerfMessage: the direct push/pull reader agrees with the general decoder", () => {
+  for (const seed of seeds(300)) {
+    const rng = new Rng(seed);
+    const name = () => Array.from({ length: 1 + rng.int(rng.chance(0.1) ? 40 : 12) }, () => rng.pick(["n", "é", "7", "-"])).join("");
+    const clock = () => rng.pick([0, 1, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32, 2 ** 40]);
+    const body: MessagePushPull = {
+      lTime: clock(),
+      statusLTimes: new Map(Array.from({ length: rng.int(rng.chance(0.2) ? 40 : 8) }, () => [name(), clock()] as [string, number])),
+      leftMembers: Array.from({ length: rng.int(3) }, name),
+      eventLTime: clock(),
+      events: Array.from({ length: rng.pick([0, 3, 512]) }, () =>
+        rng.chance(0.02) ? { lTime: clock(), events: [{ name: name(), payload: Uint8Array.of(1, 2) }] } : null,
+      ),
+      queryLTime: clock(),
+    };
+    const good = encodeSerfMessage({ type: "pushPull", body });
+    const broken = good.slice();
+    broken[1 + rng.int(broken.length - 1)] = rng.int(256);
+    for (const v of [good, good.subarray(0, rng.int(good.length)), Uint8Array.of(...good, 0x01), broken]) {
+      assert.deepEqual(decodeSerfMessage(v), decodeSerfMessageGeneric(v), `seed=${seed}`);
+    }
+    assert.deepEqual(decodeSerfMessage(good), { ok: true, value: { type: "pushPull", body } }, `seed=${seed}`);
   }
 });
