@@ -313,7 +313,7 @@ export class SerfCore {
     this.swim.setDelegate({
       getBroadcasts: (overhead, limit) => this.#getBroadcasts(overhead, limit),
       userSize: (m) => this.#size(m),
-      localState: () => this.#localState(),
+      localState: (_join, pull) => this.#localState(pull),
       ackPayload: () => this.#vivaldi?.coordinate,
       vetoAlive: config.vetoMember
         ? (a) => config.vetoMember!({ name: a.node, addr: a.addr, tags: a.meta, vsn: a.vsn })
@@ -858,10 +858,12 @@ export class SerfCore {
   // ---------------------------------------------------------------------------
   // Push/pull state (serf delegate LocalState / MergeRemoteState)
 
-  #localState(): MessagePushPull {
+  /** Serf's push/pull state; `pull`: our own status and the clocks only (a repair's pull). */
+  #localState(pull = false): MessagePushPull {
     const statusLTimes = new Map<string, number>();
     const leftMembers: string[] = [];
     for (const m of this.#members.values()) {
+      if (pull && m.name !== this.name) continue;
       statusLTimes.set(m.name, m.statusLTime);
       if (m.status === "left") leftMembers.push(m.name);
     }
@@ -870,7 +872,7 @@ export class SerfCore {
       statusLTimes,
       leftMembers,
       eventLTime: this.eventClock.time,
-      events: [...this.#eventBuffer],
+      events: pull ? [] : [...this.#eventBuffer],
       queryLTime: this.queryClock.time,
     };
   }

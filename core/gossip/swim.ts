@@ -203,7 +203,8 @@ export interface SwimDelegate<T extends GossipTypes> {
   getBroadcasts(overheadBytes: number, limitBytes: number): T["user"][];
   /** Size estimate of a user message (for packing). */
   userSize(msg: T["user"]): number;
-  localState(join: boolean): T["state"];
+  /** The state for a push/pull; `pull`: only what a pull needs to carry (see #repairPushPull). */
+  localState(join: boolean, pull: boolean): T["state"];
   ackPayload(): T["ack"] | undefined;
   /** Consul's alive delegate: a reason to ignore this alive (e.g. another dc), or undefined. */
   vetoAlive?(alive: AliveMsg<T["meta"]>): string | undefined;
@@ -794,11 +795,11 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   // ---------------------------------------------------------------------------
   // Push/pull and join
 
-  #localPushPull(join: boolean): PushPullMsg<T["meta"], T["state"]> {
+  #localPushPull(join: boolean, pull = false): PushPullMsg<T["meta"], T["state"]> {
     const msg: PushPullMsg<T["meta"], T["state"]> = {
       type: "pushPull",
       join,
-      nodes: this.#nodes.map((s) => ({
+      nodes: (pull ? this.#nodes.filter((s) => s.name === this.name) : this.#nodes).map((s) => ({
         name: s.name,
         addr: s.addr,
         incarnation: s.incarnation,
@@ -807,7 +808,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         vsn: s.vsn,
       })),
     };
-    if (this.#delegate) msg.userState = this.#delegate.localState(join);
+    if (this.#delegate) msg.userState = this.#delegate.localState(join, pull);
     return msg;
   }
 
@@ -867,7 +868,10 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     const requestId = this.#nextRequestId();
     this.#streamKinds.set(requestId, "pushPull");
     this.#repairRequest = requestId;
-    this.#sends.push({ to, msg: this.#localPushPull(false), reliable: true, requestId });
+    // A repair is there to pull: it sends only our own entry (and the layer above only its own
+    // part), still a well-formed push/pull. In a join storm most repairs go to the join target,
+    // which knows everyone already and had to read our whole list for nothing each time.
+    this.#sends.push({ to, msg: this.#localPushPull(false, true), reliable: true, requestId });
   }
 
   #periodicPushPull(): void {

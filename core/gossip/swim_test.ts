@@ -187,6 +187,18 @@ test("swim: a failing probe waits the awareness-scaled interval and the next pro
   assert.equal(a.member("b")?.state, "suspect");
 });
 
+test("swim: a repair push/pull carries only our own entry; a join carries everyone", () => {
+  const a = coreKnowing([{ name: "b", addr: "10.0.0.2:7946" }, { name: "c", addr: "10.0.0.3:7946" }]);
+  a.step({ kind: "pushPull", now: 1, to: "10.0.0.2:7946" });
+  const repair = a.ready().sends.find((x) => x.reliable && x.msg.type === "pushPull");
+  assert.ok(repair?.msg.type === "pushPull");
+  assert.deepEqual(repair.msg.nodes.map((n) => n.name), ["a"]);
+  a.step({ kind: "join", now: 2, addrs: ["10.0.0.3:7946"] });
+  const join = a.ready().sends.find((x) => x.reliable && x.msg.type === "pushPull");
+  assert.ok(join?.msg.type === "pushPull");
+  assert.deepEqual(join.msg.nodes.map((n) => n.name).sort(), ["a", "b", "c"]);
+});
+
 test("swim: probe rounds reach every member when the probe ticks fall behind the periods", () => {
   const peers = ["b", "c", "d", "e"].map((name, i) => ({ name, addr: `10.0.0.${i + 2}:7946` }));
   const a = coreKnowing(peers);
