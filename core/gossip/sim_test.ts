@@ -11,7 +11,7 @@ import { SimClock } from "../sim/sim_clock.ts";
 import { SimNetwork } from "../sim/sim_network.ts";
 import type { LinkFaults } from "../sim/sim_network.ts";
 import { GossipDriver, identityCodec } from "./driver.ts";
-import type { GossipCodec, GossipTransport, StreamResult } from "./driver.ts";
+import type { GossipCodec } from "./driver.ts";
 import { serfWireCodec } from "./wire/codec.ts";
 import type { WireCodec } from "./wire/codec.ts";
 import { consulSerfTimings, lanProfile, serfAgentTimings, serfTimings } from "./profiles.ts";
@@ -20,75 +20,10 @@ import { SerfCore } from "./serf.ts";
 import type { SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
 import type { SwimMessage } from "./swim.ts";
 import { suspicionTimeoutMs } from "./suspicion.ts";
+import { simTransport } from "./sim_transport.ts";
+import type { SimEnvelope, SimTransportHooks } from "./sim_transport.ts";
 
 type M = SwimMessage<SerfTypes>;
-type Env<P = M> =
-  | { kind: "packet"; msg: P }
-  | { kind: "stream"; msg: P; reply?: (r: StreamResult<P>) => void }
-  | { kind: "reply"; msg: P | undefined; reply: (r: StreamResult<P>) => void };
-
-/**
- * A GossipTransport over two SimNetworks: lossy "UDP" and loss-free but
- * partitionable "TCP". A stream whose request or reply is cut (partition,
- * crashed host) fails after the TCP timeout, like a real connect/read would;
- * one to a killed process on a live host is refused (see SimCluster.crash).
- */
-function simTransport<P>(
-  clock: SimClock,
-  udp: SimNetwork<Env<P>>,
-  tcp: SimNetwork<Env<P>>,
-  addr: string,
-  hooks: TransportHooks<P> = {},
-): GossipTransport<P> {
-  return {
-    localAddr: addr,
-    sendPacket: (to, msg) => udp.send(addr, to, { kind: "packet", msg }),
-    sendStream: (to, msg, opts, onResult) => {
-      hooks.onStreamSent?.(addr, to, msg);
-      if (!opts.expectReply) {
-        tcp.send(addr, to, { kind: "stream", msg });
-        onResult({ ok: true, reply: undefined });
-        return;
-      }
-      let done = false;
-      const finish = (r: StreamResult<P>) => {
-        if (done) return;
-        done = true;
-        timer.cancel();
-        onResult(r);
-      };
-      const timer = clock.setTimer(lanProfile.tcpTimeoutMs, () => finish({ ok: false, error: `i/o timeout talking to "${to}"` }));
-      tcp.send(addr, to, { kind: "stream", msg, reply: finish }, () => finish({ ok: false, error: `dial tcp ${to}: connect: connection refused`, refused: true }));
-    },
-    listen: (h) => {
-      udp.attach(addr, (from, env) => {
-        if (env.kind !== "packet") return;
-        const msg = hooks.filterPacket ? hooks.filterPacket(from, addr, env.msg) : env.msg;
-        if (msg !== undefined) h.onPacket(from, msg);
-      });
-      tcp.attach(addr, (from, env) => {
-        if (env.kind === "reply") {
-          env.reply({ ok: true, reply: env.msg });
-          return;
-        }
-        if (env.kind !== "stream") return;
-        const reply = h.onStream(from, env.msg);
-        if (env.reply) tcp.send(addr, from, { kind: "reply", msg: reply, reply: env.reply });
-      });
-    },
-    close: () => {
-      udp.detach(addr);
-      tcp.detach(addr);
-    },
-  };
-}
-
-interface TransportHooks<P> {
-  /** Rewrite (or drop: undefined) a datagram as it arrives at `to`. */
-  filterPacket?: (from: string, to: string, msg: P) => P | undefined;
-  /** Told about every stream a node opens. */
-  onStreamSent?: (from: string, to: string, msg: P) => void;
-}
 
 interface SimNode {
   name: string;
@@ -108,7 +43,7 @@ interface ClusterOptions {
   tags?: (i: number) => Tags;
   /** Run over the real wire codec (bytes on the sim network) instead of message objects. */
   wire?: WireCodec<SerfTypes>;
-  hooks?: TransportHooks<unknown>;
+  hooks?: SimTransportHooks<unknown>;
   /** Message sizes for packing (default: `wire`'s, else estimates), whatever the transport carries. */
   measure?: (msg: M) => number;
 }
@@ -117,8 +52,8 @@ class SimCluster {
   readonly seed: number;
   readonly rng: Rng;
   readonly clock = new SimClock();
-  readonly udp: SimNetwork<Env<unknown>>;
-  readonly tcp: SimNetwork<Env<unknown>>;
+  readonly udp: SimNetwork<SimEnvelope<unknown>>;
+  readonly tcp: SimNetwork<SimEnvelope<unknown>>;
   readonly sink = new CaptureSink();
   readonly nodes = new Map<string, SimNode>();
   #opts: ClusterOptions;
@@ -127,8 +62,8 @@ class SimCluster {
     this.seed = opts.seed;
     this.#opts = opts;
     this.rng = new Rng(opts.seed);
-    this.udp = new SimNetwork<Env<unknown>>(this.clock, this.rng.fork(), { delayMs: [1, 10], ...opts.faults });
-    this.tcp = new SimNetwork<Env<unknown>>(this.clock, this.rng.fork(), { delayMs: [1, 10] });
+    this.udp = new SimNetwork<SimEnvelope<unknown>>(this.clock, this.rng.fork(), { delayMs: [1, 10], ...opts.faults });
+    this.tcp = new SimNetwork<SimEnvelope<unknown>>(this.clock, this.rng.fork(), { delayMs: [1, 10] });
   }
 
   addrOf(i: number): string {
@@ -465,7 +400,7 @@ test("sim: probe rounds in step: once converged, each member is probed once a pe
   for (const seed of seeds(20)) {
     const probedAt = new Map<string, number[]>();
     let now = () => 0;
-    const hooks: TransportHooks<unknown> = {
+    const hooks: SimTransportHooks<unknown> = {
       filterPacket: (_from, to, msg) => {
         const m = msg as M;
         const parts = m.type === "compound" ? m.parts : [m];
@@ -548,7 +483,7 @@ test("sim: a node that missed every copy of a member's alive broadcast pulls the
   for (const seed of seeds(100)) {
     // n5 never gets an alive about n3 by UDP gossip: only its Serf join intent, and push/pull state.
     const deaf = "10.0.0.6:7946";
-    const hooks: TransportHooks<unknown> = {
+    const hooks: SimTransportHooks<unknown> = {
       filterPacket: (_from, to, msg) => (to === deaf ? withoutParts(msg as M, (m) => m.type === "alive" && m.node === "n3") : msg),
     };
     const c = new SimCluster({ seed, hooks, faults: { loss: 0.01 } });
@@ -569,7 +504,7 @@ test("sim: a node that missed every copy of a member's alive broadcast pulls the
 test("sim: repair push/pulls are bounded for a member nobody can tell us about (its join intent, its pings)", () => {
   for (const seed of seeds(50)) {
     const pushPulls = new Map<string, number>();
-    const hooks: TransportHooks<unknown> = {
+    const hooks: SimTransportHooks<unknown> = {
       onStreamSent: (from, _to, msg) => {
         const m = msg as M;
         if (m.type === "pushPull" && !m.join) pushPulls.set(from, (pushPulls.get(from) ?? 0) + 1);
@@ -620,7 +555,7 @@ test("sim: after a 50-node join storm (49 join one node at once) every node know
   });
   for (const seed of all) {
     let repairs = 0;
-    const hooks: TransportHooks<unknown> = {
+    const hooks: SimTransportHooks<unknown> = {
       onStreamSent: (_from, _to, msg) => {
         const m = msg as M;
         if (m.type === "pushPull" && !m.join) repairs++;

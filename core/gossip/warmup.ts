@@ -19,16 +19,13 @@ import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { SimNetwork } from "../sim/sim_network.ts";
 import { GossipDriver } from "./driver.ts";
-import type { GossipCodec, GossipTransport, StreamResult } from "./driver.ts";
+import type { GossipCodec } from "./driver.ts";
 import { consulSerfTimings, lanProfile } from "./profiles.ts";
 import { SerfCore } from "./serf.ts";
 import type { SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
+import { simTransport } from "./sim_transport.ts";
+import type { SimEnvelope } from "./sim_transport.ts";
 import { serfWireCodec } from "./wire/codec.ts";
-
-type Envelope =
-  | { kind: "packet"; msg: Uint8Array }
-  | { kind: "stream"; msg: Uint8Array; reply?: (r: StreamResult<Uint8Array>) => void }
-  | { kind: "reply"; msg: Uint8Array | undefined; reply: (r: StreamResult<Uint8Array>) => void };
 
 type Driver = GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>;
 
@@ -49,8 +46,8 @@ export function warmUpGossip(options: { tags: Tags; nodes?: number }): WarmUpRes
   const n = Math.max(2, options.nodes ?? warmUpNodes);
   const clock = new SimClock();
   const rng = new Rng(1);
-  const udp = new SimNetwork<Envelope>(clock, rng.fork(), { delayMs: [1, 5] });
-  const tcp = new SimNetwork<Envelope>(clock, rng.fork(), { delayMs: [1, 5] });
+  const udp = new SimNetwork<SimEnvelope<Uint8Array>>(clock, rng.fork(), { delayMs: [1, 5] });
+  const tcp = new SimNetwork<SimEnvelope<Uint8Array>>(clock, rng.fork(), { delayMs: [1, 5] });
   const addrOf = (i: number) => `127.255.255.${i + 1}:8301`;
   const nodes: { name: string; serf: SerfCore; driver: Driver }[] = [];
   for (let i = 0; i < n; i++) {
@@ -72,7 +69,7 @@ export function warmUpGossip(options: { tags: Tags; nodes?: number }): WarmUpRes
     const driver: Driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>({
       core: serf,
       clock,
-      transport: memoryTransport(addr, udp, tcp),
+      transport: simTransport<Uint8Array>(clock, udp, tcp, addr),
       codec: wire as GossipCodec<SerfTypes, Uint8Array>,
       logger,
       onEvent: () => {},
@@ -86,38 +83,4 @@ export function warmUpGossip(options: { tags: Tags; nodes?: number }): WarmUpRes
   const converged = nodes.every((a) => nodes.every((b) => a.serf.memberStatus(b.name) === "alive"));
   for (const x of nodes) x.driver.stop();
   return { converged };
-}
-
-/** Packets on `udp`, streams (with replies) on `tcp`. */
-function memoryTransport(addr: string, udp: SimNetwork<Envelope>, tcp: SimNetwork<Envelope>): GossipTransport<Uint8Array> {
-  return {
-    localAddr: addr,
-    sendPacket: (to, msg) => udp.send(addr, to, { kind: "packet", msg }),
-    sendStream: (to, msg, opts, onResult) => {
-      if (!opts.expectReply) {
-        tcp.send(addr, to, { kind: "stream", msg });
-        onResult({ ok: true, reply: undefined });
-        return;
-      }
-      tcp.send(addr, to, { kind: "stream", msg, reply: onResult });
-    },
-    listen: (h) => {
-      udp.attach(addr, (from, env) => {
-        if (env.kind === "packet") h.onPacket(from, env.msg);
-      });
-      tcp.attach(addr, (from, env) => {
-        if (env.kind === "reply") {
-          env.reply({ ok: true, reply: env.msg });
-          return;
-        }
-        if (env.kind !== "stream") return;
-        const reply = h.onStream(from, env.msg);
-        if (env.reply) tcp.send(addr, from, { kind: "reply", msg: reply, reply: env.reply });
-      });
-    },
-    close: () => {
-      udp.detach(addr);
-      tcp.detach(addr);
-    },
-  };
 }
