@@ -158,10 +158,16 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
 
   // 5. A torn last record: cut bytes off the newest segment of a follower while it is down.
   const torn = c.servers.find((s) => s !== leader3)!;
-  await c.kill(torn);
   const raftDir = join(torn.dir, "raft");
-  const segments = readdirSync(raftDir).filter((f) => f.endsWith(".log")).sort();
-  const last = join(raftDir, segments.at(-1)!);
+  const newestSegment = () => readdirSync(raftDir).filter((f) => f.endsWith(".log")).sort().at(-1);
+  // A follower that last caught up by snapshot (the old leader, in step 3) has no segment until
+  // the new leader's first entry reaches it.
+  await waitFor(() => {
+    const seg = newestSegment();
+    return seg !== undefined && statSync(join(raftDir, seg)).size > 0;
+  }, { timeoutMs: 30_000, what: "a record in the follower's newest log segment" });
+  await c.kill(torn);
+  const last = join(raftDir, newestSegment()!);
   // A crash in the middle of writing a record that was never acknowledged:
   // its header promises 100 payload bytes, only 20 reached the disk.
   const header = Buffer.alloc(8);
