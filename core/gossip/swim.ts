@@ -381,6 +381,11 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     return n;
   }
 
+  /** Broadcasts waiting in the queue (memberlist NumQueued). */
+  get queuedBroadcasts(): number {
+    return this.#queue.length;
+  }
+
   member(name: string): SwimMember<T["meta"]> | undefined {
     const s = this.#byName.get(name);
     return s ? snapshot(s) : undefined;
@@ -737,8 +742,14 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
         this.#streamDone(requestId, kind, `Unexpected reply "${msg.type}" to push/pull`);
         return;
       }
+      // A node that knew no one else learns everything in its join reply from the one member
+      // that sent it, and can only pass it on to members that member already told: merging it
+      // quietly spares the pool a copy of every alive from every joiner (memberlist queues
+      // them all). In a 50-node join storm that was a third of the gossip before convergence,
+      // and the queued copies delayed the alives that were news (scripts/bench/gossip.ts).
+      const quiet = kind === "join" && this.numAlive <= 1;
       const before = this.#events.length;
-      const err = this.#mergeRemote(from, msg);
+      const err = this.#mergeRemote(from, msg, quiet);
       const learned = this.#events.slice(before).filter((e) => e.kind === "join").length;
       this.#streamDone(requestId, kind, err, learned);
       return;
@@ -812,8 +823,11 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     return msg;
   }
 
-  /** Merge a push/pull; returns an error text if the whole state was rejected. */
-  #mergeRemote(from: string, msg: PushPullMsg<T["meta"], T["state"]>): string | undefined {
+  /**
+   * Merge a push/pull; returns an error text if the whole state was rejected.
+   * `quiet`: members it makes alive are not broadcast (see #handleStream).
+   */
+  #mergeRemote(from: string, msg: PushPullMsg<T["meta"], T["state"]>, quiet = false): string | undefined {
     const versionError = verifyProtocol(msg.nodes, this.#nodes);
     if (versionError) return versionError;
     if (msg.join && this.#delegate?.vetoMerge) {
@@ -823,7 +837,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     for (const n of msg.nodes) {
       switch (n.state) {
         case "alive":
-          this.#aliveNode({ type: "alive", node: n.name, addr: n.addr, incarnation: n.incarnation, meta: n.meta, vsn: n.vsn }, false);
+          this.#aliveNode({ type: "alive", node: n.name, addr: n.addr, incarnation: n.incarnation, meta: n.meta, vsn: n.vsn }, false, quiet);
           break;
         case "left":
           this.#deadNode({ type: "dead", node: n.name, incarnation: n.incarnation, from: n.name });
@@ -931,7 +945,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
   // ---------------------------------------------------------------------------
   // State transitions (memberlist aliveNode / suspectNode / deadNode / refute)
 
-  #aliveNode(a: AliveMsg<T["meta"]>, bootstrap: boolean): void {
+  #aliveNode(a: AliveMsg<T["meta"]>, bootstrap: boolean, quiet = false): void {
     const isLocal = a.node === this.name;
     if (this.#leaving && isLocal) return;
     if (a.vsn.length >= 3 && (a.vsn[0] === 0 || a.vsn[1] === 0 || a.vsn[0]! > a.vsn[1]!)) {
@@ -996,7 +1010,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       this.#refute(state, a.incarnation);
       this.#log.warn("refuting an alive message about us", { incarnation: a.incarnation });
     } else {
-      this.#broadcast(a.node, a);
+      if (!quiet) this.#broadcast(a.node, a);
       state.vsn = a.vsn;
       state.incarnation = a.incarnation;
       state.meta = a.meta;

@@ -199,6 +199,25 @@ test("swim: a repair push/pull carries only our own entry; a join carries everyo
   assert.deepEqual(join.msg.nodes.map((n) => n.name).sort(), ["a", "b", "c"]);
 });
 
+test("swim: a lone node merges its join reply quietly; a node that knew others passes the news on", () => {
+  const alive = (name: string, i: number) => ({ name, addr: `10.0.0.${i}:7946`, incarnation: 1, meta: new Uint8Array(), state: "alive" as const, vsn: [1, 5, 2, 2, 5, 5] });
+  const hubState = [alive("h", 9), alive("x", 10), alive("y", 11)];
+  const joinThroughHub = (a: SwimCore<BytesGossipTypes>) => {
+    a.step({ kind: "join", now: 5, addrs: ["10.0.0.9:7946"] });
+    const req = a.ready().sends.find((x) => x.reliable && x.msg.type === "pushPull")!;
+    const queued = a.queuedBroadcasts;
+    a.step({ kind: "stream", now: 6, from: "10.0.0.9:7946", msg: { type: "pushPull", join: true, nodes: hubState }, requestId: req.requestId });
+    assert.ok(["h", "x", "y"].every((n) => a.member(n)?.state === "alive"));
+    return a.queuedBroadcasts - queued;
+  };
+  // Alone: everything in the reply came from the hub, which told everyone it can reach.
+  const lone = new SwimCore<BytesGossipTypes>({ name: "a", addr: "10.0.0.1:7946", meta: new Uint8Array(), profile: lanProfile, rng: new Rng(3), now: 0, logger: createLogger({ sink: new CaptureSink() }) });
+  lone.ready();
+  assert.equal(joinThroughHub(lone), 0);
+  // Already in a pool (b): b's side has not heard of h, x and y (memberlist queues them all).
+  assert.equal(joinThroughHub(coreKnowing([{ name: "b", addr: "10.0.0.2:7946" }])), 3);
+});
+
 test("swim: probe rounds reach every member when the probe ticks fall behind the periods", () => {
   const peers = ["b", "c", "d", "e"].map((name, i) => ({ name, addr: `10.0.0.${i + 2}:7946` }));
   const a = coreKnowing(peers);

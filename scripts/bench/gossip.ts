@@ -43,7 +43,7 @@ const killPauseMs = 3_000;
 // BENCH_LOG_DIR=dir: agents log at info level into dir/<name>.log (for reading the suspicion
 // timeline: who suspected the victim when, how many confirmations); costs a little CPU on both sides.
 const logDir = process.env.BENCH_LOG_DIR;
-const logLevel = logDir ? "info" : "warn";
+const logLevel = logDir ? (process.env.BENCH_LOG_LEVEL ?? "info") : "warn";
 function agentStdio(name: string): ["ignore", number | "ignore", number | "ignore"] {
   if (!logDir) return ["ignore", "ignore", "ignore"];
   mkdirSync(logDir, { recursive: true });
