@@ -115,10 +115,9 @@ export interface SerfTimings {
   readonly repairGraceMs: number;
   /**
    * At most one repair push/pull per this interval (scaled with the cluster size like push/pull).
-   * A repair that brought members gossip had not is followed by another (random member) once
-   * this allows, up to 3 in a row, until one brings nothing. A joiner that learns a member from
-   * others within 5 s of its join pulls from the join target once more, no sooner than this
-   * (scaled) after the join: the target heard every join around ours. Off with repairGraceMs 0.
+   * A joiner that learns a member from others within 5 s of its join pulls from the join target
+   * once more, no sooner than this (scaled) after the join: the target heard every join around
+   * ours. Off with repairGraceMs 0.
    */
   readonly repairIntervalMs: number;
 }
@@ -149,7 +148,7 @@ export const serfTimings: SerfTimings = Object.freeze({
   // Two gossip intervals: a broadcast that reached most members by then but not us was missed.
   repairGraceMs: 400,
   // Scaled like push/pull: 0.4 s at 50 members, 1.8 s at 5000. A 50-member join storm costs
-  // about 1.4 repair push/pulls per member (sim_test.ts), a missed alive in a quiet cluster two.
+  // about one repair push/pull per member (sim_test.ts), a missed alive in a quiet cluster two.
   repairIntervalMs: 200,
 });
 

@@ -186,8 +186,6 @@ interface Missing {
 
 /** Repair push/pulls one missing member may cause (the witness, then a random member). */
 const maxRepairsPerMember = 2;
-/** Follow-up repairs in a row, each after a repair that brought members gossip had not. */
-const maxFollowUps = 3;
 /** How long after our join a member learned from others makes us pull from the join target again. */
 const joinPullWindowMs = 5_000;
 /** Members with pending evidence tracked at once (names come from peers). */
@@ -252,9 +250,6 @@ export class SerfCore {
   #nextReconnectMs: number;
   #nextQueueCheckMs: number;
   #nextRepairMs = 0;
-  /** A follow-up repair is due (the last one learned something), and how many in a row. */
-  #followUpDue = false;
-  #followUps = 0;
   /**
    * After a join: the node we joined through, and how many members we learned from others
    * since its reply (a join target that answered others just before or after us).
@@ -513,18 +508,6 @@ export class SerfCore {
       case "unknownPeer":
         this.#noteMissing(e.node, e.addr);
         return;
-      case "repairDone":
-        // A repair that brought members gossip had not is a sign the gossip is behind (a join
-        // storm fills every node's queue with alives): pull again once the rate limit allows,
-        // from a random member that by then knows more. A pull that brings nothing ends the chain.
-        if (e.ok && e.learned > 0 && this.#followUps < maxFollowUps) {
-          this.#followUps++;
-          this.#followUpDue = true;
-        } else {
-          this.#followUps = 0;
-          this.#followUpDue = false;
-        }
-        return;
     }
   }
 
@@ -614,27 +597,17 @@ export class SerfCore {
       this.#startRepair(to);
       return;
     }
-    if (this.#followUpDue) {
-      const to = this.#randomAliveAddr();
-      if (to === undefined) {
-        this.#followUpDue = false;
-        return;
-      }
-      this.#log.debug("the last repair brought members gossip had not: push/pull again", { with: to });
-      this.#startRepair(to);
-    }
   }
 
   #startRepair(to: string): void {
-    this.#followUpDue = false;
     this.#nextRepairMs = this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size);
     this.swim.step({ kind: "pushPull", now: this.#now, to });
   }
 
   /** When #repair could next act (Infinity: nothing to repair, or off). */
   #nextRepairAt(): number {
-    if ((this.#missing.size === 0 && !this.#followUpDue && !this.#joinPull) || this.#leaving || this.swim.isRepairing) return Infinity;
-    let due = this.#followUpDue ? this.#now : Infinity;
+    if ((this.#missing.size === 0 && !this.#joinPull) || this.#leaving || this.swim.isRepairing) return Infinity;
+    let due = Infinity;
     const jp = this.#joinPull;
     if (jp) due = Math.min(due, jp.learned > 0 ? jp.atMs : jp.untilMs);
     for (const miss of this.#missing.values()) {

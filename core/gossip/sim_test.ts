@@ -537,15 +537,16 @@ test("sim: repair push/pulls are bounded for a member nobody can tell us about (
   }
 });
 
-test("sim: after a 50-node join storm (49 join one node at once) every node knows every member within 1 s in at least 95% of seeds, with few repair push/pulls", () => {
-  // Every node learns most members from its join push/pull and queues an
-  // alive broadcast for each: ~50 alives per queue, each sent 8 times to
-  // random members, so gossip alone covers the last of the 2450 pairs only
-  // once the queues drain (3-4 s). Repair push/pulls pull the state instead;
-  // the join intents that show a member is missing are starved by the same
-  // queues, so a repair that brings members is followed by another. A joiner
-  // that learns members from others soon after its join pulls the join
-  // target's state once more (the target heard every concurrent join).
+test("sim: after a 50-node join storm (49 join one node at once) every node knows every member within 0.8 s in at least 95% of seeds, with one repair push/pull per joiner", () => {
+  // A joiner learns the members that joined before it from its join reply
+  // (and, alone before, does not gossip them again). The ones that join after
+  // it come by gossip, 8 sends per alive to random members, which would cover
+  // the last of the 2450 pairs only after seconds (the coupon collector's
+  // tail): a joiner that learns members from others soon after its join
+  // pulls the join target's state once more (the target heard every
+  // concurrent join). 450-650 ms over these seeds; it was 450-1000 ms with
+  // 68-92 repairs while joiners regossiped their join replies and a repair
+  // that brought members was followed by another.
   const n = 50;
   const all = seeds(20);
   const late: string[] = [];
@@ -569,9 +570,9 @@ test("sim: after a 50-node join storm (49 join one node at once) every node know
     for (let i = 1; i < n; i++) c.node(`n${i}`).driver.input({ kind: "join", addrs: [c.addrOf(0)] });
     c.runUntil(() => c.converged(), 30_000, "join storm convergence");
     const took = c.clock.now() - t0;
-    if (took > 1_000) late.push(`${seed}: ${took} ms`);
-    // Periodic push/pulls (one per 60 s at N = 50, randomly phased) add a few.
-    assert.ok(repairs <= 2 * n, `${repairs} push/pulls besides the joins in a ${n}-node storm; seed=${seed}`);
+    if (took > 800) late.push(`${seed}: ${took} ms`);
+    // Repairs for a missed alive and periodic push/pulls (one per 60 s at N = 50, randomly phased) add a few.
+    assert.ok(repairs <= n + 5, `${repairs} push/pulls besides the joins in a ${n}-node storm; seed=${seed}`);
   }
-  assert.ok(late.length <= Math.floor(all.length * 0.05), `all-see-all later than 1 s in seeds ${late.join(", ")}`);
+  assert.ok(late.length <= Math.floor(all.length * 0.05), `all-see-all later than 0.8 s in seeds ${late.join(", ")}`);
 });

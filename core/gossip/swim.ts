@@ -185,12 +185,7 @@ export type SwimEvent<T extends GossipTypes> =
   /** Another address claims a known member's name. */
   | { kind: "conflict"; existing: SwimMember<T["meta"]>; other: AliveMsg<T["meta"]> }
   /** A node we have no state for probed us: we may have missed its alive broadcast. */
-  | { kind: "unknownPeer"; node: string; addr: string }
-  /**
-   * The push/pull asked for with a `pushPull` input is over; `learned`:
-   * members it told us about that we did not know (or knew dead).
-   */
-  | { kind: "repairDone"; ok: boolean; learned: number };
+  | { kind: "unknownPeer"; node: string; addr: string };
 
 export interface SwimReady<T extends GossipTypes> {
   sends: SwimSend<T>[];
@@ -748,10 +743,7 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       // them all). In a 50-node join storm that was a third of the gossip before convergence,
       // and the queued copies delayed the alives that were news (scripts/bench/gossip.ts).
       const quiet = kind === "join" && this.numAlive <= 1;
-      const before = this.#events.length;
-      const err = this.#mergeRemote(from, msg, quiet);
-      const learned = this.#events.slice(before).filter((e) => e.kind === "join").length;
-      this.#streamDone(requestId, kind, err, learned);
+      this.#streamDone(requestId, kind, this.#mergeRemote(from, msg, quiet));
       return;
     }
     switch (msg.type) {
@@ -785,11 +777,8 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
     this.#streamDone(requestId, kind, error);
   }
 
-  #streamDone(requestId: number, kind: "join" | "pushPull" | "ping", error: string | undefined, learned = 0): void {
-    if (requestId === this.#repairRequest) {
-      this.#repairRequest = undefined;
-      this.#events.push({ kind: "repairDone", ok: !error, learned });
-    }
+  #streamDone(requestId: number, kind: "join" | "pushPull" | "ping", error: string | undefined): void {
+    if (requestId === this.#repairRequest) this.#repairRequest = undefined;
     if (kind === "pushPull" && error) this.#log.warn("push/pull failed", { error });
     if (kind !== "join") return;
     for (const j of this.#joins) {
