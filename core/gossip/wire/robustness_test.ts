@@ -6,19 +6,24 @@ import { test } from "node:test";
 import { Rng, seeds } from "../../sim/rng.ts";
 import { fromHex, loadVectors } from "./_vectors.ts";
 import {
+  decodeAliveGeneric,
   decodeCompress,
   decodeMessage,
   decodePacket,
+  decodePushNodeState,
+  decodePushNodeStateGeneric,
+  encodeAlive,
   encodeCompound,
   encodeCompress,
   encodePing,
+  encodePushNodeState,
   encodePushPull,
   measureStream,
   parseStream,
   splitCompound,
 } from "./memberlist.ts";
 import { decodeCoordinatePayload, decodeQueryFilter, decodeSerfMessage, decodeSerfMessageGeneric, decodeTags, decodeTagsGeneric, encodeSerfMessage, encodeTags } from "./serf.ts";
-import type { MessagePushPull } from "./messages.ts";
+import type { Alive, MessagePushPull, PushNodeState } from "./messages.ts";
 import { lzwCompress, lzwDecompress } from "./lzw.ts";
 import { compareBytewise, decodeValue, MpWriter } from "./msgpack_go.ts";
 import { decryptPayload, Keyring, peekEncryptedStream } from "./crypto.ts";
@@ -273,5 +278,33 @@ test("decodeSerfMessage: the direct push/pull reader agrees with the general dec
       assert.deepEqual(decodeSerfMessage(v), decodeSerfMessageGeneric(v), `seed=${seed}`);
     }
     assert.deepEqual(decodeSerfMessage(good), { ok: true, value: { type: "pushPull", body } }, `seed=${seed}`);
+  }
+});
+
+test("decodeMessage, decodePushNodeState: the direct member reader agrees with the general decoder", () => {
+  const hex = (v: Uint8Array) => [...v].map((b) => b.toString(16).padStart(2, "0")).join("");
+  for (const seed of seeds(300)) {
+    const rng = new Rng(seed);
+    const text = () => Array.from({ length: rng.int(rng.chance(0.1) ? 300 : 20) }, () => rng.pick(["n", "é", "7", "-", "\u0000"])).join("");
+    const bytes = () => Uint8Array.from({ length: rng.pick([0, 4, 16, 6, rng.int(300)]) }, () => rng.int(256));
+    const uint = () => rng.pick([0, 1, 127, 128, 255, 256, 65535, 65536, 2 ** 32 - 1, 2 ** 32]);
+    const node: PushNodeState = { name: text(), addr: bytes(), port: rng.pick([0, 1, 8301, 65535]), meta: bytes(), incarnation: uint() % 2 ** 32, state: rng.int(5), vsn: bytes() };
+    const alive: Alive = { incarnation: node.incarnation, node: node.name, addr: node.addr, port: node.port, meta: node.meta, vsn: node.vsn };
+    const variants = (good: Uint8Array, from: number) => {
+      const broken = good.slice();
+      broken[from + rng.int(good.length - from)] = rng.int(256);
+      return [good, good.subarray(0, rng.int(good.length)), Uint8Array.of(...good, 0xc0), broken];
+    };
+    const goodNode = encodePushNodeState(node);
+    for (const v of variants(goodNode, 0)) {
+      assert.deepEqual(decodePushNodeState(v), decodePushNodeStateGeneric(v), `seed=${seed} bytes=${hex(v)}`);
+    }
+    assert.deepEqual(decodePushNodeState(goodNode), { ok: true, value: node }, `seed=${seed}`);
+    const goodAlive = encodeAlive(alive);
+    for (const v of variants(goodAlive, 1)) {
+      const generic = decodeAliveGeneric(v);
+      assert.deepEqual(decodeMessage(v), generic.ok ? { ok: true, value: { type: "alive", body: generic.value } } : generic, `seed=${seed} bytes=${hex(v)}`);
+    }
+    assert.deepEqual(decodeMessage(goodAlive), { ok: true, value: { type: "alive", body: alive } }, `seed=${seed}`);
   }
 });

@@ -43,6 +43,8 @@ import {
   textOf,
 } from "./msgpack_go.ts";
 import type { MpValue, StructFields } from "./msgpack_go.ts";
+import { readHeader, readStr, readUint } from "./byte_reader.ts";
+import type { ByteReader } from "./byte_reader.ts";
 
 // ---------------------------------------------------------------------------
 // Encoders (each returns serf type byte + body)
@@ -470,44 +472,6 @@ function decodePushPullFast(bytes: Uint8Array): MessagePushPull | undefined {
 
 const clockFields = { LTime: "lTime", EventLTime: "eventLTime", QueryLTime: "queryLTime" } as const;
 
-interface ByteReader {
-  readonly bytes: Uint8Array;
-  pos: number;
-}
-
-/** The count in a fix-form or 16-bit map/array header (see fixOr16), or undefined. */
-function readHeader(r: ByteReader, fix: number, mask: number, wide: number): number | undefined {
-  const h = fixOr16(r.bytes, r.pos, fix, mask, wide);
-  if (!h) return undefined;
-  r.pos = h[1];
-  return h[0];
-}
-
-/** A fixraw/raw16 string, or undefined. */
-function readStr(r: ByteReader): string | undefined {
-  const h = fixOr16(r.bytes, r.pos, 0xa0, 0x1f, 0xda);
-  if (!h || h[0] > r.bytes.length - h[1]) return undefined;
-  r.pos = h[1] + h[0];
-  return textOf(r.bytes.subarray(h[1], r.pos));
-}
-
-/** A positive fixint or uint8/16/32, or undefined. */
-function readUint(r: ByteReader): number | undefined {
-  const { bytes, pos } = r;
-  if (pos >= bytes.length) return undefined;
-  const b = bytes[pos]!;
-  if (b <= 0x7f) {
-    r.pos = pos + 1;
-    return b;
-  }
-  const width = b === 0xcc ? 1 : b === 0xcd ? 2 : b === 0xce ? 4 : 0;
-  if (width === 0 || pos + 1 + width > bytes.length) return undefined;
-  let v = 0;
-  for (let i = 1; i <= width; i++) v = v * 256 + bytes[pos + i]!;
-  r.pos = pos + 1 + width;
-  return v;
-}
-
 // ---------------------------------------------------------------------------
 // Tags in Meta (8.3)
 
@@ -560,18 +524,6 @@ function decodeTagsFast(meta: Uint8Array): Map<string, string> | undefined {
     tags.set(key, value);
   }
   return r.pos === meta.length ? tags : undefined;
-}
-
-/**
- * The count or length in the msgpack header at pos, in its fix form (fix to fix + mask) or
- * 16-bit form (the `wide` byte), and where what follows begins; undefined for any other header.
- */
-function fixOr16(bytes: Uint8Array, pos: number, fix: number, mask: number, wide: number): [number, number] | undefined {
-  if (pos >= bytes.length) return undefined;
-  const b = bytes[pos]!;
-  if (b >= fix && b <= fix + mask) return [b & mask, pos + 1];
-  if (b === wide && pos + 3 <= bytes.length) return [(bytes[pos + 1]! << 8) | bytes[pos + 2]!, pos + 3];
-  return undefined;
 }
 
 // ---------------------------------------------------------------------------
