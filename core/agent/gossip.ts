@@ -395,10 +395,10 @@ export class SerfPool implements GossipPool {
     if (!reason && id && this.name === "lan") {
       if (id === this.#opts.nodeId && m.name !== this.core?.name) {
         reason = `Member '${m.name}' has conflicting node ID '${id}' with this agent's ID`;
-      } else if (this.core && this.core.member(m.name)?.tags.id !== id) {
+      } else if (this.core && this.core.memberTags(m.name)?.id !== id) {
         // Only a new member, or one whose ID changed, needs the scan (most alive messages are refreshes).
-        const other = this.core.members().find((o) => o.name !== m.name && o.tags.id === id && o.status === "alive");
-        if (other) reason = `Member '${m.name}' has conflicting node ID '${id}' with member '${other.name}'`;
+        const other = this.core.findMember((name, tags, status) => name !== m.name && tags.id === id && status === "alive");
+        if (other) reason = `Member '${m.name}' has conflicting node ID '${id}' with member '${other}'`;
       }
     }
     if (reason) {

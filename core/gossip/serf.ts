@@ -343,6 +343,17 @@ export class SerfCore {
     return this.#members.get(name)?.status;
   }
 
+  /** Tags of one member without building a view (cheap, for hot checks). */
+  memberTags(name: string): Tags | undefined {
+    return this.#members.get(name)?.tags;
+  }
+
+  /** The name of the first member pred holds for, without building views (cheap, for hot checks). */
+  findMember(pred: (name: string, tags: Tags, status: SerfStatus) => boolean): string | undefined {
+    for (const m of this.#members.values()) if (pred(m.name, m.tags, m.status)) return m.name;
+    return undefined;
+  }
+
   member(name: string): SerfMember | undefined {
     const m = this.#members.get(name);
     return m ? memberView(m) : undefined;
