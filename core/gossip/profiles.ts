@@ -115,9 +115,8 @@ export interface SerfTimings {
   readonly repairGraceMs: number;
   /**
    * At most one repair push/pull per this interval (scaled with the cluster size like push/pull).
-   * A joiner that learns a member from others within 5 s of its join pulls from the join target
-   * once more, no sooner than this (scaled) after the join: the target heard every join around
-   * ours. Off with repairGraceMs 0.
+   * A joiner pulls from the join target once more this long (scaled) after the join: the target
+   * has heard every join around ours by then. Off with repairGraceMs 0.
    */
   readonly repairIntervalMs: number;
 }

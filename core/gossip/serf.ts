@@ -186,8 +186,6 @@ interface Missing {
 
 /** Repair push/pulls one missing member may cause (the witness, then a random member). */
 const maxRepairsPerMember = 2;
-/** How long after our join a member learned from others makes us pull from the join target again. */
-const joinPullWindowMs = 5_000;
 /** Members with pending evidence tracked at once (names come from peers). */
 const maxMissing = 1024;
 
@@ -251,10 +249,10 @@ export class SerfCore {
   #nextQueueCheckMs: number;
   #nextRepairMs = 0;
   /**
-   * After a join: the node we joined through, and how many members we learned from others
-   * since its reply (a join target that answered others just before or after us).
+   * After a join: the node we joined through, to pull its state once more at atMs (it has
+   * heard every join around ours by then, some of which its reply could not carry).
    */
-  #joinPull: { to: string; atMs: number; untilMs: number; learned: number } | undefined;
+  #joinPull: { to: string; atMs: number } | undefined;
   #joinAddrs: readonly string[] = [];
 
   #memberCoalesce = new Map<string, { type: MemberEventType; member: SerfMember }>();
@@ -498,12 +496,7 @@ export class SerfCore {
         if (e.tag !== "user") return;
         if (e.contacted > 0) this.#broadcastJoin(this.clock.time);
         if (e.contacted > 0 && this.#t.repairGraceMs > 0 && this.#joinAddrs.length > 0) {
-          this.#joinPull = {
-            to: this.#joinAddrs[0]!,
-            atMs: this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size),
-            untilMs: this.#now + joinPullWindowMs,
-            learned: 0,
-          };
+          this.#joinPull = { to: this.#joinAddrs[0]!, atMs: this.#now + pushPullScaleMs(this.#t.repairIntervalMs, this.#members.size) };
         }
         this.#joinIgnoreOld = false;
         this.#events.push({ kind: "joinDone", contacted: e.contacted, errors: e.errors });
@@ -592,10 +585,9 @@ export class SerfCore {
     const at = this.#nextRepairAt();
     if (at === Infinity || this.#now < at) return;
     const jp = this.#joinPull;
-    if (jp && this.#now >= jp.untilMs) this.#joinPull = undefined;
-    else if (jp && jp.learned > 0 && this.#now >= jp.atMs) {
+    if (jp && this.#now >= jp.atMs) {
       this.#joinPull = undefined;
-      this.#log.debug("members joined around our join: push/pull with the join target again", { with: jp.to, learned: jp.learned });
+      this.#log.debug("after our join: push/pull with the join target again", { with: jp.to });
       this.#startRepair(jp.to);
       return;
     }
@@ -620,7 +612,7 @@ export class SerfCore {
     if ((this.#missing.size === 0 && !this.#joinPull) || this.#leaving || this.swim.isRepairing) return Infinity;
     let due = Infinity;
     const jp = this.#joinPull;
-    if (jp) due = Math.min(due, jp.learned > 0 ? jp.atMs : jp.untilMs);
+    if (jp) due = Math.min(due, jp.atMs);
     for (const miss of this.#missing.values()) {
       if (miss.repairs < maxRepairsPerMember) due = Math.min(due, miss.atMs + this.#t.repairGraceMs);
     }
@@ -671,7 +663,6 @@ export class SerfCore {
   // Member transitions from memberlist (handleNodeJoin / Leave / Update)
 
   #handleNodeJoin(n: SwimMember<Tags>): void {
-    if (this.#joinPull) this.#joinPull.learned++;
     let m = this.#members.get(n.name);
     if (!m) {
       m = { name: n.name, addr: n.addr, tags: n.meta, vsn: n.vsn, status: "alive", statusLTime: 0, leaveTimeMs: 0 };
