@@ -90,7 +90,7 @@ function rawEnd(r: ByteReader): number | undefined {
  * The count or length in the msgpack header at pos, in its fix form (fix to fix + mask) or
  * 16-bit form (the `wide` byte), and where what follows begins; undefined for any other header.
  */
-export function fixOr16(bytes: Uint8Array, pos: number, fix: number, mask: number, wide: number): [number, number] | undefined {
+function fixOr16(bytes: Uint8Array, pos: number, fix: number, mask: number, wide: number): [number, number] | undefined {
   if (pos >= bytes.length) return undefined;
   const b = bytes[pos]!;
   if (b >= fix && b <= fix + mask) return [b & mask, pos + 1];
