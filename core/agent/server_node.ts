@@ -482,7 +482,7 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
   }
   const host = o.advertiseAddr || config.advertiseAddr || (config.bindAddr === "0.0.0.0" ? "127.0.0.1" : config.bindAddr);
   const rpcAddr = `${host.includes(":") ? `[${host}]` : host}:${rpcServer.port}`;
-  const pool = new RpcClientPool({ logger: logger.named("rpc.pool") });
+  const pool = new RpcClientPool({ logger: logger.named("rpc.pool"), localAddress: config.bindAddr });
   const transport = new TcpRaftTransport({ server: rpcServer, pool, logger: logger.named("raft.transport"), localAddress: rpcAddr });
   const node = new ServerNode(o, { fsm: new Fsm({ logger: logger.named("fsm") }), consensus: new RaftConsensus(), rpcServer, pool, transport, stores, rpcAddr });
 
@@ -571,7 +571,7 @@ export async function readOrCreateNodeId(dataDir: string): Promise<string> {
  * held up to `limits.rpcHoldTimeoutMs` while there is no leader or no server.
  */
 export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng; logger: Logger; lan: () => LanPoolLike | undefined }): { router: RpcRouter; close(): void } {
-  const pool = new RpcClientPool({ logger: o.logger.named("rpc.pool") });
+  const pool = new RpcClientPool({ logger: o.logger.named("rpc.pool"), localAddress: o.config.bindAddr });
   const router = new RpcRouter({
     remote: pool,
     servers: () => {

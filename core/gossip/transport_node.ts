@@ -18,6 +18,7 @@
 
 import * as dgram from "node:dgram";
 import * as net from "node:net";
+import { dialFrom } from "../dial_node.ts";
 import type { Logger } from "../log/mod.ts";
 import type { GossipTransport, GossipTransportHandlers, StreamResult } from "./driver.ts";
 import { MessageType } from "./wire/messages.ts";
@@ -399,7 +400,8 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
     const addr = splitHostPort(to);
     if (!addr) return result({ ok: false, error: `Bad address "${to}"` });
     this.stats.streamsOpened++;
-    const socket = net.connect({ host: addr.host, port: addr.port });
+    // Dial from the bind address (not the wildcard): firewall rules and peers' logs can tell agents on one host apart.
+    const socket = net.connect({ host: addr.host, port: addr.port, localAddress: dialFrom(this.#opts.bindAddr, addr.host) });
     this.#track(socket);
     socket.on("error", (err: Error & { code?: string }) => {
       result({ ok: false, error: `Cannot reach "${to}": ${err.message}`, refused: err.code === "ECONNREFUSED" });

@@ -10,6 +10,7 @@ import { connect, createServer } from "node:net";
 import { setImmediate } from "node:timers";
 import type { Server, Socket } from "node:net";
 import type { Clock, Timer } from "../clock/clock.ts";
+import { dialFrom } from "../dial_node.ts";
 import { systemClock } from "../clock/system_clock.ts";
 import { errorMessage, RpcError, RpcTimeoutError, TooLargeError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
@@ -356,6 +357,8 @@ export interface RpcClientPoolOptions {
   reconnectBackoffMs?: number;
   /** One-way messages are dropped while more than this many bytes wait to be written. Default 32 MiB. */
   maxQueuedBytes?: number;
+  /** Dial from this address (a server's bind address), so peers and firewall rules can tell servers on one host apart. */
+  localAddress?: string;
 }
 
 export interface CallOptions {
@@ -386,7 +389,7 @@ class ClientConnection {
     this.#pool = pool;
     this.address = address;
     this.#decoder = new FrameDecoder({ maxFrameBytes: pool.maxFrameBytes });
-    this.#socket = connect({ host, port });
+    this.#socket = connect({ host, port, localAddress: dialFrom(pool.localAddress ?? "", host) });
     this.#socket.setNoDelay(true);
     this.#socket.setKeepAlive(true, keepAliveMs);
     this.#writer = new BatchWriter(this.#socket, pool.stats);
@@ -533,6 +536,7 @@ export class RpcClientPool {
   readonly connectTimeoutMs: number;
   readonly reconnectBackoffMs: number;
   readonly maxQueuedBytes: number;
+  readonly localAddress: string | undefined;
   readonly stats: RpcClientStats = {
     connects: 0,
     connectFailures: 0,
@@ -557,6 +561,7 @@ export class RpcClientPool {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
     this.reconnectBackoffMs = options.reconnectBackoffMs ?? 250;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 32 * 1024 * 1024;
+    this.localAddress = options.localAddress;
   }
 
   /** Calls `method` on the server at `address` ("host:port"). */
