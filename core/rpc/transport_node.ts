@@ -180,7 +180,12 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     const decoder = new FrameDecoder({ maxFrameBytes });
     let sawMarker = false;
     let closed = false;
-    const connectionGone = new AbortController();
+    // One signal per call, not one per connection: under load hundreds of
+    // handlers wait at once on a pooled connection, and the abort listeners
+    // each adds (blocking waits, Raft applies, read barriers) must go with
+    // its call. Made only when a handler reads it (Raft messages never do).
+    const callsInFlight = new Set<AbortController>();
+    let gone: RpcError | undefined;
 
     const drop = (why: string, fields: Record<string, unknown>): void => {
       if (closed) return;
@@ -244,12 +249,28 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
         }
         return;
       }
+      let call: AbortController | undefined;
       let result: Promise<unknown>;
       try {
-        result = Promise.resolve(handler(frame.body, { remoteAddress, oneWay, signal: connectionGone.signal }));
+        result = Promise.resolve(handler(frame.body, {
+          remoteAddress,
+          oneWay,
+          get signal() {
+            if (!call) {
+              call = new AbortController();
+              if (gone) call.abort(gone);
+              else callsInFlight.add(call);
+            }
+            return call.signal;
+          },
+        }));
       } catch (err) {
         result = Promise.reject(err);
       }
+      const settled = (): void => {
+        if (call) callsInFlight.delete(call);
+      };
+      result.then(settled, settled);
       if (oneWay) {
         result.catch((err: unknown) => {
           stats.handlerErrors++;
@@ -287,7 +308,9 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     socket.on("error", (err) => log.debug("RPC connection error", { remote: remoteAddress, error: err.message }));
     socket.on("close", () => {
       closed = true;
-      connectionGone.abort(new RpcError(`Connection from "${remoteAddress}" closed`));
+      gone = new RpcError(`Connection from "${remoteAddress}" closed`);
+      for (const c of callsInFlight) c.abort(gone);
+      callsInFlight.clear();
       stats.open--;
       sockets.delete(socket);
     });

@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { connect } from "node:net";
 import type { Socket } from "node:net";
 import { NotLeaderError, RpcError, RpcTimeoutError, TooLargeError } from "../errors.ts";
@@ -306,6 +307,79 @@ test("rpc: serveRpcHandlers serves a handler table; a caller's disconnect aborts
     await until(() => aborted !== undefined, "the handler's signal to abort");
     assert.ok(aborted instanceof RpcError);
   } finally {
+    pool.close();
+    await s.close();
+  }
+});
+
+test("rpc: every call gets its own signal: concurrent handlers' abort listeners do not pile up on the connection, and a disconnect still aborts them", async () => {
+  const warnings: Error[] = [];
+  const onWarning = (w: Error): void => {
+    warnings.push(w);
+  };
+  process.on("warning", onWarning);
+  const signals: AbortSignal[] = [];
+  const release: (() => void)[] = [];
+  let lateSignal: AbortSignal | undefined;
+  let lateStarted = false;
+  let finishLate: (() => void) | undefined;
+  // Each handler listens for abort while it waits and stops listening when it
+  // finishes, as blocking queries, Raft applies and read barriers do.
+  const s = await server({
+    "Test.Wait": (_body, ctx) =>
+      new Promise<void>((resolve, reject) => {
+        const signal = ctx.signal;
+        const onAbort = (): void => reject(signal.reason);
+        signal.addEventListener("abort", onAbort, { once: true });
+        signals.push(signal);
+        release.push(() => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        });
+      }),
+    // Reads its signal only after the connection is gone.
+    "Test.Late": (_body, ctx) =>
+      new Promise<void>((resolve) => {
+        lateStarted = true;
+        finishLate = () => {
+          lateSignal = ctx.signal;
+          resolve();
+        };
+      }),
+  });
+  const pool = new RpcClientPool({ logger: logger() });
+  try {
+    const calls = Array.from({ length: 50 }, () => pool.call(s.address, "Test.Wait", {}));
+    await until(() => signals.length === 50, "all 50 handlers to start");
+    assert.equal(s.stats.accepted, 1, "one connection carried every call");
+    const most = Math.max(...signals.map((x) => getEventListeners(x, "abort").length));
+    assert.equal(most, 1, `one signal carries ${most} abort listeners at once: the calls share it`);
+    for (const r of release.splice(0)) r();
+    await Promise.all(calls);
+    for (const x of signals) assert.equal(getEventListeners(x, "abort").length, 0, "a finished call left a listener");
+
+    // A disconnect aborts the calls still running, and only those.
+    const done = signals.splice(0);
+    const running = Array.from({ length: 20 }, () => pool.call(s.address, "Test.Wait", {}));
+    const failed = Promise.all(running.map((c) => assert.rejects(c, RpcError)));
+    const late = pool.call(s.address, "Test.Late", {});
+    const lateFailed = assert.rejects(late, RpcError);
+    await until(() => signals.length === 20 && lateStarted, "20 more handlers to start");
+    pool.closeAddress(s.address);
+    await failed;
+    await lateFailed;
+    await until(() => signals.every((x) => x.aborted), "the running calls' signals to abort");
+    for (const x of signals) assert.ok(x.reason instanceof RpcError);
+    assert.ok(done.every((x) => !x.aborted), "a finished call's signal was aborted by the disconnect");
+    finishLate!();
+    assert.ok(lateSignal?.aborted, "a signal first read after the disconnect is already aborted");
+    assert.ok(lateSignal.reason instanceof RpcError);
+
+    await new Promise((r) => setImmediate(r));
+    const leaks = warnings.filter((w) => w.name === "MaxListenersExceededWarning");
+    assert.deepEqual(leaks.map((w) => w.message), []);
+  } finally {
+    process.off("warning", onWarning);
     pool.close();
     await s.close();
   }
