@@ -46,6 +46,39 @@ export class NoLeaderError extends CairnError {
   }
 }
 
+/**
+ * A leader lost its leadership (or stopped) while a write it had proposed was
+ * in flight: the write may still be committed by the next leader, or not.
+ * Only a write that carries a request id may be sent again after this.
+ */
+export class LeadershipLostError extends CairnError {
+  readonly leader?: string;
+  constructor(leader?: string, options?: { cause?: unknown }) {
+    super("leadership_lost", "Leadership lost while the request was being committed", options);
+    this.leader = leader;
+  }
+}
+
+/**
+ * The FSM cannot tell whether a request id was applied before: its record
+ * has been dropped from the request table. Nothing was applied this time.
+ */
+export class RequestExpiredError extends CairnError {
+  /** The lowest issuer epoch the table still accepts for an unknown issuer (0: not an issuer problem). */
+  readonly minEpoch: number;
+  constructor(message: string, minEpoch = 0) {
+    super("request_expired", message);
+    this.minEpoch = minEpoch;
+  }
+}
+
+/** A write was possibly applied, and no answer says whether: the client must read to find out. */
+export class OutcomeUnknownError extends CairnError {
+  constructor(reason: string, options?: { cause?: unknown }) {
+    super("outcome_unknown", `Write outcome unknown, it may or may not have been applied: ${reason}`, options);
+  }
+}
+
 export class CasConflictError extends CairnError {
   constructor(message: string) {
     super("cas_conflict", message);
@@ -62,9 +95,12 @@ export class RpcTimeoutError extends CairnError {
 export class RpcError extends CairnError {
   /** The error code the remote server sent, when the failure came from there. */
   readonly remoteCode?: string;
-  constructor(message: string, options?: { cause?: unknown; remoteCode?: string }) {
+  /** True when the request provably never left this process (no connection could be made). */
+  readonly unsent: boolean;
+  constructor(message: string, options?: { cause?: unknown; remoteCode?: string; unsent?: boolean }) {
     super("rpc", message, options);
     this.remoteCode = options?.remoteCode;
+    this.unsent = options?.unsent ?? false;
   }
 }
 

@@ -1,7 +1,7 @@
 // Server mode: the Raft peer (core/raft driver) with its file stores under
 // `<dataDir>/raft/`, the FSM and endpoints (core/server), the server RPC on
 // `bindAddr:ports.server` (endpoints + `Raft.Message`), forwarding to the
-// leader (rpc_router.ts), bootstrap-expect from LAN gossip and the leader's
+// leader (core/rpc/forward.ts), bootstrap-expect from LAN gossip and the leader's
 // reconciliation of gossip servers into the Raft configuration. `-dev` runs
 // the same Raft with one in-memory voter (startDevNode) and the same
 // operator endpoints, without the RPC listener.
@@ -11,7 +11,7 @@ import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { dirname, join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { NoLeaderError, NotLeaderError, errorMessage } from "../errors.ts";
+import { NoLeaderError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
@@ -36,7 +36,7 @@ import {
   serverFromMember,
   type LanPoolLike,
 } from "./bootstrap.ts";
-import { blockingWaitMs, RpcRouter } from "./rpc_router.ts";
+import { RpcRouter } from "../rpc/forward.ts";
 import { randomUUID } from "./random_node.ts";
 
 const mkdir = lazyFsPromises("mkdir");
@@ -169,19 +169,11 @@ export class ServerNode {
       rng: o.rng.fork(),
       logger: o.logger.named("rpc"),
       holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
+      self: this.rpcAddr,
     });
     // Calls from other agents: answer here, or forward once to the leader (the caller retries).
     const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods)];
-    for (const m of methods) {
-      this.rpcServer.handle(m, async (body, ctx) => {
-        try {
-          return await local.handle(m, body, { signal: ctx.signal });
-        } catch (err) {
-          if (!(err instanceof NotLeaderError) || !err.leader || err.leader === this.rpcAddr) throw err;
-          return await this.pool.call(err.leader, m, body, { signal: ctx.signal, timeoutMs: this.pool.callTimeoutMs + blockingWaitMs(body) });
-        }
-      });
-    }
+    for (const m of methods) this.rpcServer.handle(m, (body, ctx) => this.router.serve(m, body, { signal: ctx.signal }));
     this.#operator = raftOperatorEndpoints({
       raft: () => this.#consensus.node,
       selfId: o.nodeId,

@@ -12,7 +12,7 @@ export const operatorRaftMethods = {
   transferLeader: "Operator.RaftTransferLeader",
 } as const;
 
-/** Routes a call by method name (core/agent/rpc_router.ts `RpcRouter` fits). */
+/** Routes a call by method name (core/rpc/forward.ts `RpcRouter` fits). */
 export interface OperatorRaftBackend {
   callRaw(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown>;
 }

@@ -5,7 +5,7 @@
 // Proposals that arrive while a sync is running land in the next Ready, so
 // one fsync covers many writes (group commit).
 import type { Clock, Timer } from "../clock/clock.ts";
-import { NotLeaderError, errorMessage } from "../errors.ts";
+import { FsmError, LeadershipLostError, NotLeaderError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
@@ -193,7 +193,8 @@ export class RaftNode implements Consensus {
     this.#snapshotTimer?.cancel();
     this.#commitTimer?.cancel();
     this.#o.transport.onMessage(() => {});
-    this.#failAll(new NotLeaderError());
+    // Proposals in flight may still be committed by the next leader.
+    this.#failAll(new LeadershipLostError());
     await this.#pumpDone.catch(() => {});
   }
 
@@ -630,7 +631,7 @@ export class RaftNode implements Consensus {
     if (was === is) return;
     if (!is) {
       // Leadership lost: proposals may or may not commit; tell callers we cannot know.
-      const err = new NotLeaderError(this.leaderAddr() || undefined);
+      const err = new LeadershipLostError(this.leaderAddr() || undefined);
       for (const [i, p] of this.#pending.entries()) {
         this.#pending.delete(i);
         p.cleanup();
@@ -665,13 +666,17 @@ export class RaftNode implements Consensus {
     this.#timer?.cancel();
     this.#snapshotTimer?.cancel();
     this.#commitTimer?.cancel();
-    this.#failAll(this.#failure);
+    // A storage failure: proposals already sent to followers may be committed
+    // by the next leader, so their outcome is unknown. An FSM failure halts
+    // every server at the same entry: that is the answer.
+    const failure = this.#failure;
+    this.#failAll(failure, failure instanceof FsmError ? failure : new LeadershipLostError(undefined, { cause: failure }));
   }
 
-  #failAll(err: Error): void {
+  #failAll(err: Error, proposalErr: Error = err): void {
     for (const p of this.#pending.values()) {
       p.cleanup();
-      p.reject(err);
+      p.reject(proposalErr);
     }
     this.#pending.clear();
     for (const r of this.#reads.values()) {

@@ -8,7 +8,7 @@
 //
 // The body is a map with a numeric kind `t`:
 //   request   { t: 0, id, method, body }         answered by a response
-//   response  { t: 1, id, body } | { t: 1, id, error: { code, message, leader? } }
+//   response  { t: 1, id, body } | { t: 1, id, error: { code, message, leader?, minEpoch? } }
 //   one-way   { t: 2, method, body }              no answer (Raft messages)
 //
 // Many requests are in flight on one connection; responses are matched by id
@@ -29,8 +29,10 @@ export const FrameKind = { Request: 0, Response: 1, OneWay: 2 } as const;
 export interface WireError {
   code: string;
   message: string;
-  /** For `not_leader`: the leader's address when known. */
+  /** For `not_leader` and `leadership_lost`: the leader's address when known. */
   leader?: string;
+  /** For `request_expired`: the lowest issuer epoch the request table accepts. */
+  minEpoch?: number;
 }
 
 export interface RequestFrame {
@@ -213,6 +215,7 @@ export function validateFrame(v: unknown): Frame | undefined {
         if (!isRecord(e) || typeof e.code !== "string" || typeof e.message !== "string") return undefined;
         const error: WireError = { code: e.code, message: e.message };
         if (typeof e.leader === "string") error.leader = e.leader;
+        if (typeof e.minEpoch === "number" && Number.isSafeInteger(e.minEpoch)) error.minEpoch = e.minEpoch;
         return { t: FrameKind.Response, id: v.id, error };
       }
       return { t: FrameKind.Response, id: v.id, body: v.body };

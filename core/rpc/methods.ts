@@ -3,6 +3,9 @@
 // the network transport both carry exactly these shapes (msgpack-friendly:
 // plain objects, numbers, strings, Uint8Array, no class instances).
 
+import type { RequestId } from "../state/requests.ts";
+export type { RequestId } from "../state/requests.ts";
+
 /** Read options, parsed from `?index`, `?wait`, `?stale`, `?consistent`. */
 export interface QueryOptions {
   /** Block until the result's index is greater than this (0: answer at once). */
@@ -427,7 +430,31 @@ export interface Rpc {
   call<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>>;
 }
 
+/**
+ * What a handler gets beside its args: the caller's abort signal, and for a
+ * write the request id it rides with (args.requestId, checked by the server).
+ */
+export interface HandlerOptions {
+  signal?: AbortSignal;
+  requestId?: RequestId;
+}
+
 /** One handler per method: what a server implements and a transport dispatches to. */
 export type RpcHandlers = {
-  [M in RpcMethod]: (args: RpcArgs<M>, options?: { signal?: AbortSignal }) => Promise<RpcReply<M>>;
+  [M in RpcMethod]: (args: RpcArgs<M>, options?: HandlerOptions) => Promise<RpcReply<M>>;
 };
+
+/**
+ * Methods that change state through the Raft log. The first RPC router a
+ * request meets gives each call of these a request id (`args.requestId`), so
+ * the FSM applies it once however often it is sent.
+ */
+export const writeMethods: ReadonlySet<string> = new Set<RpcMethod>([
+  "KVS.Apply",
+  "Txn.Apply",
+  "Catalog.Register",
+  "Catalog.Deregister",
+  "Session.Apply",
+  "PreparedQuery.Apply",
+  "Snapshot.Restore",
+]);

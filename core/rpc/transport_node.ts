@@ -418,7 +418,7 @@ class ClientConnection {
     this.#writer = new BatchWriter(this.#socket, pool.stats);
     this.#socket.write(new Uint8Array([rpcProtocolV1]));
     this.#connectTimer = pool.clock.setTimer(pool.connectTimeoutMs, () => {
-      this.#fail(new RpcError(`Cannot connect to "${address}": timed out after ${pool.connectTimeoutMs} ms`));
+      this.#fail(new RpcError(`Cannot connect to "${address}": timed out after ${pool.connectTimeoutMs} ms`, { unsent: true }));
     });
     this.#socket.on("connect", () => {
       this.#connected = true;
@@ -429,9 +429,10 @@ class ClientConnection {
     this.#socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));
     this.#socket.on("error", (err) => {
       const what = this.#connected ? `Connection to "${address}" failed` : `Cannot connect to "${address}"`;
-      this.#fail(new RpcError(`${what}: ${err.message}`, { cause: err }));
+      // Before the connection is made no frame can have left: the caller may send the request elsewhere.
+      this.#fail(new RpcError(`${what}: ${err.message}`, { cause: err, unsent: !this.#connected }));
     });
-    this.#socket.on("close", () => this.#fail(new RpcError(`Connection to "${address}" closed`)));
+    this.#socket.on("close", () => this.#fail(new RpcError(`Connection to "${address}" closed`, { unsent: !this.#connected })));
   }
 
   get isConnected(): boolean {
@@ -453,7 +454,7 @@ class ClientConnection {
     try {
       bytes = encodeFrame({ t: FrameKind.Request, id, method, body });
     } catch (err) {
-      return Promise.reject(new RpcError(`Cannot encode arguments of "${method}": ${errorMessage(err)}`, { cause: err }));
+      return Promise.reject(new RpcError(`Cannot encode arguments of "${method}": ${errorMessage(err)}`, { cause: err, unsent: true }));
     }
     if (bytes.length - 4 > pool.maxFrameBytes) {
       return Promise.reject(new TooLargeError(`Request "${method}" is ${bytes.length} bytes, over the limit of ${pool.maxFrameBytes}`, pool.maxFrameBytes));
@@ -676,11 +677,11 @@ export class RpcClientPool {
   }
 
   #get(address: string): ClientConnection | Error {
-    if (this.#closed) return new RpcError("RPC client pool is closed");
+    if (this.#closed) return new RpcError("RPC client pool is closed", { unsent: true });
     const existing = this.#conns.get(address);
     if (existing && !existing.closed) return existing;
     const hp = parseAddress(address);
-    if (!hp) return new RpcError(`Bad RPC address "${address}": expected "host:port"`);
+    if (!hp) return new RpcError(`Bad RPC address "${address}": expected "host:port"`, { unsent: true });
     const conn = new ClientConnection(this, address, hp.host, hp.port);
     this.#conns.set(address, conn);
     return conn;

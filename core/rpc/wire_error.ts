@@ -7,9 +7,12 @@ import {
   BadRequestError,
   CairnError,
   CasConflictError,
+  LeadershipLostError,
   NoLeaderError,
   NotFoundError,
   NotLeaderError,
+  OutcomeUnknownError,
+  RequestExpiredError,
   RpcError,
   RpcTimeoutError,
   TooLargeError,
@@ -17,11 +20,12 @@ import {
 import type { WireError } from "./frame.ts";
 
 export function toWireError(err: unknown): WireError {
-  if (err instanceof NotLeaderError) {
+  if (err instanceof NotLeaderError || err instanceof LeadershipLostError) {
     const w: WireError = { code: err.code, message: err.message };
     if (err.leader) w.leader = err.leader;
     return w;
   }
+  if (err instanceof RequestExpiredError) return { code: err.code, message: err.message, minEpoch: err.minEpoch };
   if (err instanceof RpcError && err.remoteCode) return { code: err.remoteCode, message: err.message };
   if (err instanceof CairnError) return { code: err.code, message: err.message };
   if (err instanceof Error) return { code: "internal", message: err.message };
@@ -34,6 +38,12 @@ export function fromWireError(w: WireError): Error {
       return new NotLeaderError(w.leader || undefined);
     case "no_leader":
       return new NoLeaderError();
+    case "leadership_lost":
+      return new LeadershipLostError(w.leader || undefined);
+    case "request_expired":
+      return new RequestExpiredError(w.message, typeof w.minEpoch === "number" ? w.minEpoch : 0);
+    case "outcome_unknown":
+      return new OutcomeUnknownError(w.message.replace(/^Write outcome unknown, it may or may not have been applied: /, ""));
     case "not_found":
       return new NotFoundError(w.message);
     case "cas_conflict":

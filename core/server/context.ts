@@ -4,13 +4,14 @@
 import type { Clock } from "../clock/clock.ts";
 import { CairnError, NoLeaderError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
-import type { QueryMeta, QueryOptions } from "../rpc/methods.ts";
+import type { HandlerOptions, QueryMeta, QueryOptions } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
 import { blockingQuery } from "./blocking.ts";
 import type { BlockingContext, QueryFn } from "./blocking.ts";
 import { notLeader } from "./consensus.ts";
 import type { Consensus } from "./consensus.ts";
 import type { Fsm } from "./fsm.ts";
+import { wrapCommand } from "./fsm.ts";
 
 export interface ServerContext {
   fsm: Fsm;
@@ -31,13 +32,18 @@ export function requireLeader(ctx: ServerContext): void {
   throw notLeader(ctx.consensus);
 }
 
-/** Replicate a command; an Error result from the FSM becomes a rejection. */
+/**
+ * Replicate a command; an Error result from the FSM becomes a rejection. A
+ * command with a request id is applied once however often it is proposed
+ * (see core/state/requests.ts); the leader's wall clock rides along.
+ */
 export async function raftApply(
   ctx: ServerContext,
   command: Uint8Array,
-  options?: { signal?: AbortSignal },
+  options?: HandlerOptions,
 ): Promise<{ index: number; result: unknown }> {
-  const out = await ctx.consensus.apply(command, options);
+  const data = options?.requestId ? wrapCommand(command, options.requestId, ctx.clock.wallNow()) : command;
+  const out = await ctx.consensus.apply(data, options);
   if (out.result instanceof CairnError) throw out.result;
   if (out.result instanceof Error) throw new CairnError("state", out.result.message, { cause: out.result });
   return out;

@@ -17,6 +17,9 @@ import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "../state/catalog_commands.ts";
 import { applyPreparedQueryCommand } from "../state/prepared_query.ts";
+import { parseRequestId } from "../state/requests.ts";
+import { kvsLockDelayUntil } from "../state/session_ops.ts";
+import type { RequestId } from "../state/requests.ts";
 
 /** Command types; numbers follow Consul's structs.MessageType. */
 export const MessageType = {
@@ -48,6 +51,8 @@ export interface ApplyContext {
   index: number;
   state: StateStore;
   logger: Logger;
+  /** The proposing leader's wall clock, for a command that came with a request envelope. */
+  atMs?: number;
 }
 
 /** Applies one command; returns the result handed back to the proposer (an Error for a refused op). */
@@ -59,6 +64,49 @@ const decoder = new Decoder();
 /** Encode a command for the Raft log. */
 export function encodeCommand(type: MessageType, body: Record<string, unknown>): Uint8Array {
   return encoder.encode({ ...body, type });
+}
+
+/**
+ * msgpack never writes 0xc1, so no bare command starts with it: an entry
+ * that does is `0xc1, u16 header length, msgpack [issuer, seq, atMs],
+ * command` — a command with its request id and the leader's wall clock.
+ */
+const envelopeMarker = 0xc1;
+
+/** Wrap an encoded command with its request id, stamped with the proposing leader's wall clock. */
+export function wrapCommand(command: Uint8Array, id: RequestId, atMs: number): Uint8Array {
+  const header = encoder.encode([id[0], id[1], atMs]);
+  const out = new Uint8Array(3 + header.length + command.length);
+  out[0] = envelopeMarker;
+  out[1] = header.length >> 8;
+  out[2] = header.length & 0xff;
+  out.set(header, 3);
+  out.set(command, 3 + header.length);
+  return out;
+}
+
+/** An envelope's parts, or a message saying why it is malformed. */
+function unwrapCommand(data: Uint8Array): { id: RequestId; atMs: number; command: Uint8Array } | string {
+  if (data.length < 3) return "request envelope is truncated";
+  const len = (data[1]! << 8) | data[2]!;
+  if (data.length < 3 + len) return "request envelope is truncated";
+  let header: unknown;
+  try {
+    header = decoder.decode(data.subarray(3, 3 + len));
+  } catch {
+    return "request envelope header is not msgpack";
+  }
+  if (!Array.isArray(header) || header.length !== 3 || typeof header[2] !== "number") return "request envelope header is malformed";
+  const id = parseRequestId([header[0], header[1]]);
+  if (typeof id === "string") return id;
+  return { id, atMs: header[2], command: data.subarray(3 + len) };
+}
+
+export interface FsmStats {
+  /** Commands answered from the request table instead of being applied again. */
+  repeats: number;
+  /** Commands refused because their request id was too old to tell. */
+  expired: number;
 }
 
 /** The KVS command body (KvsApplyArgs minus routing fields). */
@@ -80,6 +128,7 @@ export class Fsm {
   readonly #logger: Logger;
   #state: StateStore;
   #lastIndex = 0;
+  readonly stats: FsmStats = { repeats: 0, expired: 0 };
 
   constructor(options: { logger?: Logger; state?: StateStore } = {}) {
     this.#logger = options.logger ?? nullLogger();
@@ -109,8 +158,32 @@ export class Fsm {
     this.#applies.set(type, apply);
   }
 
-  /** Apply a committed entry. Throws FsmError when the node must halt. */
+  /**
+   * Apply a committed entry. Throws FsmError when the node must halt. A
+   * command with a request id is applied once: a repeat gets the first
+   * result back and changes nothing.
+   */
   apply(index: number, data: Uint8Array): unknown {
+    if (data[0] !== envelopeMarker) return this.#applyCommand(index, data);
+    this.#lastIndex = index;
+    const env = unwrapCommand(data);
+    if (typeof env === "string") throw new FsmError(`Failed to decode command at index ${index}: ${env}`);
+    const seen = this.#state.requests.lookup(env.id, env.atMs);
+    if (seen.kind === "repeat") {
+      this.stats.repeats++;
+      this.#logger.debug("request already applied, answering with its first result", { index, issuer: env.id[0], seq: env.id[1], first: seen.index });
+      return seen.result;
+    }
+    if (seen.kind === "expired") {
+      this.stats.expired++;
+      return seen.error;
+    }
+    const result = this.#applyCommand(index, env.command, env.atMs);
+    this.#state.requests.record(env.id, index, result, env.atMs);
+    return result;
+  }
+
+  #applyCommand(index: number, data: Uint8Array, atMs?: number): unknown {
     let cmd: unknown;
     try {
       cmd = decoder.decode(data);
@@ -134,7 +207,7 @@ export class Fsm {
       }
       throw new FsmError(`Failed to apply request: unknown message type ${command.type} at index ${index}`);
     }
-    return fn({ index, state: this.#state, logger: this.#logger }, command);
+    return fn({ index, state: this.#state, logger: this.#logger, atMs }, command);
   }
 
   /** A Restore entry: the same bytes give the same answer on every server, so a refusal changes nothing anywhere. */
@@ -148,6 +221,7 @@ export class Fsm {
     }
     fresh.raiseIndexes(index);
     const old = this.#state;
+    fresh.adoptRequests(old);
     this.#state = fresh;
     old.abandon();
     this.#logger.info("state restored from a snapshot", { index, snapshotIndex: fresh.snapshotIndex });
@@ -228,6 +302,9 @@ function applyKvs(ctx: ApplyContext, cmd: Command): unknown {
       case "cas":
         return state.kvsSetCas(index, entry);
       case "lock":
+        // kvsPreApply's lock-delay check, made here for enveloped commands so
+        // that a repeat is answered from the request table, not refused early.
+        if (ctx.atMs !== undefined && kvsLockDelayUntil(state, entry.key, ctx.atMs) > 0) return false;
         return state.kvsLock(index, entry);
       case "unlock":
         return state.kvsUnlock(index, entry);

@@ -5,7 +5,7 @@ import { FsmError, StateError } from "../errors.ts";
 import { CaptureSink, createLogger } from "../log/logger.ts";
 import type { Fsm as RaftFsm } from "../raft/types.ts";
 import { WatchSet } from "../state/watch.ts";
-import { encodeCommand, Fsm, ignoreUnknownTypeFlag, MessageType } from "./fsm.ts";
+import { encodeCommand, Fsm, ignoreUnknownTypeFlag, MessageType, wrapCommand } from "./fsm.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -124,4 +124,56 @@ test("fsm: a Restore entry replaces the state at its index, wakes watchers, and 
   assert.equal(fsm.state.kvsGet("kept").value?.modifyIndex, 2, "rows keep their own indexes");
   assert.equal(fsm.state.kvsGet("kept").index, 5, "the table index moves to the restore's, so blocking readers see a change");
   assert.equal(fsm.lastIndex, 5);
+});
+
+test("fsm: a command with a request id is applied once; a repeat gets the first result and changes nothing", () => {
+  const fsm = new Fsm();
+  const put = (v: string) => encodeCommand(MessageType.KVS, { op: "set", entry: { key: "k", value: bytes(v) } });
+  const cas = encodeCommand(MessageType.KVS, { op: "cas", entry: { key: "k", modifyIndex: 2, value: bytes("cas") } });
+  assert.equal(fsm.apply(2, wrapCommand(put("old"), ["1-a", 1], 1_000)), true);
+  assert.equal(fsm.apply(3, wrapCommand(cas, ["1-a", 2], 1_000)), true);
+  assert.equal(fsm.apply(4, wrapCommand(put("new"), ["1-b", 1], 1_000)), true);
+  // The same two commands again (a deposed leader's entry and its retry, both committed).
+  assert.equal(fsm.apply(5, wrapCommand(put("old"), ["1-a", 1], 2_000)), true);
+  assert.equal(fsm.apply(6, wrapCommand(cas, ["1-a", 2], 2_000)), true, "the CAS's true first answer, although a second apply would fail");
+  const e = fsm.state.kvsGet("k").value!;
+  assert.equal(new TextDecoder().decode(e.value), "new", "no old value re-installed over a newer write");
+  assert.equal(e.modifyIndex, 4);
+  assert.equal(fsm.lastIndex, 6);
+  assert.deepEqual(fsm.stats, { repeats: 2, expired: 0 });
+  // A malformed envelope is a damaged entry: the node halts.
+  assert.throws(() => fsm.apply(7, new Uint8Array([0xc1, 0, 9, 1])), FsmError);
+});
+
+test("fsm: the request table survives snapshots, and a Restore entry does not forget it", async () => {
+  const fsm = new Fsm();
+  const put = (v: string) => encodeCommand(MessageType.KVS, { op: "set", entry: { key: "k", value: bytes(v) } });
+  fsm.apply(2, wrapCommand(put("a"), ["1-a", 1], 1_000));
+  const snap = fsm.snapshot();
+  const other = new Fsm();
+  await other.restore(snap);
+  other.apply(3, wrapCommand(put("b"), ["1-b", 1], 1_000));
+  assert.equal(other.apply(4, wrapCommand(put("a"), ["1-a", 1], 1_000)), true);
+  assert.equal(new TextDecoder().decode(other.state.kvsGet("k").value!.value), "b", "the repeat after a snapshot install is not applied");
+
+  const empty = new Fsm().snapshot();
+  assert.equal(other.apply(5, wrapCommand(encodeCommand(MessageType.Restore, { state: empty }), ["1-c", 1], 1_000)), true);
+  other.apply(6, wrapCommand(put("a"), ["1-a", 1], 1_000));
+  assert.equal(other.state.kvsGet("k").value, undefined, "a write applied before a restore is not applied again after it");
+  assert.equal(other.apply(7, wrapCommand(encodeCommand(MessageType.Restore, { state: empty }), ["1-c", 1], 1_000)), true);
+  assert.equal(other.stats.repeats, 3);
+});
+
+test("fsm: an enveloped lock checks the lock delay at the leader's stamped time", () => {
+  const fsm = new Fsm();
+  const session = { id: "s1", name: "", node: "n1", lockDelayMs: 15_000, behavior: "release", ttl: "", nodeChecks: [], serviceChecks: [] };
+  fsm.apply(2, encodeCommand(MessageType.Register, { node: "n1", address: "10.0.0.1" }));
+  fsm.apply(3, encodeCommand(MessageType.Session, { op: "create", session }));
+  const lock = encodeCommand(MessageType.KVS, { op: "lock", entry: { key: "l", session: "s1" } });
+  assert.equal(fsm.apply(4, wrapCommand(lock, ["1-a", 1], 100_000)), true);
+  fsm.apply(5, encodeCommand(MessageType.Session, { op: "destroy", id: "s1", nowMs: 100_000 }));
+  fsm.apply(6, encodeCommand(MessageType.Session, { op: "create", session: { ...session, id: "s2" } }));
+  const again = encodeCommand(MessageType.KVS, { op: "lock", entry: { key: "l", session: "s2" } });
+  assert.equal(fsm.apply(7, wrapCommand(again, ["1-a", 2], 110_000)), false, "inside the 15 s lock delay");
+  assert.equal(fsm.apply(8, wrapCommand(again, ["1-a", 3], 116_000)), true, "after it");
 });

@@ -33,7 +33,8 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
       if (entry.session !== undefined && typeof entry.session !== "string") throw new BadRequestError("Session must be a string");
       requireLeader(ctx);
       // kvsPreApply: a key whose lock was just freed by an invalidated session stays unlockable for the lock delay.
-      if (op === "lock" && kvsLockDelayUntil(ctx.fsm.state, entry.key, ctx.clock.wallNow()) > 0) {
+      // With a request id the FSM checks it instead (core/server/fsm.ts), so a repeat gets its first answer.
+      if (op === "lock" && options?.requestId === undefined && kvsLockDelayUntil(ctx.fsm.state, entry.key, ctx.clock.wallNow()) > 0) {
         return { ok: false, index: Math.max(1, ctx.fsm.state.lastIndex()) };
       }
       const command = encodeCommand(MessageType.KVS, {

@@ -169,8 +169,9 @@ export function preparedQueryEndpoints(
       const query: PreparedQueryBody = { ...q, id };
       const problem = preparedQuerySetProblem(state, op, query);
       if (problem) throw new BadRequestError(problem);
-      const { index } = await raftApply(ctx, encodeCommand(MessageType.PreparedQuery, { op, query }), callOptions);
-      return { id, index };
+      const { index, result } = await raftApply(ctx, encodeCommand(MessageType.PreparedQuery, { op, query }), callOptions);
+      // A repeat of a create already applied answers with the query it made then.
+      return { id: typeof result === "string" ? result : id, index };
     },
 
     async "PreparedQuery.Get"(args, callOptions) {

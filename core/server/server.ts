@@ -4,7 +4,9 @@
 import type { Clock } from "../clock/clock.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
-import type { RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
+import { BadRequestError } from "../errors.ts";
+import type { HandlerOptions, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
+import { parseRequestId } from "../state/requests.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { CoordinateSource } from "../gossip/near.ts";
 import type { Consensus } from "./consensus.ts";
@@ -75,13 +77,17 @@ export class Server {
   /** Answer one RPC. Unknown methods reject with a TypeError (callers are typed). */
   handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>> {
     const h = this.handlers[method] as
-      | ((a: RpcArgs<M>, o?: { signal?: AbortSignal }) => Promise<RpcReply<M>>)
+      | ((a: RpcArgs<M>, o?: HandlerOptions) => Promise<RpcReply<M>>)
       | undefined;
     if (typeof h !== "function" || !Object.hasOwn(this.handlers, method)) {
       return Promise.reject(new TypeError(`Unknown RPC method ${JSON.stringify(String(method))}`));
     }
     try {
-      return h(args, options);
+      const rawId = (args as { requestId?: unknown } | null)?.requestId;
+      if (rawId === undefined) return h(args, options);
+      const requestId = parseRequestId(rawId);
+      if (typeof requestId === "string") throw new BadRequestError(`Invalid request: ${requestId}`);
+      return h(args, { ...options, requestId });
     } catch (err) {
       return Promise.reject(err);
     }

@@ -104,9 +104,11 @@ export function sessionEndpoints(ctx: ServerContext, timers: SessionTimers): Pic
       while (sessions.get(id)) id = uuidFromRng(ctx.rng);
       const session = validateSession(args.session, id);
       const command = encodeCommand(MessageType.Session, { op: "create", session });
-      const { index } = await raftApply(ctx, command, options);
-      timers.reset(id, session.ttl);
-      return { id, index };
+      const { index, result } = await raftApply(ctx, command, options);
+      // A repeat of a create already applied answers with the session it made then.
+      const created = typeof result === "string" ? result : id;
+      timers.reset(created, session.ttl);
+      return { id: created, index };
     },
 
     async "Session.Get"(args, options) {

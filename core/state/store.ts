@@ -26,6 +26,7 @@ import type { Tables } from "./schema.ts";
 import { sessionCreateTxn } from "./session.ts";
 import { decodeSnapshot, decodeSnapshotSync, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
 import type { ByteStream, CapturedState, SnapshotRecord } from "./snapshot.ts";
+import { RequestTable } from "./requests.ts";
 import { graveyardReapTxn } from "./tombstones.ts";
 import { maxIndexOf, WriteTxn } from "./txn.ts";
 import type { ReadTxn } from "./txn.ts";
@@ -33,12 +34,16 @@ import { txnDispatch } from "./txn_ops.ts";
 import type { TxnOutcome } from "./txn_ops.ts";
 import type { WatchSet } from "./watch.ts";
 
+/** The snapshot table name of the request table (an older reader drops it as an unknown table). */
+const requestsTable = "_requests";
+
 export class StateStore implements ReadTxn {
   readonly tables: Tables;
   readonly #indexes = new Map<string, number>();
   readonly #abandonWaiters = new Map<string, Set<WatchSet>>();
   #abandoned = false;
   #snapshotIndex = 0;
+  #requests = new RequestTable();
 
   constructor() {
     this.tables = createTables();
@@ -73,6 +78,16 @@ export class StateStore implements ReadTxn {
       tx.abort();
       throw err;
     }
+  }
+
+  /** Exactly-once records of recent writes (in snapshots too). */
+  get requests(): RequestTable {
+    return this.#requests;
+  }
+
+  /** Keep another store's request table (a restore replaces the data, not the record of which writes were applied). */
+  adoptRequests(from: StateStore): void {
+    this.#requests = from.#requests;
   }
 
   /** The index in the header of the snapshot this store was restored from (0 if none). */
@@ -189,7 +204,7 @@ export class StateStore implements ReadTxn {
   snapshot(options: { index?: number } = {}): Iterable<Uint8Array> {
     const captured: CapturedState = {
       index: Math.max(options.index ?? 0, this.lastIndex()),
-      tables: tableList(this.tables).map((t) => [t.name, t.all()]),
+      tables: [...tableList(this.tables).map((t): [string, readonly object[]] => [t.name, t.all()]), [requestsTable, this.#requests.rows()]],
       indexes: [...this.#indexes.entries()],
     };
     return encodeSnapshot(captured);
@@ -224,6 +239,7 @@ export class StateStore implements ReadTxn {
     const pending = new Map<string, object[]>();
     let sawHeader = false;
     let skipped = 0;
+    const requestRows: unknown[] = [];
     return {
       add(rec) {
         if (!sawHeader) {
@@ -236,6 +252,10 @@ export class StateStore implements ReadTxn {
           return;
         }
         if (rec.t === "rows") {
+          if (rec.table === requestsTable) {
+            requestRows.push(...rec.rows);
+            return;
+          }
           const table = byName.get(rec.table);
           if (!table) {
             skipped += rec.rows.length;
@@ -254,6 +274,7 @@ export class StateStore implements ReadTxn {
       },
       finish() {
         for (const [name, rows] of pending) byName.get(name)!._load(rows);
+        store.#requests = RequestTable.fromRows(requestRows);
         // Snapshots written before the checks_by_service index existed: derive it.
         if (store.tables.checks_by_service.size === 0 && store.tables.checks.size > 0) {
           store.tables.checks_by_service._load(store.tables.checks.all().map(checkIndexRow));

@@ -1,16 +1,35 @@
 // Where an agent's RPC goes (consul agent/consul/rpc.go `forward`,
-// agent/router): a server answers locally when it can — it is the leader,
-// the read allows stale answers, or the method never needs the leader — and
-// forwards to the leader otherwise; a client sends everything to a server it
-// learned from gossip, trying another when one fails. With no leader (or no
-// reachable server) a request is retried until `holdTimeoutMs` (Consul's
-// rpc_hold_timeout, 7 s) and then fails with NoLeaderError → HTTP 500
-// "No cluster leader".
+// agent/router), decided here and nowhere else, for clients and servers
+// alike: a server answers locally when it can — it is the leader, the read
+// allows stale answers, or the method never needs the leader — and forwards
+// to the leader otherwise; a client sends everything to a server it learned
+// from gossip, trying another when one fails.
+//
+// Retries are decided by typed errors only. A request that provably never
+// reached a state machine (no leader, a follower's refusal, no connection)
+// is sent again until `holdTimeoutMs` (Consul's rpc_hold_timeout, 7 s). A
+// write whose attempt may have been applied (the leader lost its leadership
+// while committing it, the connection dropped after sending) is sent again
+// only because it carries a request id, given here to every write: the FSM
+// applies an id once and answers a repeat with the first result
+// (core/state/requests.ts). A write still without an answer at the hold
+// timeout is answered OutcomeUnknownError, never sent blindly.
 import type { Clock } from "../clock/clock.ts";
-import { NoLeaderError, NotLeaderError, RpcError, errorMessage } from "../errors.ts";
+import {
+  errorMessage,
+  LeadershipLostError,
+  NoLeaderError,
+  NotLeaderError,
+  OutcomeUnknownError,
+  RequestExpiredError,
+  RpcError,
+  RpcTimeoutError,
+} from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
-import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
+import type { RequestId } from "../state/requests.ts";
+import { writeMethods } from "./methods.ts";
+import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "./methods.ts";
 
 /** Answers a call locally (a server's handler table). Methods named by string so operator calls ride along. */
 export interface LocalHandler {
@@ -35,6 +54,8 @@ export interface RpcRouterOptions {
   holdTimeoutMs?: number;
   /** Per forwarded call timeout, before any blocking wait is added. Default 30 s. */
   callTimeoutMs?: number;
+  /** A server's own RPC address: a refusal naming it is not forwarded (to ourselves). */
+  self?: string;
 }
 
 export interface RpcRouterStats {
@@ -42,13 +63,20 @@ export interface RpcRouterStats {
   forwarded: number;
   retries: number;
   holdTimeouts: number;
+  /** Writes answered OutcomeUnknownError: an attempt may have been applied and none answered. */
+  outcomeUnknown: number;
 }
 
-/** True for errors that mean "try again shortly": no leader yet, leader moved, server unreachable. */
-function isRetryable(err: unknown): boolean {
-  if (err instanceof NoLeaderError || err instanceof NotLeaderError) return true;
-  // A transport failure carries no remote code; an error the remote server answered with does.
-  return err instanceof RpcError && err.remoteCode === undefined && !/over the limit|Cannot encode/.test(err.message);
+/**
+ * What an error says about the attempt that got it: "unsent" — it changed
+ * nothing and may go again (elsewhere); "unknown" — it may have been applied;
+ * "final" — the answer itself.
+ */
+export function attemptOutcome(err: unknown): "unsent" | "unknown" | "final" {
+  if (err instanceof NoLeaderError || err instanceof NotLeaderError) return "unsent";
+  if (err instanceof LeadershipLostError || err instanceof RpcTimeoutError) return "unknown";
+  if (err instanceof RpcError && err.remoteCode === undefined) return err.unsent ? "unsent" : "unknown";
+  return "final";
 }
 
 /** The longest a blocking read may wait on the server, plus Consul's jitter (1/16); add it to a forwarded call's timeout. */
@@ -62,12 +90,15 @@ export function blockingWaitMs(args: unknown): number {
 const noneTried: Set<string> = new Set();
 
 export class RpcRouter implements Rpc {
-  readonly stats: RpcRouterStats = { local: 0, forwarded: 0, retries: 0, holdTimeouts: 0 };
+  readonly stats: RpcRouterStats = { local: 0, forwarded: 0, retries: 0, holdTimeouts: 0, outcomeUnknown: 0 };
   readonly #o: RpcRouterOptions;
   readonly #holdMs: number;
   readonly #callMs: number;
   /** The server a client used last with success; tried first. */
   #preferred = "";
+  /** This router's request issuer: its epoch (wall ms when minted), then random digits. */
+  #issuer = "";
+  #seq = 0;
 
   constructor(options: RpcRouterOptions) {
     this.#o = options;
@@ -85,19 +116,38 @@ export class RpcRouter implements Rpc {
     const deadline = clock.now() + this.#holdMs;
     // Only a client picks among servers; a server answers locally (or forwards to the leader).
     const tried = this.#o.local ? noneTried : new Set<string>();
+    // A write gets its request id here, unless a router before us gave it one.
+    const isWrite = writeMethods.has(method) && typeof args === "object" && args !== null;
+    const ownId = isWrite && (args as { requestId?: unknown }).requestId === undefined;
+    if (ownId) args = { ...(args as object), requestId: this.#nextRequestId(0) };
+    let maybeApplied = false;
     let lastErr: unknown;
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted) throw options.signal.reason;
       try {
         return await this.#once(method, args, options, tried);
       } catch (err) {
-        if (!isRetryable(err)) throw err;
+        if (err instanceof RequestExpiredError) {
+          // The table forgot this id (or never knew its issuer). Only an id
+          // never sent before may be replaced by a fresh one.
+          if (!ownId || maybeApplied || err.minEpoch === 0) throw this.#unknownIf(maybeApplied, method, err);
+          args = { ...(args as object), requestId: this.#nextRequestId(err.minEpoch) };
+          continue;
+        }
+        const outcome = attemptOutcome(err);
+        if (outcome === "final") throw err;
+        if (outcome === "unknown") {
+          // Sending again is safe only with a request id (writes) or for what changes nothing (reads).
+          if (isWrite) maybeApplied = true;
+          else if (writeMethods.has(method) || err instanceof RpcTimeoutError) throw err;
+        }
         lastErr = err;
       }
       const remaining = deadline - clock.now();
       if (remaining <= 0) {
         this.stats.holdTimeouts++;
         this.#o.logger.debug("giving up on RPC after the hold timeout", { method, error: errorMessage(lastErr) });
+        if (maybeApplied) throw this.#unknownIf(true, method, lastErr);
         if (lastErr instanceof RpcError && this.#o.local === undefined) {
           throw new RpcError(`No known Consul servers could answer: ${lastErr.message}`, { cause: lastErr });
         }
@@ -108,6 +158,39 @@ export class RpcRouter implements Rpc {
       const slice = Math.max(10, Math.floor(this.#holdMs / 16));
       await this.#sleep(Math.min(remaining, slice / 2 + this.#o.rng.int(slice)), options.signal);
     }
+  }
+
+  /**
+   * Answer a call that came from another agent: here, or forwarded once to
+   * the leader a local refusal names. No retries: the caller's router retries.
+   */
+  async serve(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
+    const { local } = this.#o;
+    if (!local) throw new TypeError("Only a server's router answers calls from other agents");
+    try {
+      this.stats.local++;
+      return await local.handle(method, args, options);
+    } catch (err) {
+      if (!(err instanceof NotLeaderError) || !err.leader || err.leader === this.#o.self) throw err;
+      return await this.#forward(err.leader, method, args, options);
+    }
+  }
+
+  #unknownIf(maybeApplied: boolean, method: string, err: unknown): unknown {
+    if (!maybeApplied) return err;
+    this.stats.outcomeUnknown++;
+    this.#o.logger.warn("write outcome unknown after retries", { method, error: errorMessage(err) });
+    return new OutcomeUnknownError(errorMessage(err), { cause: err });
+  }
+
+  /** The next request id; a new issuer when there is none yet or the table asks for a newer epoch. */
+  #nextRequestId(minEpoch: number): RequestId {
+    if (this.#issuer === "" || minEpoch > 0) {
+      const epoch = Math.max(Math.floor(this.#o.clock.wallNow()), minEpoch + 1);
+      this.#issuer = `${epoch}-${this.#o.rng.int(2 ** 30).toString(36)}${this.#o.rng.int(2 ** 30).toString(36)}`;
+      this.#seq = 0;
+    }
+    return [this.#issuer, ++this.#seq];
   }
 
   async #once(method: string, args: unknown, options: { signal?: AbortSignal }, tried: Set<string>): Promise<unknown> {
@@ -123,7 +206,7 @@ export class RpcRouter implements Rpc {
     }
     // Client: one server, the preferred one first, then others not yet tried in this request.
     const servers = this.#o.servers();
-    if (servers.length === 0) throw new RpcError("No known Consul servers");
+    if (servers.length === 0) throw new RpcError("No known Consul servers", { unsent: true });
     let target = this.#preferred !== "" && servers.includes(this.#preferred) && !tried.has(this.#preferred) ? this.#preferred : "";
     if (target === "") {
       const fresh = servers.filter((s) => !tried.has(s));

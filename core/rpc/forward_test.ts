@@ -1,0 +1,260 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { BadRequestError, LeadershipLostError, NoLeaderError, NotLeaderError, OutcomeUnknownError, RequestExpiredError, RpcError, RpcTimeoutError } from "../errors.ts";
+import { nullLogger } from "../log/logger.ts";
+import { Rng } from "../sim/rng.ts";
+import { SimClock } from "../sim/sim_clock.ts";
+import { RpcRouter, type LocalHandler, type RemoteCaller } from "./forward.ts";
+
+interface Call {
+  address: string;
+  method: string;
+  timeoutMs?: number;
+}
+
+function remoteOf(answer: (address: string, method: string) => unknown): RemoteCaller & { calls: Call[] } {
+  const calls: Call[] = [];
+  return {
+    calls,
+    call(address, method, _body, options) {
+      calls.push({ address, method, timeoutMs: options?.timeoutMs });
+      try {
+        return Promise.resolve(answer(address, method));
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+  };
+}
+
+function router(o: { local?: LocalHandler; remote: RemoteCaller; servers?: string[]; clock: SimClock }): RpcRouter {
+  return new RpcRouter({
+    local: o.local,
+    remote: o.remote,
+    servers: () => o.servers ?? [],
+    clock: o.clock,
+    rng: new Rng(7),
+    logger: nullLogger(),
+    holdTimeoutMs: 7_000,
+  });
+}
+
+test("rpc router: the leader answers locally; a follower forwards to the leader it names", async () => {
+  const clock = new SimClock();
+  const remote = remoteOf(() => "from-leader");
+  const leader = router({ clock, remote, local: { handle: () => Promise.resolve("local") } });
+  assert.equal(await leader.callRaw("KVS.Apply", {}), "local");
+  assert.equal(remote.calls.length, 0);
+
+  const follower = router({ clock, remote, local: { handle: () => Promise.reject(new NotLeaderError("10.0.0.1:8300")) } });
+  assert.equal(await follower.callRaw("KVS.Get", { key: "a", query: { minQueryIndex: 5, maxQueryTimeMs: 16_000 } }), "from-leader");
+  assert.equal(remote.calls[0]!.address, "10.0.0.1:8300");
+  assert.equal(remote.calls[0]!.timeoutMs, 30_000 + 17_000, "blocking wait is added to the forward timeout");
+});
+
+test("rpc router: without a leader a call waits up to the hold timeout, then fails with No cluster leader", async () => {
+  const clock = new SimClock();
+  let tries = 0;
+  const r = router({ clock, remote: remoteOf(() => "x"), local: { handle: () => (tries++, Promise.reject(new NoLeaderError())) } });
+  let outcome: unknown;
+  const p = r.callRaw("KVS.Apply", {}).then((v) => (outcome = v), (e) => (outcome = e));
+  await clock.runFor(6_900);
+  assert.ok(outcome === undefined, "still holding before 7 s");
+  await clock.runFor(500);
+  await p;
+  const err = outcome as unknown;
+  assert.ok(err instanceof NoLeaderError, `got ${String(err)}`);
+  assert.equal(err.message, "No cluster leader");
+  assert.ok(tries > 5, `retried while holding (${tries} tries)`);
+});
+
+test("rpc router: a leader elected during the hold answers the held call", async () => {
+  const clock = new SimClock();
+  let leader = "";
+  const r = router({
+    clock,
+    remote: remoteOf(() => "ok"),
+    local: { handle: () => Promise.reject(leader === "" ? new NoLeaderError() : new NotLeaderError(leader)) },
+  });
+  let outcome: unknown;
+  const p = r.callRaw("KVS.Apply", {}).then((v) => (outcome = v));
+  await clock.runFor(2_000);
+  leader = "10.0.0.2:8300";
+  await clock.runFor(1_000);
+  await p;
+  assert.equal(outcome, "ok");
+});
+
+test("rpc router: errors the server answered with are not retried", async () => {
+  const clock = new SimClock();
+  let tries = 0;
+  const r = router({ clock, remote: remoteOf(() => "x"), local: { handle: () => (tries++, Promise.reject(new BadRequestError("Must provide key"))) } });
+  await assert.rejects(r.callRaw("KVS.Apply", {}), BadRequestError);
+  assert.equal(tries, 1);
+});
+
+test("rpc router: a client tries another server when one is unreachable, and keeps the one that answered", async () => {
+  const clock = new SimClock();
+  const remote = remoteOf((address) => {
+    if (address === "10.0.0.1:8300") throw new RpcError(`Cannot connect to "${address}": connection refused`);
+    return `answer from ${address}`;
+  });
+  const r = router({ clock, remote, servers: ["10.0.0.1:8300", "10.0.0.2:8300"] });
+  for (let i = 0; i < 5; i++) {
+    const p = r.callRaw("Status.Leader", {});
+    await clock.runFor(1_000);
+    assert.equal(await p, "answer from 10.0.0.2:8300");
+  }
+  const dead = remote.calls.filter((c) => c.address === "10.0.0.1:8300").length;
+  assert.ok(dead <= 1, `the dead server was tried ${dead} times`);
+});
+
+test("rpc router: a client with no known servers fails after the hold timeout with a clear error", async () => {
+  const clock = new SimClock();
+  const r = router({ clock, remote: remoteOf(() => "x"), servers: [] });
+  let outcome: unknown;
+  const p = r.callRaw("KVS.Get", {}).catch((e) => (outcome = e));
+  await clock.runFor(8_000);
+  await p;
+  assert.ok(outcome instanceof RpcError);
+  assert.match((outcome as Error).message, /No known Consul servers/);
+});
+
+/** A local handler that records the request ids it was given. */
+function recordingLocal(answer: (n: number, args: { requestId?: unknown }) => Promise<unknown>): LocalHandler & { ids: unknown[] } {
+  const ids: unknown[] = [];
+  return {
+    ids,
+    handle(_method, args) {
+      ids.push((args as { requestId?: unknown }).requestId);
+      return answer(ids.length, args as { requestId?: unknown });
+    },
+  };
+}
+
+test("rpc router: every write gets a request id; a read does not; an id from an earlier router is kept", async () => {
+  const clock = new SimClock();
+  const local = recordingLocal(() => Promise.resolve("ok"));
+  const r = router({ clock, remote: remoteOf(() => "x"), local });
+  await r.callRaw("KVS.Apply", { op: "set" });
+  await r.callRaw("KVS.Apply", { op: "set" });
+  await r.callRaw("KVS.Get", { key: "a" });
+  await r.callRaw("Txn.Apply", { ops: [], requestId: ["7-x", 9] });
+  const [a, b, read, kept] = local.ids as [[string, number], [string, number], unknown, unknown];
+  assert.equal(a[0], b[0], "one issuer per router");
+  assert.deepEqual([a[1], b[1]], [1, 2]);
+  assert.match(a[0], /^\d+-[0-9a-z]+$/);
+  assert.equal(read, undefined);
+  assert.deepEqual(kept, ["7-x", 9]);
+});
+
+test("rpc router: a write whose leader was deposed mid-commit is sent again with the same id", async () => {
+  const clock = new SimClock();
+  const local = recordingLocal((n) => (n === 1 ? Promise.reject(new LeadershipLostError()) : Promise.resolve("first result")));
+  const r = router({ clock, remote: remoteOf(() => "x"), local });
+  const p = r.callRaw("KVS.Apply", { op: "cas" });
+  await clock.runFor(2_000);
+  assert.equal(await p, "first result");
+  assert.equal(local.ids.length, 2);
+  assert.deepEqual(local.ids[0], local.ids[1]);
+});
+
+test("rpc router: a client resends a write after a lost connection with the same id, to another server", async () => {
+  const clock = new SimClock();
+  const sent: { address: string; id: unknown }[] = [];
+  const remote: RemoteCaller = {
+    call(address, _method, body) {
+      sent.push({ address, id: (body as { requestId?: unknown }).requestId });
+      if (sent.length === 1) return Promise.reject(new RpcError(`Connection to "${address}" closed`));
+      return Promise.resolve("ok");
+    },
+  };
+  const r = router({ clock, remote, servers: ["10.0.0.1:8300", "10.0.0.2:8300"] });
+  const p = r.callRaw("KVS.Apply", { op: "set" });
+  await clock.runFor(2_000);
+  assert.equal(await p, "ok");
+  assert.equal(sent.length, 2);
+  assert.notEqual(sent[0]!.address, sent[1]!.address);
+  assert.deepEqual(sent[0]!.id, sent[1]!.id);
+});
+
+test("rpc router: a write that may have been applied and never got an answer ends as outcome unknown, not no leader", async () => {
+  const clock = new SimClock();
+  let n = 0;
+  const r = router({
+    clock,
+    remote: remoteOf(() => "x"),
+    local: { handle: () => Promise.reject(n++ === 0 ? new LeadershipLostError() : new NoLeaderError()) },
+  });
+  let outcome: unknown;
+  const p = r.callRaw("KVS.Apply", { op: "set" }).catch((e) => (outcome = e));
+  await clock.runFor(8_000);
+  await p;
+  assert.ok(outcome instanceof OutcomeUnknownError, `got ${String(outcome)}`);
+  assert.match((outcome as Error).message, /outcome unknown/);
+  assert.equal(r.stats.outcomeUnknown, 1);
+  // The same errors without the deposed attempt: never sent, so "No cluster leader".
+  const q = router({ clock, remote: remoteOf(() => "x"), local: { handle: () => Promise.reject(new NoLeaderError()) } });
+  const p2 = q.callRaw("KVS.Apply", { op: "set" }).catch((e) => e);
+  await clock.runFor(8_000);
+  assert.ok((await p2) instanceof NoLeaderError);
+});
+
+test("rpc router: a read is not retried after a timeout, a write is (with its id)", async () => {
+  const clock = new SimClock();
+  let reads = 0;
+  const r = router({ clock, remote: remoteOf(() => "x"), local: { handle: () => (reads++, Promise.reject(new RpcTimeoutError("timed out"))) } });
+  await assert.rejects(r.callRaw("KVS.Get", { key: "a" }), RpcTimeoutError);
+  assert.equal(reads, 1);
+  const local = recordingLocal((n) => (n === 1 ? Promise.reject(new RpcTimeoutError("timed out")) : Promise.resolve(true)));
+  const w = router({ clock, remote: remoteOf(() => "x"), local });
+  const p = w.callRaw("KVS.Apply", { op: "set" });
+  await clock.runFor(2_000);
+  assert.equal(await p, true);
+  assert.deepEqual(local.ids[0], local.ids[1]);
+});
+
+test("rpc router: an unknown issuer refused by the table is minted again above its epoch, but only before any send", async () => {
+  const clock = new SimClock();
+  const local = recordingLocal((n) => (n === 1 ? Promise.reject(new RequestExpiredError("unknown issuer", 9e15)) : Promise.resolve(true)));
+  const r = router({ clock, remote: remoteOf(() => "x"), local });
+  assert.equal(await r.callRaw("KVS.Apply", { op: "set" }), true);
+  const [first, second] = local.ids as [[string, number], [string, number]];
+  assert.notEqual(first[0], second[0]);
+  assert.ok(Number(second[0].split("-")[0]) > 9e15, second[0]);
+  assert.equal(second[1], 1);
+  // After an attempt that may have been applied, an expired id is an unknown outcome.
+  const l2 = recordingLocal((n) => Promise.reject(n === 1 ? new LeadershipLostError() : new RequestExpiredError("too old")));
+  const r2 = router({ clock, remote: remoteOf(() => "x"), local: l2 });
+  const p = r2.callRaw("KVS.Apply", { op: "set" }).catch((e) => e);
+  await clock.runFor(2_000);
+  assert.ok((await p) instanceof OutcomeUnknownError);
+  assert.equal(l2.ids.length, 2);
+});
+
+test("rpc router: a server answers another agent's call once, forwarding a refusal to the leader it names", async () => {
+  const clock = new SimClock();
+  const remote = remoteOf(() => "from-leader");
+  const r = new RpcRouter({
+    local: { handle: () => Promise.reject(new NotLeaderError("10.0.0.9:8300")) },
+    remote,
+    servers: () => [],
+    clock,
+    rng: new Rng(1),
+    logger: nullLogger(),
+    self: "10.0.0.1:8300",
+  });
+  assert.equal(await r.serve("KVS.Apply", { requestId: ["1-a", 1] }), "from-leader");
+  assert.equal(remote.calls.length, 1);
+  const self = new RpcRouter({
+    local: { handle: () => Promise.reject(new NotLeaderError("10.0.0.1:8300")) },
+    remote,
+    servers: () => [],
+    clock,
+    rng: new Rng(1),
+    logger: nullLogger(),
+    self: "10.0.0.1:8300",
+  });
+  await assert.rejects(self.serve("KVS.Apply", {}), NotLeaderError);
+  assert.equal(remote.calls.length, 1, "never forwarded to itself");
+});
