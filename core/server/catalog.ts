@@ -17,6 +17,7 @@ import { nodeServicesTxn, nodesTxn, serviceNodesTxn, servicesTxn } from "../stat
 import { isCheckStatus } from "../state/catalog.ts";
 import { nodeServiceToJson, nodeToJson, serviceNodeToJson } from "../state/catalog_json.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 
@@ -85,7 +86,7 @@ export function normalizeRegister(args: CatalogRegisterArgs): CatalogRegisterArg
 
 export function catalogEndpoints(ctx: ServerContext): Pick<RpcHandlers, CatalogMethods> {
   const dc = ctx.datacenter ?? "dc1";
-  return {
+  return withCheckedArgs<CatalogMethods>({
     async "Catalog.Register"(args, options) {
       const req = normalizeRegister(args);
       requireLeader(ctx);
@@ -151,7 +152,7 @@ export function catalogEndpoints(ctx: ServerContext): Pick<RpcHandlers, CatalogM
       }, options);
       return { nodeServices: value, meta };
     },
-  };
+  });
 }
 
 /** Consul's serfHealth check ID, name and outputs (agent/structs SerfCheck*). */

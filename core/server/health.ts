@@ -8,12 +8,13 @@ import { checkServiceNodesTxn, checksInStateTxn, isCheckStatus, nodeChecksTxn, s
 import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { filterOf } from "./catalog.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { read } from "./context.ts";
 
 type HealthMethods = "Health.NodeChecks" | "Health.ServiceChecks" | "Health.ServiceNodes" | "Health.ChecksInState";
 
 export function healthEndpoints(ctx: ServerContext): Pick<RpcHandlers, HealthMethods> {
-  return {
+  return withCheckedArgs<HealthMethods>({
     async "Health.NodeChecks"(args, options) {
       if (typeof args.node !== "string" || args.node === "") throw new BadRequestError("Must provide node");
       const filter = filterOf(args);
@@ -60,5 +61,5 @@ export function healthEndpoints(ctx: ServerContext): Pick<RpcHandlers, HealthMet
       }, options);
       return { checks: value, meta };
     },
-  };
+  });
 }

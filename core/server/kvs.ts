@@ -5,6 +5,7 @@ import type { KvsOp, RpcHandlers } from "../rpc/methods.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { kvsLockDelayUntil } from "../state/session_ops.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 
@@ -16,7 +17,7 @@ const emptyValue = new Uint8Array(0);
 type KvsHandlers = Pick<RpcHandlers, "KVS.Apply" | "KVS.Get" | "KVS.List" | "KVS.ListKeys">;
 
 export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
-  return {
+  return withCheckedArgs<keyof KvsHandlers>({
     async "KVS.Apply"(args, options) {
       const { op, entry } = args ?? {};
       if (typeof op !== "string" || !kvsOps.has(op)) throw new BadRequestError(`Invalid KVS operation ${JSON.stringify(String(op))}`);
@@ -76,5 +77,5 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
       );
       return { keys: value, meta };
     },
-  };
+  });
 }

@@ -29,6 +29,7 @@ import {
 import { preparedQueryToJson } from "../state/prepared_query_json.ts";
 import { filterOf } from "./catalog.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 import { uuidFromRng } from "./session.ts";
@@ -139,7 +140,7 @@ export function preparedQueryEndpoints(
     });
   }
 
-  return {
+  return withCheckedArgs<PreparedQueryMethods>({
     async "PreparedQuery.Apply"(args, callOptions) {
       const op = args.op;
       if (op !== "create" && op !== "update" && op !== "delete") throw new BadRequestError(`Unknown prepared query operation: ${String(op)}`);
@@ -226,7 +227,7 @@ export function preparedQueryEndpoints(
         meta,
       };
     },
-  };
+  });
 
   async function resolveOrThrow(args: PreparedQueryExecuteArgs) {
     let r;

@@ -12,6 +12,7 @@ import type { SessionCreate } from "../state/session_ops.ts";
 import { sessionToJson } from "../state/catalog_json.ts";
 import { filterOf } from "./catalog.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 import type { SessionTimers } from "./session_timers.ts";
@@ -85,7 +86,7 @@ export function validateSession(s: SessionInput, id: string): SessionCreate {
 }
 
 export function sessionEndpoints(ctx: ServerContext, timers: SessionTimers): Pick<RpcHandlers, SessionMethods> {
-  return {
+  return withCheckedArgs<SessionMethods>({
     async "Session.Apply"(args, options) {
       if (args.op !== "create" && args.op !== "destroy") throw new BadRequestError(`Invalid session operation ${JSON.stringify(String(args.op))}`);
       if (args.op === "destroy") {
@@ -147,5 +148,5 @@ export function sessionEndpoints(ctx: ServerContext, timers: SessionTimers): Pic
         meta: { index: r.index > 0 ? r.index : 1, knownLeader: true, lastContactMs: 0, consistencyLevel: "leader" },
       };
     },
-  };
+  });
 }

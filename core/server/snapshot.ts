@@ -8,6 +8,7 @@ import { defaultMaxFrameBytes } from "../rpc/frame.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
 import { StateStore } from "../state/store.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { raftApply, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 import { readSnapshotArchive, writeSnapshotArchive } from "./snapshot_archive.ts";
@@ -16,7 +17,7 @@ import { readSnapshotArchive, writeSnapshotArchive } from "./snapshot_archive.ts
 export const maxSnapshotStateBytes = defaultMaxFrameBytes - 1024 * 1024;
 
 export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapshot.Save" | "Snapshot.Restore"> {
-  return {
+  return withCheckedArgs<"Snapshot.Save" | "Snapshot.Restore">({
     async "Snapshot.Save"(args, options) {
       if (!args.allowStale) {
         requireLeader(ctx);
@@ -63,5 +64,5 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       ctx.logger.info("snapshot restored", { index });
       return { index };
     },
-  };
+  });
 }

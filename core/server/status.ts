@@ -2,14 +2,15 @@
 
 import type { RpcHandlers } from "../rpc/methods.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 
 export function statusEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Status.Leader" | "Status.Peers"> {
-  return {
+  return withCheckedArgs<"Status.Leader" | "Status.Peers">({
     "Status.Leader"() {
       return Promise.resolve(ctx.consensus.leaderAddr());
     },
     "Status.Peers"() {
       return Promise.resolve(ctx.consensus.peers());
     },
-  };
+  });
 }

@@ -8,6 +8,7 @@ import { isReadOnlyTxn } from "../state/txn_ops.ts";
 import type { TxnOutcome } from "../state/txn_ops.ts";
 import { kvsMaxIndex } from "../state/kvs.ts";
 import type { ServerContext } from "./context.ts";
+import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 
@@ -29,7 +30,7 @@ function preCheck(ops: readonly TxnOp[]): TxnError[] {
 }
 
 export function txnEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Txn.Apply"> {
-  return {
+  return withCheckedArgs<"Txn.Apply">({
     async "Txn.Apply"(args, options) {
       const ops = Array.isArray(args?.ops) ? args.ops : [];
       if (ops.length > maxTxnOps) {
@@ -51,5 +52,5 @@ export function txnEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Txn.Apply">
       const out = result as TxnOutcome;
       return { results: out.errors.length > 0 ? [] : out.results, errors: out.errors, index };
     },
-  };
+  });
 }
