@@ -79,6 +79,15 @@ export class OutcomeUnknownError extends CairnError {
   }
 }
 
+/** A request names a datacenter no server knows (consul structs.ErrNoDCPath). */
+export class NoPathToDatacenterError extends CairnError {
+  readonly datacenter: string;
+  constructor(datacenter: string) {
+    super("no_path_to_dc", "No path to datacenter");
+    this.datacenter = datacenter;
+  }
+}
+
 export class CasConflictError extends CairnError {
   constructor(message: string) {
     super("cas_conflict", message);

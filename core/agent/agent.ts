@@ -7,7 +7,6 @@ import { errorMessage } from "../errors.ts";
 import { createRoutes, createHttpServer, memberStatus, type AgentInfo, type HttpServer } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
-import { createLocalRpc } from "../rpc/local.ts";
 import { agentServicesRoutes } from "../http/agent_services.ts";
 import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
@@ -86,7 +85,8 @@ export async function startAgent(
   const clientRpc = !config.dev && !config.server
     ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
     : undefined;
-  const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : createLocalRpc(devServer!.server);
+  if (serverNode && gossip.wan) serverNode.attachWan(gossip.wan);
+  const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : devServer!.router;
   let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
   const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
 

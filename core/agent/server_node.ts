@@ -11,7 +11,7 @@ import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { dirname, join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { NoLeaderError, errorMessage } from "../errors.ts";
+import { NoLeaderError, RpcError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
@@ -119,6 +119,7 @@ export class ServerNode {
   readonly #transport: TcpRaftTransport;
   readonly #operator: RaftOperatorEndpoints;
   #lan: LanPoolLike | undefined;
+  #wan: LanPoolLike | undefined;
   #unsubscribe: (() => void) | undefined;
   #timer: Timer | undefined;
   #starting = false;
@@ -170,6 +171,8 @@ export class ServerNode {
       logger: o.logger.named("rpc"),
       holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
       self: this.rpcAddr,
+      datacenter: o.config.datacenter,
+      datacenters: () => wanDatacenters(this.#wan),
     });
     // Calls from other agents: answer here, or forward once to the leader (the caller retries).
     const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods)];
@@ -193,6 +196,11 @@ export class ServerNode {
 
   get consensus(): Consensus {
     return this.#consensus;
+  }
+
+  /** The WAN pool (servers of every datacenter): which datacenters exist. */
+  attachWan(wan: LanPoolLike): void {
+    this.#wan = wan;
   }
 
   /** Follow the LAN pool: bootstrap-expect, and (on the leader) add/remove servers as gossip sees them. */
@@ -495,6 +503,8 @@ export interface DevNode {
   readonly fsm: Fsm;
   readonly consensus: Consensus;
   readonly raft: RaftNode;
+  /** Every RPC of the agent goes through this, as on a server. */
+  readonly router: RpcRouter;
   /** Backend of `/v1/operator/raft/*`: the same handlers a server runs. */
   readonly operator: OperatorRaftBackend;
   /** Raft facts for `/v1/agent/self`. */
@@ -527,14 +537,27 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     raftMultiplier: config.performance.raftMultiplier,
     logger: o.logger,
   });
+  const operator = {
+    callRaw: (method: string, args: unknown) => callRaftOperator(ops, method, args) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
+  };
+  // The same router as a server's, with nowhere to forward: one voter is always the leader.
+  const router = new RpcRouter({
+    local: { handle: (method, args, options) => callRaftOperator(ops, method, args) ?? (dev.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options) },
+    remote: { call: () => Promise.reject(new RpcError("A -dev agent has no other server to ask", { unsent: true })) },
+    servers: () => [],
+    clock: o.clock,
+    rng: o.rng.fork(),
+    logger: o.logger.named("rpc"),
+    holdTimeoutMs: config.limits.rpcHoldTimeoutMs,
+    datacenter: config.datacenter,
+  });
   return {
     server: dev.server,
     fsm: dev.fsm,
     consensus: dev.consensus,
     raft: dev.raft,
-    operator: {
-      callRaw: (method, args) => callRaftOperator(ops, method, args) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
-    },
+    router,
+    operator,
     raftStats: () => raftStats(dev.raft, o.nodeId),
     stop: () => dev.stop(),
   };
@@ -576,4 +599,11 @@ export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng
     holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
   });
   return { router, close: () => pool.close() };
+}
+
+/** Datacenters with a live server in the WAN pool. */
+function wanDatacenters(wan: LanPoolLike | undefined): string[] {
+  const out = new Set<string>();
+  for (const m of wan?.members() ?? []) if (m.status === "alive" && m.tags.dc) out.add(m.tags.dc);
+  return [...out];
 }

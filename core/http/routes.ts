@@ -74,6 +74,12 @@ export class Router {
 
   /** Which route serves a request, or the answer when none does (404, 405, OPTIONS, redirect). */
   lookup(method: string, path: string, rawQuery = ""): RouteLookup {
+    // Go's ServeMux answers an unclean path ("//", "/./", "/../") with 301 to the clean one, query kept.
+    const clean = cleanPath(path);
+    if (clean !== path) {
+      const location = rawQuery ? `${escapePath(clean)}?${rawQuery}` : escapePath(clean);
+      return { kind: "response", response: textResponse(301, `Moved Permanently: use "${location}"`, { Location: location }) };
+    }
     const route = this.#match(path);
     if (!route) {
       // Go's ServeMux redirects "/v1/kv" to "/v1/kv/" when only the subtree is registered.
@@ -123,6 +129,31 @@ export class Router {
     if (req.body.length > found.maxBodyBytes) return bodyTooLargeResponse(found.maxBodyBytes);
     return await this.dispatch(found.route, req);
   }
+}
+
+/**
+ * Go's `path.Clean` with ServeMux's rule on top: one slash between
+ * segments, no "." segments, ".." eats the segment before it (never above
+ * the root), and a trailing slash stays.
+ */
+export function cleanPath(path: string): string {
+  if (path === "") return "/";
+  const p = path.startsWith("/") ? path : `/${path}`;
+  if (!p.includes("//") && !p.includes("/.")) return p;
+  const out: string[] = [];
+  for (const seg of p.split("/")) {
+    if (seg === "" || seg === ".") continue;
+    if (seg === "..") out.pop();
+    else out.push(seg);
+  }
+  let clean = `/${out.join("/")}`;
+  if (p.endsWith("/") && clean !== "/") clean += "/";
+  return clean;
+}
+
+/** A decoded path as it goes in a Location header: each segment percent-encoded, RFC 3986 sub-delims kept. */
+function escapePath(path: string): string {
+  return path.split("/").map((seg) => encodeURIComponent(seg).replace(/%(21|24|26|27|28|29|2A|2B|2C|3B|3D|3A|40)/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)))).join("/");
 }
 
 export function bodyTooLargeResponse(limitBytes: number): HttpResponse {

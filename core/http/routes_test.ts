@@ -3,8 +3,8 @@ import assert from "node:assert/strict";
 import { BadRequestError, CasConflictError, NotFoundError, RpcTimeoutError, TooLargeError } from "../errors.ts";
 import { bodyJson, bodyText, testEnv } from "./_test_env.ts";
 import { errorResponse, HttpError, statusForError } from "./http_error.ts";
-import { Router } from "./routes.ts";
-import { jsonResponse, makeRequest } from "./types.ts";
+import { cleanPath, Router } from "./routes.ts";
+import { jsonResponse, makeRequest, textResponse } from "./types.ts";
 
 test("routes: unknown path is 404 with a clear message", async () => {
   const env = testEnv();
@@ -102,4 +102,34 @@ test("agent/self: Config, Member, Meta, DebugConfig and Stats from AgentInfo", a
   assert.deepEqual(self.Meta, {});
   assert.deepEqual(self.Stats, {});
   assert.equal(self.DebugConfig!.NodeName, "node-a");
+});
+
+test("cleanPath: Go's path.Clean with the trailing slash kept", () => {
+  const table: Array<[string, string]> = [
+    ["", "/"],
+    ["/", "/"],
+    ["/v1/kv/a", "/v1/kv/a"],
+    ["/v1/kv/a/", "/v1/kv/a/"],
+    ["/v1/kv//a", "/v1/kv/a"],
+    ["//v1/kv/a", "/v1/kv/a"],
+    ["/v1/kv/./a", "/v1/kv/a"],
+    ["/v1/kv/a/.", "/v1/kv/a"],
+    ["/v1/kv/b/../a", "/v1/kv/a"],
+    ["/../v1/kv/a", "/v1/kv/a"],
+    ["/v1/kv/a//", "/v1/kv/a/"],
+    ["/v1/kv/.hidden", "/v1/kv/.hidden"],
+    ["/v1/kv/a..b", "/v1/kv/a..b"],
+    ["v1/kv", "/v1/kv"],
+  ];
+  for (const [input, want] of table) assert.equal(cleanPath(input), want, JSON.stringify(input));
+});
+
+test("router: an unclean path is answered 301 to the clean one, query kept, before any route or method check", async () => {
+  const router = new Router([{ pattern: "/v1/kv/", methods: ["GET"], handler: () => Promise.resolve(textResponse(200, "kv")) }]);
+  const r = router.lookup("PUT", "/v1/kv//a b", "raw&dc=dc1");
+  assert.equal(r.kind, "response");
+  const res = (r as { response: { status: number; headers: Record<string, string> } }).response;
+  assert.equal(res.status, 301);
+  assert.equal(res.headers.Location, "/v1/kv/a%20b?raw&dc=dc1");
+  assert.equal(router.lookup("GET", "/v1/kv/a").kind, "route");
 });

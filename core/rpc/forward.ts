@@ -18,7 +18,9 @@ import type { Clock } from "../clock/clock.ts";
 import {
   errorMessage,
   LeadershipLostError,
+  CairnError,
   NoLeaderError,
+  NoPathToDatacenterError,
   NotLeaderError,
   OutcomeUnknownError,
   RequestExpiredError,
@@ -56,6 +58,21 @@ export interface RpcRouterOptions {
   callTimeoutMs?: number;
   /** A server's own RPC address: a refusal naming it is not forwarded (to ourselves). */
   self?: string;
+  /**
+   * On servers and `-dev`: this datacenter, and the others the WAN pool
+   * knows. A request for any other datacenter is refused before an
+   * endpoint runs. Clients leave this to the server they ask.
+   */
+  datacenter?: string;
+  datacenters?: () => readonly string[];
+}
+
+/** The datacenter a call names: `datacenter` for writes, `query.datacenter` for reads; "" for none. */
+export function requestDatacenter(args: unknown): string {
+  if (typeof args !== "object" || args === null) return "";
+  const a = args as { datacenter?: unknown; query?: { datacenter?: unknown } };
+  const dc = a.datacenter ?? a.query?.datacenter;
+  return typeof dc === "string" ? dc : "";
 }
 
 export interface RpcRouterStats {
@@ -167,6 +184,7 @@ export class RpcRouter implements Rpc {
   async serve(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
     const { local } = this.#o;
     if (!local) throw new TypeError("Only a server's router answers calls from other agents");
+    this.#checkDatacenter(args);
     try {
       this.stats.local++;
       return await local.handle(method, args, options);
@@ -174,6 +192,18 @@ export class RpcRouter implements Rpc {
       if (!(err instanceof NotLeaderError) || !err.leader || err.leader === this.#o.self) throw err;
       return await this.#forward(err.leader, method, args, options);
     }
+  }
+
+  /** Routing before handling: a call for another datacenter never reaches a local endpoint. */
+  #checkDatacenter(args: unknown): void {
+    const ours = this.#o.datacenter;
+    if (ours === undefined) return;
+    const dc = requestDatacenter(args);
+    if (dc === "" || dc === ours) return;
+    if (this.#o.datacenters?.().includes(dc)) {
+      throw new CairnError("cross_dc", `Requests for datacenter "${dc}" cannot be forwarded yet: cairn answers only for its own datacenter "${ours}"`);
+    }
+    throw new NoPathToDatacenterError(dc);
   }
 
   #unknownIf(maybeApplied: boolean, method: string, err: unknown): unknown {
@@ -196,6 +226,7 @@ export class RpcRouter implements Rpc {
   async #once(method: string, args: unknown, options: { signal?: AbortSignal }, tried: Set<string>): Promise<unknown> {
     const { local } = this.#o;
     if (local) {
+      this.#checkDatacenter(args);
       try {
         this.stats.local++;
         return await local.handle(method, args, options);

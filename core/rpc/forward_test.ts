@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BadRequestError, LeadershipLostError, NoLeaderError, NotLeaderError, OutcomeUnknownError, RequestExpiredError, RpcError, RpcTimeoutError } from "../errors.ts";
+import { BadRequestError, LeadershipLostError, NoLeaderError, NoPathToDatacenterError, NotLeaderError, OutcomeUnknownError, RequestExpiredError, RpcError, RpcTimeoutError } from "../errors.ts";
 import { nullLogger } from "../log/logger.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
@@ -257,4 +257,26 @@ test("rpc router: a server answers another agent's call once, forwarding a refus
   });
   await assert.rejects(self.serve("KVS.Apply", {}), NotLeaderError);
   assert.equal(remote.calls.length, 1, "never forwarded to itself");
+});
+
+test("rpc router: a call for an unknown datacenter is refused before any endpoint runs; a known remote one is a clear error", async () => {
+  const clock = new SimClock();
+  let handled = 0;
+  const r = new RpcRouter({
+    local: { handle: () => (handled++, Promise.resolve("local")) },
+    remote: remoteOf(() => "x"),
+    servers: () => [],
+    clock,
+    rng: new Rng(1),
+    logger: nullLogger(),
+    datacenter: "dc1",
+    datacenters: () => ["dc1", "dc2"],
+  });
+  await assert.rejects(r.callRaw("KVS.Apply", { op: "set", entry: { key: "k" }, datacenter: "nowhere" }), (e: unknown) => e instanceof NoPathToDatacenterError && e.message === "No path to datacenter");
+  await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "nowhere" } }), NoPathToDatacenterError);
+  await assert.rejects(r.serve("KVS.Get", { key: "k", query: { datacenter: "nowhere" } }), NoPathToDatacenterError);
+  await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), /cannot be forwarded yet/);
+  assert.equal(handled, 0);
+  assert.equal(await r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc1" } }), "local");
+  assert.equal(await r.callRaw("KVS.Get", { key: "k", query: {} }), "local");
 });

@@ -9,6 +9,7 @@ import {
   CasConflictError,
   LeadershipLostError,
   NoLeaderError,
+  NoPathToDatacenterError,
   NotFoundError,
   NotLeaderError,
   OutcomeUnknownError,
@@ -38,6 +39,8 @@ export function fromWireError(w: WireError): Error {
       return new NotLeaderError(w.leader || undefined);
     case "no_leader":
       return new NoLeaderError();
+    case "no_path_to_dc":
+      return new NoPathToDatacenterError("");
     case "leadership_lost":
       return new LeadershipLostError(w.leader || undefined);
     case "request_expired":

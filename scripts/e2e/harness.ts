@@ -133,6 +133,7 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | false> | T | 
 export interface DevAgent {
   proc: Proc;
   httpPort: number;
+  dnsPort: number;
   http: string;
   stop(): Promise<void>;
 }
@@ -158,5 +159,5 @@ export async function startDevAgent(extraArgs: string[] = [], options: { runtime
     void proc.kill();
     throw new Error(`${String(err)}\n--- agent output ---\n${proc.output()}`);
   });
-  return { proc, httpPort, http, stop: async () => { await proc.kill("SIGKILL"); } };
+  return { proc, httpPort, dnsPort, http, stop: async () => { await proc.kill("SIGKILL"); } };
 }
