@@ -4,7 +4,7 @@
 import { systemClock, type Clock } from "../clock/mod.ts";
 import type { AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
-import { createRoutes, createHttpServer, memberStatus, type AgentInfo, type HttpServer } from "../http/mod.ts";
+import { createRoutes, createHttpServer, memberStatus, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { agentServicesRoutes } from "../http/agent_services.ts";
@@ -12,11 +12,12 @@ import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
 import { Rng } from "../sim/rng.ts";
-import { startDnsServer, type StartedDns } from "../dns/mod.ts";
+import { startDnsServer } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
 import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
+import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "./random_node.ts";
 import { UserEventStore } from "./user_events.ts";
 import { LeaderDuties } from "./leader.ts";
@@ -69,67 +70,165 @@ export async function startAgent(
 
   const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
   const seed = randomSeed();
-  // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev: the same Raft, one in-memory voter.
-  // Gossip first: servers discover each other through the LAN pool, clients find servers there.
-  const gossip = await startGossip(config, { logger: logger.named("agent"), clock, nodeId });
-  let serverNode: Awaited<ReturnType<typeof startServerNode>> | undefined;
-  let devServer: DevNode | undefined;
+  const closers = new Closers(logger.named("agent"));
+  let httpGraceMs = 0;
   try {
-    if (config.dev) devServer = await startDevNode({ config, nodeId, clock, rng: new Rng(seed), logger: logger.named("server"), coordinates: () => gossip.lan.coordinates() });
-    else if (config.server) serverNode = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
+    return await startComponents();
   } catch (err) {
-    await gossip.stop();
+    // Nothing may keep the process alive after a failed start: gossip sockets included.
+    await closers.closeAll().catch(() => {});
     throw err;
   }
-  serverNode?.attachLan(gossip.lan);
-  const clientRpc = !config.dev && !config.server
-    ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
-    : undefined;
-  if (serverNode && gossip.wan) serverNode.attachWan(gossip.wan);
-  const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : devServer!.router;
-  let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
-  const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
 
-  const advertise = config.advertiseAddr || config.bindAddr;
-  const local = new LocalAgent({
-    node: { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta },
-    clock,
-    rng: new Rng(seed ^ 0x5bd1e995),
-    logger: logger.named("agent"),
-    rpc,
-    store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
-    enableScriptChecks: config.enableScriptChecks,
-    enableLocalScriptChecks: config.enableLocalScriptChecks,
-    // The full-sync interval grows with the LAN pool (consul ae scaleFactor).
-    clusterSize: () => gossip.lan.members().length,
-    // Consul's ae_interval is internal; tests shorten it with CAIRN_AE_INTERVAL_MS.
-    aeIntervalMs: Number(process.env.CAIRN_AE_INTERVAL_MS) > 0 ? Number(process.env.CAIRN_AE_INTERVAL_MS) : undefined,
-  });
-  local.start({ services: config.services, checks: config.checks }, { sync: false });
-  // A server joining the LAN pool triggers a staggered full sync (consul: ServerUp → SyncFull).
-  const stopServerUpSync = gossip.lan.onMemberEvent((e) => {
-    if (e.type === "join" && e.members.some((m) => m.tags.role === "consul" && m.name !== config.nodeName)) local.antiEntropy?.syncFullSoon();
-  });
-  // Without a CLI-provided loader, reload re-reads the files the agent started with.
-  const reloadConfig = options.reloadConfig ?? (() => {
-    const sources = readConfigSources(config.configFiles.map((path) => ({ kind: "file" as const, path })));
-    const layers = sources.map((src) => parseConfigText(src.text, { file: src.name, format: src.format }));
-    return { ...config, services: layers.flatMap((l) => l.services ?? []), checks: layers.flatMap((l) => l.checks ?? []) };
-  });
-  const reload = async (): Promise<void> => {
-    const next = reloadConfig();
-    // Consul reloads log_level too.
-    if (consoleSink) sink.add(consoleSink, next.logLevel);
-    sink.add(recent, next.logLevel);
-    local.reload({ services: next.services, checks: next.checks });
-    await local.syncChanges();
-  };
+  async function startComponents(): Promise<RunningAgent> {
+    // Gossip first: servers discover each other through the LAN pool, clients find servers there.
+    const gossip = await startGossip(config, { logger: logger.named("agent"), clock, nodeId });
+    closers.add("gossip", () => gossip.stop());
+    // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev: the same Raft, one in-memory voter.
+    let serverNode: Awaited<ReturnType<typeof startServerNode>> | undefined;
+    let devServer: DevNode | undefined;
+    if (config.dev) {
+      const dev = await startDevNode({ config, nodeId, clock, rng: new Rng(seed), logger: logger.named("server"), coordinates: () => gossip.lan.coordinates() });
+      closers.add("dev server", () => dev.stop());
+      devServer = dev;
+    } else if (config.server) {
+      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
+      closers.add("server", () => server.stop());
+      server.attachLan(gossip.lan);
+      if (gossip.wan) server.attachWan(gossip.wan);
+      serverNode = server;
+    }
+    const clientRpc = !config.dev && !config.server
+      ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
+      : undefined;
+    if (clientRpc) closers.add("client rpc", () => clientRpc.close());
+    const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : devServer!.router;
+    let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
+    const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
 
-  const agentInfo: AgentInfo = {
+    const advertise = config.advertiseAddr || config.bindAddr;
+    const local = new LocalAgent({
+      node: { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta },
+      clock,
+      rng: new Rng(seed ^ 0x5bd1e995),
+      logger: logger.named("agent"),
+      rpc,
+      store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
+      enableScriptChecks: config.enableScriptChecks,
+      enableLocalScriptChecks: config.enableLocalScriptChecks,
+      // The full-sync interval grows with the LAN pool (consul ae scaleFactor).
+      clusterSize: () => gossip.lan.members().length,
+      // Consul's ae_interval is internal; tests shorten it with CAIRN_AE_INTERVAL_MS.
+      aeIntervalMs: Number(process.env.CAIRN_AE_INTERVAL_MS) > 0 ? Number(process.env.CAIRN_AE_INTERVAL_MS) : undefined,
+    });
+    local.start({ services: config.services, checks: config.checks }, { sync: false });
+    closers.add("local agent", () => local.stop());
+    // A server joining the LAN pool triggers a staggered full sync (consul: ServerUp → SyncFull).
+    closers.add("server-up sync", gossip.lan.onMemberEvent((e) => {
+      if (e.type === "join" && e.members.some((m) => m.tags.role === "consul" && m.name !== config.nodeName)) local.antiEntropy?.syncFullSoon();
+    }));
+    // Without a CLI-provided loader, reload re-reads the files the agent started with.
+    const reloadConfig = options.reloadConfig ?? (() => {
+      const sources = readConfigSources(config.configFiles.map((path) => ({ kind: "file" as const, path })));
+      const layers = sources.map((src) => parseConfigText(src.text, { file: src.name, format: src.format }));
+      return { ...config, services: layers.flatMap((l) => l.services ?? []), checks: layers.flatMap((l) => l.checks ?? []) };
+    });
+    const reload = async (): Promise<void> => {
+      const next = reloadConfig();
+      // Consul reloads log_level too.
+      if (consoleSink) sink.add(consoleSink, next.logLevel);
+      sink.add(recent, next.logLevel);
+      local.reload({ services: next.services, checks: next.checks });
+      await local.syncChanges();
+    };
+
+    const agentInfo = describeAgent({ config, nodeId, gossip, local, raftSide: serverNode ?? devServer });
+    const events = new UserEventStore({ pool: gossip.lan, nodeName: config.nodeName, localServices: () => local.state.services(), clock, logger: logger.named("agent.event") });
+    closers.add("user events", () => events.stop());
+    const telemetry = startAgentMetrics({ config, clock, lan: gossip.lan, server: serverNode ?? devServer });
+    closers.add("telemetry", () => telemetry.stop());
+
+    let httpAddr: { host: string; port: number } | undefined;
+    if (config.ports.http >= 0) {
+      const router = createRoutes({
+        rpc,
+        agent: agentInfo,
+        logger: logger.named("agent.http"),
+        kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
+        coordinates: () => gossip.lan.coordinates(),
+        metrics: telemetry.metrics,
+      });
+      for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
+      // A client has no Raft of its own: it asks a server, as Consul's does.
+      const operatorBackend = serverNode?.router ?? devServer?.operator ?? clientRpc!.router;
+      for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
+      for (const route of memberRoutes({ gossip, onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }) })) router.add(route);
+      for (const route of keyringRoutes({ keyring: gossip.keyring })) router.add(route);
+      for (const route of eventRoutes({ events })) router.add(route);
+      for (const route of coordinateRoutes({ gossip })) router.add(route);
+      for (const route of monitorRoutes({ sink, recent })) router.add(route);
+      for (const route of metricsRoutes({ metrics: telemetry.metrics, prometheus: config.telemetry.prometheusRetentionTimeMs > 0 })) router.add(route);
+      const http = createHttpServer({ router, logger: logger.named("agent.http") });
+      httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
+      closers.add("http", () => http.close({ graceMs: httpGraceMs }));
+    }
+
+    const dns = await startDnsServer({ config, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0 });
+    if (dns) closers.add("dns", () => dns.server.close());
+
+    printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
+    logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
+    local.startSync();
+    // Leader duties (servers and -dev): gossip members into the catalog with serfHealth, tombstone GC.
+    const raftSide = serverNode ?? devServer;
+    if (raftSide) {
+      const leader = new LeaderDuties({ server: raftSide.server, fsm: raftSide.fsm, consensus: raftSide.consensus, lan: gossip.lan, clock, logger: logger.named("leader"), nodeName: config.nodeName, datacenter: config.datacenter, onLeadershipGained: () => local.antiEntropy?.syncFullSoon() });
+      serverNode?.leadershipListeners.add(() => leader.leadershipChanged());
+      leader.start();
+      closers.add("leader duties", () => leader.stop());
+    }
+
+    // -join: every address must work or the agent does not start; -retry-join keeps trying in the background.
+    const joinLog = logger.named("agent");
+    await startJoin(gossip.lan, config.startJoin, joinLog);
+    if (gossip.wan) await startJoin(gossip.wan, config.startJoinWan, joinLog);
+    const retrySpecs = [
+      { pool: gossip.lan, addrs: config.retryJoin, intervalMs: config.retryIntervalMs, maxAttempts: config.retryMax },
+      ...(gossip.wan ? [{ pool: gossip.wan, addrs: config.retryJoinWan, intervalMs: config.retryIntervalWanMs, maxAttempts: config.retryMaxWan }] : []),
+    ];
+    for (const r of retrySpecs) {
+      if (r.addrs.length === 0) continue;
+      const job = retryJoin(r.pool, { addrs: r.addrs, intervalMs: r.intervalMs, maxAttempts: r.maxAttempts, clock, logger: joinLog });
+      closers.add("retry join", () => job.cancel());
+      job.done.catch((err: unknown) => requestShutdown({ code: 1, reason: errorMessage(err) }));
+    }
+
+    return {
+      config,
+      logger,
+      httpAddr,
+      dnsAddr: dns?.addr,
+      local,
+      reload,
+      gossip,
+      shutdownRequested,
+      async stop() {
+        logger.named("agent").info("shutting down");
+        httpGraceMs = 1_000;
+        await closers.closeAll();
+      },
+    };
+  }
+}
+
+/** What `/v1/agent/self` and friends say about this agent. */
+function describeAgent(o: { config: AgentConfig; nodeId: string; gossip: AgentGossip; local: LocalAgent; raftSide: { raftStats(): Record<string, string> } | undefined }): AgentInfo {
+  const { config, gossip, local } = o;
+  return {
     datacenter: config.datacenter,
     primaryDatacenter: config.datacenter,
     nodeName: config.nodeName,
-    nodeId,
+    nodeId: o.nodeId,
     server: config.server,
     version,
     revision,
@@ -141,7 +240,7 @@ export async function startAgent(
       return { name: m.name, addr: m.addr, port: m.port, tags: { ...m.tags }, status: memberStatusCode[m.status] ?? memberStatus.alive };
     },
     stats: () => {
-      const raft = (serverNode ?? devServer)?.raftStats() ?? {};
+      const raft = o.raftSide?.raftStats() ?? {};
       return {
         agent: local.stats(),
         consul: consulStats({
@@ -168,129 +267,6 @@ export async function startAgent(
       SerfPortWAN: config.ports.serfWan,
       ServerPort: config.ports.server,
     }),
-  };
-
-  const events = new UserEventStore({ pool: gossip.lan, nodeName: config.nodeName, localServices: () => local.state.services(), clock, logger: logger.named("agent.event") });
-
-  const telemetry = startAgentMetrics({
-    config,
-    clock,
-    lan: gossip.lan,
-    server: serverNode ?? devServer,
-  });
-
-  let http: HttpServer | undefined;
-  let httpAddr: { host: string; port: number } | undefined;
-  if (config.ports.http >= 0) {
-    const router = createRoutes({
-      rpc,
-      agent: agentInfo,
-      logger: logger.named("agent.http"),
-      kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
-      coordinates: () => gossip.lan.coordinates(),
-      metrics: telemetry.metrics,
-    });
-    for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
-    // A client has no Raft of its own: it asks a server, as Consul's does.
-    const operatorBackend = serverNode?.router ?? devServer?.operator ?? clientRpc!.router;
-    for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
-    for (const route of memberRoutes({ gossip, onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }) })) router.add(route);
-    for (const route of keyringRoutes({ keyring: gossip.keyring })) router.add(route);
-    for (const route of eventRoutes({ events })) router.add(route);
-    for (const route of coordinateRoutes({ gossip })) router.add(route);
-    for (const route of monitorRoutes({ sink, recent })) router.add(route);
-    for (const route of metricsRoutes({ metrics: telemetry.metrics, prometheus: config.telemetry.prometheusRetentionTimeMs > 0 })) router.add(route);
-    http = createHttpServer({ router, logger: logger.named("agent.http") });
-    try {
-      httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
-    } catch (err) {
-      // Nothing may keep the process alive after a failed start: gossip sockets included.
-      local.stop();
-      await serverNode?.stop();
-      await devServer?.stop();
-      clientRpc?.close();
-      await gossip.stop();
-      throw err;
-    }
-  }
-
-  let dns: StartedDns | undefined;
-  try {
-    dns = await startDnsServer({ config, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0 });
-  } catch (err) {
-    local.stop();
-    await http?.close({ graceMs: 0 });
-    await serverNode?.stop();
-    await devServer?.stop();
-    clientRpc?.close();
-    await gossip.stop();
-    throw err;
-  }
-
-  printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
-  logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
-  local.startSync();
-  // Leader duties (servers and -dev): gossip members into the catalog with serfHealth, tombstone GC.
-  const raftSide = serverNode ?? devServer;
-  const leaderParts = raftSide ? { server: raftSide.server, fsm: raftSide.fsm, consensus: raftSide.consensus } : undefined;
-  const leader = leaderParts
-    ? new LeaderDuties({ ...leaderParts, lan: gossip.lan, clock, logger: logger.named("leader"), nodeName: config.nodeName, datacenter: config.datacenter, onLeadershipGained: () => local.antiEntropy?.syncFullSoon() })
-    : undefined;
-  serverNode?.leadershipListeners.add(() => leader?.leadershipChanged());
-  leader?.start();
-
-  // -join: every address must work or the agent does not start; -retry-join keeps trying in the background.
-  const joinLog = logger.named("agent");
-  const retries: Array<{ cancel(): void }> = [];
-  try {
-    await startJoin(gossip.lan, config.startJoin, joinLog);
-    if (gossip.wan) await startJoin(gossip.wan, config.startJoinWan, joinLog);
-  } catch (err) {
-    leader?.stop();
-    local.stop();
-    await http?.close({ graceMs: 0 });
-    await serverNode?.stop();
-    await devServer?.stop();
-    clientRpc?.close();
-    await dns?.server.close();
-    await gossip.stop();
-    throw err;
-  }
-  const retrySpecs = [
-    { pool: gossip.lan, addrs: config.retryJoin, intervalMs: config.retryIntervalMs, maxAttempts: config.retryMax },
-    ...(gossip.wan ? [{ pool: gossip.wan, addrs: config.retryJoinWan, intervalMs: config.retryIntervalWanMs, maxAttempts: config.retryMaxWan }] : []),
-  ];
-  for (const r of retrySpecs) {
-    if (r.addrs.length === 0) continue;
-    const job = retryJoin(r.pool, { addrs: r.addrs, intervalMs: r.intervalMs, maxAttempts: r.maxAttempts, clock, logger: joinLog });
-    retries.push(job);
-    job.done.catch((err: unknown) => requestShutdown({ code: 1, reason: errorMessage(err) }));
-  }
-
-  return {
-    config,
-    logger,
-    httpAddr,
-    dnsAddr: dns?.addr,
-    local,
-    reload,
-    gossip,
-    shutdownRequested,
-    async stop() {
-      logger.named("agent").info("shutting down");
-      for (const r of retries) r.cancel();
-      events.stop();
-      stopServerUpSync();
-      leader?.stop();
-      local.stop();
-      await http?.close({ graceMs: 1_000 });
-      await serverNode?.stop();
-      await devServer?.stop();
-      clientRpc?.close();
-      await dns?.server.close();
-      await gossip.stop();
-      telemetry.stop();
-    },
   };
 }
 
