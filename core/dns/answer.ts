@@ -41,6 +41,13 @@ export interface DnsAnswer {
   answers: DnsRecord[];
   authorities: DnsRecord[];
   additionals: DnsRecord[];
+  /**
+   * SRV answers: how many of `additionals`, in order, belong to each answer
+   * (same length as `answers`). The additional section then holds one group
+   * per SRV record, duplicates included, and `fitAnswer` keeps exactly the
+   * groups of the answers it keeps. Absent: additionals are matched by name.
+   */
+  additionalsPerAnswer?: number[];
   /** The name is outside our domains and recursors are configured: forward the query. */
   forward: boolean;
   /**
@@ -375,27 +382,22 @@ function instanceRecords(
   const a = empty("NOERROR", true);
   const qtype = question.type;
   if (qtype === "SRV") {
-    const extraSeen = new Set<string>();
+    // One SRV record per node, address and port (Consul
+    // addServiceSRVRecordsToMessage), each followed in the additional section
+    // by its own address records and the node's meta: no sharing between SRV
+    // records with one target. HAProxy (and other resolvers) tie each
+    // additional record to one SRV record, so instances on one host need one
+    // A record each.
+    const handled = new Set<string>();
+    const perAnswer: number[] = [];
     for (const inst of healthy) {
+      const tuple = `${inst.node.node}\u0000${inst.service.address}\u0000${inst.service.port}`;
+      if (handled.has(tuple)) continue;
+      handled.add(tuple);
       const dc = (inst.node.datacenter || parsed.datacenter).toLowerCase();
-      const svcAddr = inst.service.address;
-      let target: string;
-      let extras: DnsRecord[];
-      if (svcAddr && svcAddr !== inst.node.address) {
-        const hex = addressToHex(svcAddr);
-        if (hex) {
-          target = `${hex}.addr.${dc}.${parsed.domain}`;
-          extras = addressRecords(svcAddr, "ANY", target, ttl);
-        } else {
-          if (!isValidName(svcAddr)) continue;
-          target = canonicalName(svcAddr);
-          extras = [];
-        }
-      } else {
-        target = nodeTarget(inst.node.node, dc, parsed.domain);
-        extras = [...addressRecords(inst.node.address, "ANY", target, ttl), ...metaRecords(inst.node.meta ?? {}, target, ttl)];
-      }
-      if (!isValidName(target)) continue;
+      const nodeName = nodeTarget(inst.node.node, dc, parsed.domain);
+      const srv = srvTarget(inst, { question: question.name, nodeName, dc, domain: parsed.domain, ttl });
+      if (!srv || !isValidName(srv.target)) continue;
       const warning = (inst.checks ?? []).some((c) => c.status === "warning");
       const w = inst.service.weights;
       const weight = w ? (warning ? w.warning : w.passing) : 1;
@@ -404,13 +406,13 @@ function instanceRecords(
         type: "SRV",
         class: "IN",
         ttl,
-        data: { priority: 1, weight: clampU16(weight), port: clampU16(inst.service.port), target },
+        data: { priority: 1, weight: clampU16(weight), port: clampU16(inst.service.port), target: srv.target },
       });
-      if (!extraSeen.has(target)) {
-        extraSeen.add(target);
-        a.additionals.push(...extras);
-      }
+      const extras = [...srv.extras, ...(isValidName(nodeName) ? metaRecords(inst.node.meta ?? {}, nodeName, ttl) : [])];
+      a.additionals.push(...extras);
+      perAnswer.push(extras.length);
     }
+    a.additionalsPerAnswer = perAnswer;
   } else if (qtype === "A" || qtype === "AAAA" || qtype === "ANY" || qtype === "CNAME") {
     const seen = new Set<string>();
     for (const inst of healthy) {
@@ -425,6 +427,33 @@ function instanceRecords(
     }
   }
   return a.answers.length > 0 ? a : withSoa(a, parsed.domain, ctx);
+}
+
+/**
+ * An instance's SRV target and the records that resolve it (Consul
+ * makeNodeServiceRecords): a service address that is an IP → its
+ * `<hex>.addr.<dc>.<domain>` name, even when it equals the node's address;
+ * no service address → `<node>.node.<dc>.<domain>` for a node IP; a hostname
+ * (service or node address) → the hostname itself, with nothing to resolve
+ * it here. A service address naming the question itself falls back to the
+ * node. Address records carry the service TTL.
+ */
+function srvTarget(
+  inst: CheckServiceNode,
+  at: { question: string; nodeName: string; dc: string; domain: string; ttl: number },
+): { target: string; extras: DnsRecord[] } | undefined {
+  const nodeIp = normalizeAddress(inst.node.address);
+  const svcAddr = inst.service.address;
+  const svcIp = svcAddr ? normalizeAddress(svcAddr) : undefined;
+  if (svcIp !== undefined) {
+    const target = `${addressToHex(svcIp)}.addr.${at.dc}.${at.domain}`;
+    return { target, extras: addressRecords(svcIp, "ANY", target, at.ttl) };
+  }
+  const useNode = !svcAddr || (nodeIp !== undefined && canonicalName(svcAddr) === canonicalName(at.question));
+  if (useNode && nodeIp !== undefined) return { target: at.nodeName, extras: addressRecords(nodeIp, "ANY", at.nodeName, at.ttl) };
+  const host = svcAddr || inst.node.address;
+  if (!host || !isValidName(host)) return undefined;
+  return { target: canonicalName(host), extras: [] };
 }
 
 function clampU16(n: number): number {
@@ -539,7 +568,8 @@ export const maxTcpMessageSize = 65535;
  * Trim an answer to its transport (Consul trimUDPResponse): without EDNS0
  * a UDP answer keeps at most `udpAnswerLimit` records and 512 bytes; with
  * EDNS0 the client's size; TCP only the 64 KiB frame. Additional records
- * follow the answers they support. TC is set when records were cut and
+ * follow the answers they support: per answer when the answer says which
+ * are whose (SRV), else by name. TC is set when records were cut and
  * `enableTruncate` is on (always when even one record did not fit).
  */
 export function fitAnswer(question: DnsQuestion, answer: DnsAnswer, options: FitOptions): DnsAnswer {
@@ -548,57 +578,74 @@ export function fitAnswer(question: DnsQuestion, answer: DnsAnswer, options: Fit
     ? maxTcpMessageSize
     : Math.min(maxTcpMessageSize, Math.max(maxUdpSizeWithoutEdns, options.ednsSize ?? 0));
   const original = answer.answers.length;
-  let answers = answer.answers;
-  let additionals = answer.additionals;
+  const perAnswer = answer.additionalsPerAnswer?.length === original ? answer.additionalsPerAnswer : undefined;
+  /** The first `n` answers with the additional records they need. */
+  const keep = (n: number): { answers: DnsRecord[]; additionals: DnsRecord[]; additionalsPerAnswer?: number[] } => {
+    const kept = answer.answers.slice(0, n);
+    if (!perAnswer) return { answers: kept, additionals: syncExtra(kept, answer.additionals) };
+    const counts = perAnswer.slice(0, n);
+    return { answers: kept, additionals: answer.additionals.slice(0, counts.reduce((s, c) => s + c, 0)), additionalsPerAnswer: counts };
+  };
+  let kept: ReturnType<typeof keep> = { answers: answer.answers, additionals: answer.additionals, additionalsPerAnswer: perAnswer };
   let authorities = answer.authorities;
   const limit = options.config.udpAnswerLimit;
-  if (options.transport === "udp" && !hasOpt && limit > 0 && answers.length > limit) {
-    answers = answers.slice(0, limit);
-    additionals = syncExtra(answers, additionals);
-  }
-  let size = messageSize(question, { ...answer, answers, authorities, additionals }, hasOpt);
-  if (size > maxSize && answers.length > 1) {
+  if (options.transport === "udp" && !hasOpt && limit > 0 && original > limit) kept = keep(limit);
+  let size = messageSize(question, { ...answer, ...kept, authorities }, hasOpt);
+  if (size > maxSize && kept.answers.length > 1) {
     authorities = [];
-    additionals = syncExtra(answers, additionals);
+    kept = keep(kept.answers.length);
     // Sizes are additive: the fixed part, then each answer with the
-    // additional records it is the first to point at.
-    const pointsAt = answers.some((r) => r.type === "SRV" || r.type === "NS");
+    // additional records it brings (its own group, or those for a name it
+    // is the first to point at).
+    const { answers, additionals } = kept;
+    const pointsAt = !perAnswer && answers.some((r) => r.type === "SRV" || r.type === "NS");
     const extraByName = new Map<string, number>();
     let unreferenced = 0;
-    for (const r of additionals) {
-      const key = r.name.toLowerCase();
-      if (pointsAt) extraByName.set(key, (extraByName.get(key) ?? 0) + recordSize(r));
-      else unreferenced += recordSize(r);
+    if (!perAnswer) {
+      for (const r of additionals) {
+        const key = r.name.toLowerCase();
+        if (pointsAt) extraByName.set(key, (extraByName.get(key) ?? 0) + recordSize(r));
+        else unreferenced += recordSize(r);
+      }
     }
     let total = messageSize(question, { ...answer, answers: [], authorities, additionals: [] }, hasOpt) + unreferenced;
     const counted = new Set<string>();
+    let at = 0;
     let n = 0;
     for (; n < answers.length; n++) {
       const r = answers[n]!;
       let add = recordSize(r);
-      const ref = r.type === "SRV" ? r.data.target.toLowerCase() : r.type === "NS" ? r.data.toLowerCase() : undefined;
-      if (ref !== undefined && !counted.has(ref)) add += extraByName.get(ref) ?? 0;
+      let ref: string | undefined;
+      if (perAnswer) {
+        for (let i = 0; i < perAnswer[n]!; i++) add += recordSize(additionals[at + i]!);
+      } else {
+        ref = r.type === "SRV" ? r.data.target.toLowerCase() : r.type === "NS" ? r.data.toLowerCase() : undefined;
+        if (ref !== undefined && !counted.has(ref)) add += extraByName.get(ref) ?? 0;
+      }
       if (n >= 1 && total + add > maxSize) break;
       total += add;
+      if (perAnswer) at += perAnswer[n]!;
       if (ref !== undefined) counted.add(ref);
     }
-    answers = answers.slice(0, n);
-    additionals = syncExtra(answers, additionals);
-    size = messageSize(question, { ...answer, answers, authorities, additionals }, hasOpt);
+    kept = keep(n);
+    size = messageSize(question, { ...answer, ...kept, authorities }, hasOpt);
   }
   let tooBig = false;
   if (size > maxSize) {
-    additionals = [];
+    kept = { answers: kept.answers, additionals: [], additionalsPerAnswer: kept.additionalsPerAnswer?.map(() => 0) };
     authorities = [];
-    size = messageSize(question, { ...answer, answers, authorities, additionals }, hasOpt);
+    size = messageSize(question, { ...answer, ...kept, authorities }, hasOpt);
     if (size > maxSize) {
-      answers = [];
+      kept = { answers: [], additionals: [], additionalsPerAnswer: kept.additionalsPerAnswer ? [] : undefined };
       tooBig = true;
     }
   }
-  const trimmed = answers.length < original;
+  const trimmed = kept.answers.length < original;
   const truncated = answer.truncated || tooBig || (trimmed && (options.config.enableTruncate || options.transport === "tcp"));
-  return { ...answer, answers, authorities, additionals, truncated };
+  const out: DnsAnswer = { ...answer, answers: kept.answers, authorities, additionals: kept.additionals, truncated };
+  if (kept.additionalsPerAnswer) out.additionalsPerAnswer = kept.additionalsPerAnswer;
+  else delete out.additionalsPerAnswer;
+  return out;
 }
 
 /** Names that answers point at (SRV targets, NS hosts), lower-case. */
