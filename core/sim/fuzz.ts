@@ -183,6 +183,7 @@ export function mutateValue(rng: Rng, value: unknown, options: { rounds?: number
 
 function structuredCloneLike(v: unknown): unknown {
   if (v instanceof Uint8Array) return v.slice();
+  if (v instanceof Map) return new Map([...v].map(([k, x]) => [k, structuredCloneLike(x)]));
   if (Array.isArray(v)) return v.map(structuredCloneLike);
   if (typeof v === "object" && v !== null) {
     const out: Record<string, unknown> = {};
@@ -218,6 +219,52 @@ function mutateNode(rng: Rng, v: unknown, depth: number): unknown {
   if (v instanceof Uint8Array && rng.chance(0.5)) return mutateBytes(rng, v);
   if (typeof v === "number" && rng.chance(0.5)) return rng.pick([0, -1, v + 1, v - 1, 0.5, 2 ** 32, 2 ** 53, -(2 ** 53), Number.MAX_VALUE]);
   return oddValue(rng);
+}
+
+/**
+ * A copy of a decoded message with one to three leaves changed to another
+ * value of the same type (numbers to extremes, strings to odd text, bytes
+ * mutated, booleans flipped, lists grown or emptied): what a decoder that
+ * checks types can still hand a core.
+ */
+export function mutateLeaves(rng: Rng, value: unknown, options: { rounds?: number } = {}): unknown {
+  let v = structuredCloneLike(value);
+  const rounds = options.rounds ?? rng.range(1, 3);
+  for (let r = 0; r < rounds; r++) v = mutateLeaf(rng, v, 0);
+  return v;
+}
+
+const oddNumbers = [0, 1, -1, 255, 256, 65535, 65536, 2 ** 31 - 1, 2 ** 32 - 1, 2 ** 32, 2 ** 53 - 1, 0.5];
+
+function mutateLeaf(rng: Rng, v: unknown, depth: number): unknown {
+  if (v instanceof Uint8Array) return rng.chance(0.2) ? rng.bytes(rng.pick([0, 1, 4, 16, 17, 300])) : mutateBytes(rng, v);
+  if (Array.isArray(v)) {
+    if (v.length === 0 || depth > 8) return v;
+    if (rng.chance(0.1)) return [];
+    if (rng.chance(0.1)) return [...v, ...Array.from({ length: rng.pick([1, 100]) }, () => structuredCloneLike(rng.pick(v)))];
+    const i = rng.int(v.length);
+    v[i] = mutateLeaf(rng, v[i], depth + 1);
+    return v;
+  }
+  if (v instanceof Map) {
+    if (v.size === 0) return v;
+    const k = rng.pick([...v.keys()]);
+    if (rng.chance(0.2)) v.set(typeof k === "string" ? mutateText(rng, k, { rounds: 1 }) : k, v.get(k));
+    else v.set(k, mutateLeaf(rng, v.get(k), depth + 1));
+    return v;
+  }
+  if (typeof v === "object" && v !== null) {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o).filter((k) => o[k] !== undefined);
+    if (keys.length === 0 || depth > 8) return v;
+    const k = rng.pick(keys);
+    o[k] = mutateLeaf(rng, o[k], depth + 1);
+    return o;
+  }
+  if (typeof v === "string") return rng.chance(0.3) ? rng.pick(["", "x".repeat(rng.pick([64, 300, 70_000])), ...oddChars]) : mutateText(rng, v, { rounds: 1 });
+  if (typeof v === "number") return rng.chance(0.7) ? rng.pick(oddNumbers) : v + rng.range(-2, 2);
+  if (typeof v === "boolean") return !v;
+  return v;
 }
 
 function readEnv(): Record<string, string | undefined> {
