@@ -20,7 +20,7 @@ import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts
 import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "./random_node.ts";
 import { UserEventStore } from "./user_events.ts";
-import { LeaderDuties } from "./leader.ts";
+import { Leader } from "../server/leader/leader.ts";
 import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
 import { memberRoutes, memberStatusCode, poolStatsStrings } from "../http/members.ts";
@@ -179,10 +179,23 @@ export async function startAgent(
     printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
     logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
     local.startSync();
-    // Leader duties (servers and -dev): gossip members into the catalog with serfHealth, tombstone GC.
+    // Leader duties (servers and -dev): catalog and Raft peers from gossip, session TTLs, tombstone GC.
     const raftSide = serverNode ?? devServer;
     if (raftSide) {
-      const leader = new LeaderDuties({ server: raftSide.server, fsm: raftSide.fsm, consensus: raftSide.consensus, lan: gossip.lan, clock, logger: logger.named("leader"), nodeName: config.nodeName, datacenter: config.datacenter, onLeadershipGained: () => local.antiEntropy?.syncFullSoon() });
+      const leader = new Leader({
+        server: raftSide.server,
+        fsm: raftSide.fsm,
+        consensus: raftSide.consensus,
+        lan: gossip.lan,
+        clock,
+        logger: logger.named("leader"),
+        nodeName: config.nodeName,
+        datacenter: config.datacenter,
+        sessionTimers: raftSide.server.sessionTimers,
+        raft: () => serverNode?.raft,
+        selfId: nodeId,
+        onLeadershipGained: () => local.antiEntropy?.syncFullSoon(),
+      });
       serverNode?.leadershipListeners.add(() => leader.leadershipChanged());
       leader.start();
       closers.add("leader duties", () => leader.stop());

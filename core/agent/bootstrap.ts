@@ -2,69 +2,14 @@
 // agent/consul/server_serf.go `maybeBootstrap`, agent/metadata/server.go
 // `IsConsulServer`), plus `raft/peers.json` manual recovery. Pure: gossip
 // members in, decisions out.
-import type { Coordinate } from "../gossip/coordinate.ts";
 import type { Configuration, ServerEntry } from "../raft/types.ts";
+import { aliveServers } from "../server/leader/membership.ts";
+import type { MemberLike, ServerMeta } from "../server/leader/membership.ts";
 
-/** The part of a gossip member this layer reads (core/agent/gossip.ts `PoolMember` fits). */
-export interface MemberLike {
-  name: string;
-  addr: string;
-  port: number;
-  tags: Record<string, string>;
-  status: string;
-}
-
-/** The part of a gossip pool this layer reads (core/agent/gossip.ts `GossipPool` fits). */
-export interface LanPoolLike {
-  members(): MemberLike[];
-  /** Members' Vivaldi coordinates (prepared queries sort by them). */
-  coordinates?(): Array<{ node: string; coord: Coordinate }>;
-  onMemberEvent(fn: (e: { type: string; members: MemberLike[] }) => void): () => void;
-}
-
-/** A Consul server as its gossip tags describe it. */
-export interface ServerMeta {
-  name: string;
-  /** Raft server ID (the node ID). */
-  id: string;
-  /** Server RPC address "host:port". */
-  address: string;
-  datacenter: string;
-  /** bootstrap_expect it was started with; 0 when unset. */
-  expect: number;
-  bootstrap: boolean;
-  status: string;
-}
-
-/** The server behind a gossip member, or undefined for clients and members with unusable tags. */
-export function serverFromMember(m: MemberLike): ServerMeta | undefined {
-  const t = m.tags ?? {};
-  if (t.role !== "consul") return undefined;
-  const port = Number(t.port);
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
-  if (typeof m.addr !== "string" || m.addr === "") return undefined;
-  const expect = t.expect === undefined ? 0 : Number(t.expect);
-  const host = m.addr.includes(":") ? `[${m.addr}]` : m.addr;
-  return {
-    name: m.name,
-    id: t.id ?? "",
-    address: `${host}:${port}`,
-    datacenter: t.dc ?? "",
-    expect: Number.isInteger(expect) && expect > 0 ? expect : 0,
-    bootstrap: t.bootstrap === "1",
-    status: m.status,
-  };
-}
-
-/** Alive servers of one datacenter, sorted by ID. */
-export function aliveServers(members: readonly MemberLike[], datacenter: string): ServerMeta[] {
-  const out: ServerMeta[] = [];
-  for (const m of members) {
-    const s = serverFromMember(m);
-    if (s && s.status === "alive" && s.datacenter === datacenter) out.push(s);
-  }
-  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-}
+export { aliveServers, serverFromMember } from "../server/leader/membership.ts";
+export type { LanPoolLike, MemberLike, ServerMeta } from "../server/leader/membership.ts";
+export { reconcileAction } from "../server/leader/raft_peers.ts";
+export type { ReconcileAction } from "../server/leader/raft_peers.ts";
 
 export type BootstrapDecision =
   | { kind: "wait"; reason: string; seen: number }
@@ -128,36 +73,4 @@ export function parsePeersJson(text: string): Configuration | string {
   }
   if (!servers.some((s) => s.suffrage === "voter")) return "Cannot use peers.json: it lists no voter";
   return { servers };
-}
-
-export type ReconcileAction = { op: "addVoter"; id: string; address: string; name: string } | { op: "removeServer"; id: string; name: string };
-
-/**
- * What a leader changes in the Raft configuration to follow gossip (consul
- * leader.go `reconcileMember`): alive servers of its datacenter that are not
- * voters are added; servers that left are removed. Failed servers stay (an
- * operator removes them, or they come back). One action per call: Raft takes
- * one membership change at a time.
- */
-export function reconcileAction(
-  members: readonly MemberLike[],
-  configuration: Configuration,
-  options: { datacenter: string; selfId: string },
-): ReconcileAction | undefined {
-  const inConfig = new Map(configuration.servers.map((s) => [s.id, s]));
-  for (const m of members) {
-    const s = serverFromMember(m);
-    if (!s || s.datacenter !== options.datacenter || s.id === "" || s.id === options.selfId) continue;
-    const entry = inConfig.get(s.id);
-    if (s.status === "left" && entry) return { op: "removeServer", id: s.id, name: s.name };
-    if (s.status === "alive" && (!entry || entry.suffrage !== "voter" || entry.address !== s.address)) {
-      if (entry && entry.address !== s.address) return { op: "removeServer", id: s.id, name: s.name };
-      // A server that came back with a new ID on the same address (its data dir
-      // was wiped): drop the stale entry first, as Consul's joinConsulServer does.
-      const stale = configuration.servers.find((x) => x.address === s.address && x.id !== s.id);
-      if (stale && stale.id !== options.selfId) return { op: "removeServer", id: stale.id, name: s.name };
-      return { op: "addVoter", id: s.id, address: s.address, name: s.name };
-    }
-  }
-  return undefined;
 }

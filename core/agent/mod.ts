@@ -6,5 +6,5 @@ export { blockingWaitMs, RpcRouter } from "../rpc/forward.ts";
 export type { LocalHandler, RemoteCaller, RpcRouterOptions, RpcRouterStats } from "../rpc/forward.ts";
 export { aliveServers, bootstrapConfiguration, decideBootstrap, parsePeersJson, reconcileAction, serverFromMember } from "./bootstrap.ts";
 export type { BootstrapDecision, LanPoolLike, MemberLike, ReconcileAction, ServerMeta } from "./bootstrap.ts";
-export { consulServiceId, consulServiceName, consulServiceOf, defaultLeaderTickMs, defaultReconcileIntervalMs, LeaderDuties, memberAction } from "./leader.ts";
-export type { CatalogNodeView, LeaderDutiesOptions, LeaderEndpoints, MemberAction } from "./leader.ts";
+export { consulServiceId, consulServiceName, consulServiceOf, defaultLeaderTickMs, defaultReconcileIntervalMs, Leader, memberAction } from "../server/leader/mod.ts";
+export type { CatalogNodeView, LeaderOptions, LeaderEndpoints, MemberAction } from "../server/leader/mod.ts";

@@ -32,7 +32,6 @@ import {
   bootstrapConfiguration,
   decideBootstrap,
   parsePeersJson,
-  reconcileAction,
   serverFromMember,
   type LanPoolLike,
 } from "./bootstrap.ts";
@@ -124,7 +123,6 @@ export class ServerNode {
   #timer: Timer | undefined;
   #starting = false;
   #bootstrapNote = "";
-  #reconciling = false;
   #stopped = false;
   /** Called with the new state whenever this server gains or loses Raft leadership (leader duties follow it). */
   readonly leadershipListeners = new Set<(leader: boolean) => void>();
@@ -186,7 +184,6 @@ export class ServerNode {
       raftMultiplier: o.config.performance.raftMultiplier,
       logger: this.#log,
     });
-    this.server.sessionTimers.start();
   }
 
   /** The Raft node, once bootstrapped or restored. */
@@ -242,8 +239,6 @@ export class ServerNode {
     }
     this.#consensus.node = node;
     node.onLeadershipChange((leader) => {
-      this.server.sessionTimers.sync();
-      if (leader) this.#onMembership();
       for (const fn of this.leadershipListeners) fn(leader);
     });
     // The only voter (a single -bootstrap server, also after a restart) need not wait out an election timeout.
@@ -258,10 +253,10 @@ export class ServerNode {
     return aliveServers(lan.members(), this.#o.config.datacenter).map((s) => s.address);
   }
 
+  /** Until Raft runs: bootstrap-expect. Afterwards the leader duties (core/server/leader) follow membership. */
   #onMembership(): void {
-    if (this.#stopped) return;
-    if (!this.#consensus.node) void this.#maybeBootstrap();
-    else if (this.#consensus.node.isLeader()) void this.#reconcile();
+    if (this.#stopped || this.#consensus.node) return;
+    void this.#maybeBootstrap();
     this.#armTimer();
   }
 
@@ -312,28 +307,6 @@ export class ServerNode {
       await this.startRaft(configuration);
     } finally {
       this.#starting = false;
-    }
-  }
-
-  async #reconcile(): Promise<void> {
-    const node = this.#consensus.node;
-    const lan = this.#lan;
-    if (!node || !lan || this.#reconciling || !node.isLeader()) return;
-    this.#reconciling = true;
-    try {
-      const action = reconcileAction(lan.members(), node.configuration(), { datacenter: this.#o.config.datacenter, selfId: this.#o.nodeId });
-      if (!action) return;
-      if (action.op === "addVoter") {
-        this.#log.info("adding server to the Raft configuration", { server: action.name, id: action.id, address: action.address });
-        await node.addVoter(action.id, action.address);
-      } else {
-        this.#log.info("removing server from the Raft configuration", { server: action.name, id: action.id });
-        await node.removeServer(action.id);
-      }
-    } catch (err) {
-      this.#log.warn("cannot reconcile the Raft configuration; will retry", { error: errorMessage(err) });
-    } finally {
-      this.#reconciling = false;
     }
   }
 

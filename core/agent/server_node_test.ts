@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { defaultConfig } from "../config/defaults.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { NoLeaderError } from "../errors.ts";
+import { Leader } from "../server/leader/leader.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/logger.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
@@ -94,6 +95,15 @@ test("server nodes: bootstrap-expect from gossip, forwarding, reconcile, operato
     const n = await startServerNode({ config: config(s.name, s.dir, s.port, expect), nodeId: s.id, clock, rng: new Rng(seed), logger, snapshotThreshold: 20, trailingLogs: 5 });
     nodes.push(n);
     n.attachLan(lan);
+    // The leader duties the agent runs beside every server (core/server/leader): here they add d as a voter.
+    const duties = new Leader({ server: n.server, fsm: n.fsm, consensus: n.consensus, lan, clock, logger, nodeName: s.name, datacenter: "dc1", sessionTimers: n.server.sessionTimers, raft: () => n.raft, selfId: s.id });
+    n.leadershipListeners.add(() => duties.leadershipChanged());
+    duties.start();
+    const stopNode = n.stop.bind(n);
+    n.stop = async () => {
+      duties.stop();
+      await stopNode();
+    };
     return n;
   };
   try {

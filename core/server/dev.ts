@@ -101,7 +101,6 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     raft: { trailingLogs: options.trailingLogs },
   });
   const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates });
-  raft.onLeadershipChange(() => server.sessionTimers.sync());
   await becomeLeader(raft);
   return {
     fsm,

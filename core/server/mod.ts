@@ -16,6 +16,6 @@ export type { DevServer, DevServerOptions } from "./dev.ts";
 export { catalogEndpoints, filterOf, normalizeRegister, serfCheckAliveOutput, serfCheckFailedOutput, serfCheckId, serfCheckName, serfHealthRegistration } from "./catalog.ts";
 export { healthEndpoints } from "./health.ts";
 export { sessionEndpoints, sessionTtlMaxMs, sessionTtlMinMs, uuidFromRng, validateSession } from "./session.ts";
-export { SessionTimers, sessionTtlMultiplier } from "./session_timers.ts";
+export { SessionTimers, sessionTtlMultiplier } from "./leader/session_ttl.ts";
 export { raftOperatorEndpoints, raftStats } from "./operator.ts";
 export type { RaftConfigurationReply, RaftOperatorEndpoints, RaftOperatorOptions, RaftServerInfo } from "./operator.ts";

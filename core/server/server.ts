@@ -17,7 +17,7 @@ import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
 import { preparedQueryEndpoints } from "./prepared_query.ts";
 import { sessionEndpoints } from "./session.ts";
-import { SessionTimers } from "./session_timers.ts";
+import { SessionTimers } from "./leader/session_ttl.ts";
 import { snapshotEndpoints } from "./snapshot.ts";
 import { statusEndpoints } from "./status.ts";
 import { txnEndpoints } from "./txn.ts";

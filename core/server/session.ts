@@ -15,7 +15,7 @@ import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
-import type { SessionTimers } from "./session_timers.ts";
+import type { SessionTimers } from "./leader/session_ttl.ts";
 
 type SessionMethods = "Session.Apply" | "Session.Get" | "Session.List" | "Session.NodeSessions" | "Session.Renew";
 

@@ -5,6 +5,8 @@ import { createLocalRpc } from "../rpc/local.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "./dev.ts";
+import { Leader } from "./leader/leader.ts";
+import { nullLogger } from "../log/logger.ts";
 import { q } from "./_test_query.ts";
 
 
@@ -88,7 +90,9 @@ test("sessions: TTL timers follow leadership and restart at 2x TTL on a new lead
   const rpc = createLocalRpc(server);
   await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1" });
   const { id } = await rpc.call("Session.Apply", { op: "create", session: { node: "n1", ttl: "10s" } });
-  server.sessionTimers.start(1_000);
+  // The leader duties drive the timers: armed while leading, dropped otherwise.
+  const duties = new Leader({ server, fsm, consensus, lan: { members: () => [], onMemberEvent: () => () => {} }, clock, logger: nullLogger(), nodeName: "n0", datacenter: "dc1", sessionTimers: server.sessionTimers });
+  duties.start();
   assert.equal(server.sessionTimers.size, 1);
   leader = false;
   clock.advance(1_000);
@@ -105,5 +109,6 @@ test("sessions: TTL timers follow leadership and restart at 2x TTL on a new lead
   clock.advance(1_500);
   await drainMicrotasks();
   assert.equal(fsm.state.tables.sessions.get(id), undefined, "expired at 2x TTL");
-  server.sessionTimers.stop();
+  duties.stop();
+  assert.equal(server.sessionTimers.size, 0);
 });

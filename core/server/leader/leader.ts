@@ -1,44 +1,53 @@
-// Leader duties (consul agent/consul/leader.go): while this server is the
-// Raft leader, gossip membership is reconciled into the catalog — every LAN
-// member is a catalog node with a `serfHealth` check that follows its gossip
-// state (alive → passing, failed → critical, which invalidates the sessions
-// bound to it), servers also get the `consul` service on their RPC port, and
-// left, reaped or vanished members are deregistered. The leader also hints
-// and reaps KV tombstones (TombstoneGc) and asks the local agent for a full
-// anti-entropy sync when it gains leadership.
-//
-// Reconcile runs when leadership is gained, on every LAN member event and
-// every `reconcileIntervalMs` (Consul: 60 s). Writes go through the normal
-// Catalog.Register / Catalog.Deregister endpoints, so they are replicated
-// like any other write; members already in the right state cost nothing.
+// Leader duties, all in one place (consul agent/consul/leader.go). While
+// this server is the Raft leader it:
+// - reconciles gossip membership into the catalog (catalog_reconcile.ts),
+//   on leadership, on every LAN member event and every reconcileIntervalMs;
+// - keeps the Raft configuration in step with the servers gossip sees
+//   (raft_peers.ts): adds alive servers, removes servers that left;
+// - runs session TTL timers (session_ttl.ts), armed afresh on leadership;
+// - hints and reaps KV tombstones (core/state/tombstone_gc.ts);
+// - asks the local agent for a full anti-entropy sync when it gains
+//   leadership.
+// Everything starts when leadership is gained and stops when it is lost;
+// leadership is read from the consensus on every change callback and every
+// tick. Writes go through the normal endpoints (replicated like any write).
 // Time and timers come from the injected Clock (SimClock in tests).
 
-import type { Clock, Timer } from "../clock/clock.ts";
-import { errorMessage } from "../errors.ts";
-import type { Logger } from "../log/logger.ts";
-import type { CatalogRegisterArgs, HealthCheck, NodeService, RpcArgs, RpcMethod, RpcReply } from "../rpc/methods.ts";
-import type { Consensus } from "../server/consensus.ts";
-import { serfCheckAliveOutput, serfCheckFailedOutput, serfCheckId, serfHealthRegistration } from "../server/catalog.ts";
-import { encodeCommand, MessageType } from "../server/fsm.ts";
-import type { Fsm } from "../server/fsm.ts";
-import { checksOfNode, nodeTxn, servicesOfNode } from "../state/catalog.ts";
-import { TombstoneGc } from "../state/tombstone_gc.ts";
-import type { LanPoolLike, MemberLike } from "./bootstrap.ts";
+import type { Clock, Timer } from "../../clock/clock.ts";
+import { errorMessage } from "../../errors.ts";
+import type { Logger } from "../../log/logger.ts";
+import type { Configuration } from "../../raft/types.ts";
+import type { RpcArgs, RpcMethod, RpcReply } from "../../rpc/methods.ts";
+import { checksOfNode, nodeTxn, servicesOfNode } from "../../state/catalog.ts";
+import { TombstoneGc } from "../../state/tombstone_gc.ts";
+import { serfCheckId } from "../catalog.ts";
+import type { Consensus } from "../consensus.ts";
+import { encodeCommand, MessageType } from "../fsm.ts";
+import type { Fsm } from "../fsm.ts";
+import { consulServiceId, memberAction } from "./catalog_reconcile.ts";
+import type { CatalogNodeView, MemberAction } from "./catalog_reconcile.ts";
+import type { LanPoolLike } from "./membership.ts";
+import { reconcileAction } from "./raft_peers.ts";
+import type { SessionTimers } from "./session_ttl.ts";
 
 /** Consul's reconcile_interval. */
 export const defaultReconcileIntervalMs = 60_000;
 /** How often the leader looks at leadership and the tombstone index (cheap: two reads). */
 export const defaultLeaderTickMs = 1_000;
-/** Consul's structs.ConsulServiceID / ConsulServiceName. */
-export const consulServiceId = "consul";
-export const consulServiceName = "consul";
+
+/** The Raft node's membership operations (core/raft/driver.ts RaftNode fits). */
+export interface RaftPeers {
+  configuration(): Configuration;
+  addVoter(id: string, address: string): Promise<unknown>;
+  removeServer(id: string): Promise<unknown>;
+}
 
 /** What the reconcile needs from the server: its endpoints. `Server.handle` fits. */
 export interface LeaderEndpoints {
   handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>>;
 }
 
-export interface LeaderDutiesOptions {
+export interface LeaderOptions {
   server: LeaderEndpoints;
   fsm: Fsm;
   consensus: Consensus;
@@ -54,74 +63,16 @@ export interface LeaderDutiesOptions {
   reconcileIntervalMs?: number;
   tickMs?: number;
   tombstoneGc?: TombstoneGc;
+  /** Session TTL timers of the server's session endpoints; armed while leading. */
+  sessionTimers?: SessionTimers;
+  /** The Raft node once it runs (servers; absent in -dev, whose only voter never changes). */
+  raft?: () => RaftPeers | undefined;
+  /** This server's Raft ID, never removed by its own reconcile. */
+  selfId?: string;
 }
 
-/** What to do about one member (pure; tested directly). */
-export type MemberAction =
-  | { op: "none" }
-  | { op: "register"; args: CatalogRegisterArgs }
-  | { op: "deregister"; node: string };
-
-/** The catalog's view of one node, as the reconcile reads it. */
-export interface CatalogNodeView {
-  id: string;
-  address: string;
-  serfHealth?: Pick<HealthCheck, "status" | "output">;
-  consulService?: Pick<NodeService, "port">;
-}
-
-/** The `consul` service of a server member, or undefined for clients (Consul handleAliveMember). */
-export function consulServiceOf(m: MemberLike): { id: string; service: string; port: number; meta: Record<string, string> } | undefined {
-  const t = m.tags ?? {};
-  if (t.role !== "consul") return undefined;
-  const port = Number(t.port);
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
-  const meta: Record<string, string> = {};
-  if (t.raft_vsn !== undefined) meta.raft_version = t.raft_vsn;
-  if (t.vsn !== undefined) meta.serf_protocol_current = t.vsn;
-  if (t.vsn_min !== undefined) meta.serf_protocol_min = t.vsn_min;
-  if (t.vsn_max !== undefined) meta.serf_protocol_max = t.vsn_max;
-  if (t.build !== undefined) meta.version = t.build.split(":")[0] ?? t.build;
-  meta.non_voter = t.nonvoter === "1" ? "true" : "false";
-  meta.read_replica = t.read_replica === "1" ? "true" : "false";
-  return { id: consulServiceId, service: consulServiceName, port, meta };
-}
-
-/**
- * Consul reconcileMember: alive → node + passing serfHealth (+ `consul`
- * service for servers), failed → critical serfHealth, left/reaped → node
- * deregistered (never our own). Already right → "none".
- */
-export function memberAction(m: MemberLike, known: CatalogNodeView | undefined, self: string): MemberAction {
-  const status = m.status === "reap" ? "reap" : m.status;
-  if (status === "left" || status === "reap") {
-    if (m.name === self || !known) return { op: "none" };
-    return { op: "deregister", node: m.name };
-  }
-  const id = m.tags?.id ?? "";
-  if (status === "alive") {
-    const service = consulServiceOf(m);
-    const nodeOk = known !== undefined && known.address === m.addr && (id === "" || known.id === id);
-    const checkOk = known?.serfHealth?.status === "passing" && known.serfHealth.output === serfCheckAliveOutput;
-    const serviceOk = !service || known?.consulService?.port === service.port;
-    if (nodeOk && checkOk && serviceOk) return { op: "none" };
-    const args = serfHealthRegistration({ name: m.name, id: id || undefined, address: m.addr, alive: true });
-    if (nodeOk) args.skipNodeUpdate = true;
-    if (service) args.service = service;
-    return { op: "register", args };
-  }
-  if (status === "failed") {
-    if (known?.serfHealth?.status === "critical" && known.serfHealth.output === serfCheckFailedOutput) return { op: "none" };
-    const args = serfHealthRegistration({ name: m.name, id: id || undefined, address: known?.address || m.addr, alive: false });
-    if (known) args.skipNodeUpdate = true;
-    return { op: "register", args };
-  }
-  // "leaving": wait for left (Consul ignores other states).
-  return { op: "none" };
-}
-
-export class LeaderDuties {
-  readonly #o: LeaderDutiesOptions;
+export class Leader {
+  readonly #o: LeaderOptions;
   readonly #log: Logger;
   readonly gc: TombstoneGc;
   #leading = false;
@@ -132,10 +83,11 @@ export class LeaderDuties {
   #stopped = false;
   #unsubscribe: (() => void) | undefined;
   #lastTombstoneHint = 0;
+  #peersRunning = false;
   /** Counters for tests and stats. */
-  readonly stats = { reconciles: 0, registered: 0, deregistered: 0, errors: 0, reaps: 0 };
+  readonly stats = { reconciles: 0, registered: 0, deregistered: 0, errors: 0, reaps: 0, peerChanges: 0 };
 
-  constructor(o: LeaderDutiesOptions) {
+  constructor(o: LeaderOptions) {
     this.#o = o;
     this.#log = o.logger;
     this.gc = o.tombstoneGc ?? new TombstoneGc();
@@ -148,7 +100,9 @@ export class LeaderDuties {
   /** Follow member events and leadership. Call once. */
   start(): void {
     this.#unsubscribe = this.#o.lan.onMemberEvent(() => {
-      if (this.#leading) this.reconcileSoon();
+      if (!this.#leading) return;
+      this.reconcileSoon();
+      void this.reconcilePeers();
     });
     this.leadershipChanged();
     this.#arm();
@@ -159,6 +113,7 @@ export class LeaderDuties {
     this.#unsubscribe?.();
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#o.sessionTimers?.stop();
   }
 
   /** Re-read leadership (call from a Raft leadership callback; also polled every tick). */
@@ -169,6 +124,8 @@ export class LeaderDuties {
     this.#leading = leader;
     this.gc.reset();
     this.#lastTombstoneHint = 0;
+    // Session TTLs: every TTL session armed afresh on a new leader, all timers dropped by an old one.
+    this.#o.sessionTimers?.sync();
     if (!leader) {
       this.#log.info("cluster leadership lost");
       return;
@@ -180,6 +137,30 @@ export class LeaderDuties {
       this.#log.warn("leadership callback failed", { error: errorMessage(err) });
     }
     this.reconcileSoon();
+    void this.reconcilePeers();
+  }
+
+  /** One step of the Raft configuration toward the servers gossip sees (one change at a time, as Raft takes them). */
+  async reconcilePeers(): Promise<void> {
+    const raft = this.#o.raft?.();
+    if (!raft || this.#peersRunning || this.#stopped || !this.#o.consensus.isLeader()) return;
+    this.#peersRunning = true;
+    try {
+      const action = reconcileAction(this.#o.lan.members(), raft.configuration(), { datacenter: this.#o.datacenter, selfId: this.#o.selfId ?? "" });
+      if (!action) return;
+      this.stats.peerChanges++;
+      if (action.op === "addVoter") {
+        this.#log.info("adding server to the Raft configuration", { server: action.name, id: action.id, address: action.address });
+        await raft.addVoter(action.id, action.address);
+      } else {
+        this.#log.info("removing server from the Raft configuration", { server: action.name, id: action.id });
+        await raft.removeServer(action.id);
+      }
+    } catch (err) {
+      this.#log.warn("cannot reconcile the Raft configuration; will retry", { error: errorMessage(err) });
+    } finally {
+      this.#peersRunning = false;
+    }
   }
 
   /** Run a full reconcile now (or right after the one in progress). */
@@ -278,6 +259,7 @@ export class LeaderDuties {
     if (!this.#leading) return;
     const now = this.#o.clock.now();
     if (now >= this.#nextFullMs) void this.reconcileSoon();
+    void this.reconcilePeers();
     // Tombstone GC (Consul hints on each delete; the max index bucketed by granularity is the same).
     const maxTomb = this.#o.fsm.state.maxIndex("tombstones");
     if (maxTomb > this.#lastTombstoneHint) {

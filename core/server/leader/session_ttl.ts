@@ -3,14 +3,15 @@
 // (Consul's SessionTTLMultiplier). Timers run only on the leader: a new
 // leader arms every TTL session afresh at 2 × TTL, and a server that loses
 // leadership drops its timers. Expiry goes through Raft like any destroy, with
-// the leader's wall clock for the lock delay.
+// the leader's wall clock for the lock delay. The leader duties
+// (leader.ts) call sync() on every leadership change and tick.
 
-import type { Timer } from "../clock/clock.ts";
-import { parseDuration } from "../config/duration.ts";
-import { errorMessage } from "../errors.ts";
-import type { ServerContext } from "./context.ts";
-import { raftApply } from "./context.ts";
-import { encodeCommand, MessageType } from "./fsm.ts";
+import type { Timer } from "../../clock/clock.ts";
+import { parseDuration } from "../../config/duration.ts";
+import { errorMessage } from "../../errors.ts";
+import type { ServerContext } from "../context.ts";
+import { raftApply } from "../context.ts";
+import { encodeCommand, MessageType } from "../fsm.ts";
 
 /** Consul structs.SessionTTLMultiplier. */
 export const sessionTtlMultiplier = 2;
@@ -19,8 +20,6 @@ export class SessionTimers {
   readonly #ctx: ServerContext;
   readonly #timers = new Map<string, Timer>();
   #leading = false;
-  #poll: Timer | undefined;
-  #pollMs = 1000;
   /** Sessions destroyed by expiry (for tests and metrics). */
   expired = 0;
 
@@ -61,20 +60,7 @@ export class SessionTimers {
     for (const s of this.#ctx.fsm.state.tables.sessions.all()) if (s.ttl !== "") this.reset(s.id, s.ttl);
   }
 
-  /** Poll leadership every pollMs (the agent calls this on servers); stop() ends it. */
-  start(pollMs = 1000): void {
-    this.#pollMs = pollMs;
-    if (this.#poll) return;
-    const tick = (): void => {
-      this.sync();
-      this.#poll = this.#ctx.clock.setTimer(this.#pollMs, tick);
-    };
-    tick();
-  }
-
   stop(): void {
-    this.#poll?.cancel();
-    this.#poll = undefined;
     for (const t of this.#timers.values()) t.cancel();
     this.#timers.clear();
     this.#leading = false;

@@ -1,14 +1,15 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { SimClock } from "../sim/sim_clock.ts";
-import { Rng } from "../sim/rng.ts";
-import { createLogger, CaptureSink } from "../log/mod.ts";
-import { createDevServer } from "../server/dev.ts";
-import type { Consensus } from "../server/consensus.ts";
-import { checksOfNode, nodeTxn, servicesOfNode } from "../state/catalog.ts";
-import { TombstoneGc } from "../state/tombstone_gc.ts";
-import type { LanPoolLike, MemberLike } from "./bootstrap.ts";
-import { LeaderDuties, memberAction } from "./leader.ts";
+import { SimClock } from "../../sim/sim_clock.ts";
+import { Rng } from "../../sim/rng.ts";
+import { createLogger, CaptureSink } from "../../log/mod.ts";
+import { createDevServer } from "../dev.ts";
+import type { Consensus } from "../consensus.ts";
+import { checksOfNode, nodeTxn, servicesOfNode } from "../../state/catalog.ts";
+import { TombstoneGc } from "../../state/tombstone_gc.ts";
+import type { LanPoolLike, MemberLike } from "./membership.ts";
+import { memberAction } from "./catalog_reconcile.ts";
+import { Leader } from "./leader.ts";
 
 class FakeLan implements LanPoolLike {
   list: MemberLike[] = [];
@@ -70,7 +71,7 @@ async function world(options: { gcTtlMs?: number } = {}) {
   const lan = new FakeLan();
   lan.list = [member("srv1", "10.0.0.1", { server: true }), member("c1", "10.0.0.2"), member("c2", "10.0.0.3")];
   let gained = 0;
-  const duties = new LeaderDuties({
+  const duties = new Leader({
     server: dev.server,
     fsm: dev.fsm,
     consensus,
