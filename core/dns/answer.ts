@@ -103,6 +103,12 @@ export interface DnsData {
   reverse?: { nodes: Node[]; services: Array<{ service: string; datacenter: string }> };
   /** Index of the node or instances read (0: unknown). */
   index?: number;
+  /**
+   * Records that resolve the hostnames `hostsToResolve` named (lower-case,
+   * with the trailing dot → CNAME/A/AAAA records): answered in our domains,
+   * or by the recursors (Consul resolveCNAME). A name missing: unresolved.
+   */
+  hosts?: Map<string, DnsRecord[]>;
 }
 
 export interface AnswerContext {
@@ -153,9 +159,49 @@ export function rcodeAnswer(rcode: DnsRcode, authoritative = false): DnsAnswer {
 /** Build the full (untrimmed) answer from the plan and the looked-up data. */
 export function buildAnswer(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: AnswerContext): DnsAnswer {
   const answer = buildRecords(question, plan, data, ctx);
-  // Not for queries: their order comes from the server's shuffle or RTT sort on every execution.
-  if (data.index && data.index > 0 && (plan.lookup?.kind === "node" || plan.lookup?.kind === "service")) answer.index = data.index;
+  // Not for queries: their order comes from the server's shuffle or RTT sort
+  // on every execution; nor when hostnames were resolved (not in the index).
+  const reusable = plan.lookup?.kind === "node" || plan.lookup?.kind === "service";
+  if (data.index && data.index > 0 && reusable && !(data.hosts && data.hosts.size > 0)) answer.index = data.index;
   return answer;
+}
+
+/** Most hostnames one answer resolves (each is a lookup, maybe at a recursor). */
+export const maxHostsToResolve = 8;
+
+/**
+ * Hostnames an SRV answer will point at (instances whose service address,
+ * or node address when they have none, is a name): the driver resolves them
+ * so their records can go in the additional section, as Consul's
+ * makeRecordFromFQDN does. Lower-case with the trailing dot; at most
+ * `maxHostsToResolve`.
+ */
+export function hostsToResolve(question: DnsQuestion, plan: DnsPlan, data: DnsData, config: DnsAnswerConfig): string[] {
+  if (question.type !== "SRV") return [];
+  const kind = plan.lookup?.kind;
+  const instances = kind === "service"
+    ? healthyInstances(data.instances ?? [], config.onlyPassing)
+    : kind === "query"
+    ? data.query?.nodes ?? []
+    : [];
+  const out = new Set<string>();
+  for (const inst of instances) {
+    const host = hostTarget(inst, question.name);
+    if (host !== undefined) out.add(host);
+    if (out.size >= maxHostsToResolve) break;
+  }
+  return [...out];
+}
+
+/** The hostname an instance's SRV record points at, when it points at one (see srvTarget). */
+function hostTarget(inst: CheckServiceNode, question: string): string | undefined {
+  const svcAddr = inst.service.address;
+  if (svcAddr && normalizeAddress(svcAddr) !== undefined) return undefined;
+  const nodeIp = normalizeAddress(inst.node.address);
+  const useNode = !svcAddr || (nodeIp !== undefined && canonicalName(svcAddr) === canonicalName(question));
+  if (useNode && nodeIp !== undefined) return undefined;
+  const host = svcAddr || inst.node.address;
+  return host && isValidName(host) ? canonicalName(host) : undefined;
 }
 
 function buildRecords(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: AnswerContext): DnsAnswer {
@@ -175,9 +221,9 @@ function buildRecords(question: DnsQuestion, plan: DnsPlan, data: DnsData, ctx: 
     case "node":
       return nodeAnswer(question, parsed, data.node ?? null, ctx);
     case "service":
-      return serviceAnswer(question, parsed, data.instances ?? null, ctx);
+      return serviceAnswer(question, parsed, data.instances ?? null, ctx, data.hosts);
     case "query":
-      return queryAnswer(question, parsed, data.query ?? null, ctx);
+      return queryAnswer(question, parsed, data.query ?? null, ctx, data.hosts);
     case "addr": {
       const a = empty("NOERROR", true);
       const wanted = parsed.family === 4 ? "A" : "AAAA";
@@ -344,13 +390,14 @@ function serviceAnswer(
   parsed: { domain: string; service: string; datacenter: string },
   instances: CheckServiceNode[] | null,
   ctx: AnswerContext,
+  hosts?: Map<string, DnsRecord[]>,
 ): DnsAnswer {
   const cfg = ctx.config;
   const healthy = instances ? healthyInstances(instances, cfg.onlyPassing) : [];
   if (healthy.length === 0) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
   ctx.rng.shuffle(healthy);
   const ttl = seconds(serviceTtlMs(parsed.service, cfg.serviceTtlMs));
-  return instanceRecords(question, parsed, healthy, ttl, ctx);
+  return instanceRecords(question, parsed, healthy, ttl, ctx, hosts);
 }
 
 /**
@@ -363,11 +410,12 @@ function queryAnswer(
   parsed: { domain: string; datacenter: string },
   result: { service: string; nodes: CheckServiceNode[]; ttl: string } | null,
   ctx: AnswerContext,
+  hosts?: Map<string, DnsRecord[]>,
 ): DnsAnswer {
   if (!result || result.nodes.length === 0) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
   const queryTtlMs = result.ttl !== "" ? parseDuration(result.ttl) : undefined;
   const ttl = seconds(queryTtlMs ?? serviceTtlMs(result.service, ctx.config.serviceTtlMs));
-  return instanceRecords(question, parsed, [...result.nodes], ttl, ctx);
+  return instanceRecords(question, parsed, [...result.nodes], ttl, ctx, hosts);
 }
 
 /** SRV or address records for instances in the given order (service and query lookups). */
@@ -377,6 +425,7 @@ function instanceRecords(
   healthy: CheckServiceNode[],
   ttl: number,
   ctx: AnswerContext,
+  hosts?: Map<string, DnsRecord[]>,
 ): DnsAnswer {
   const cfg = ctx.config;
   const a = empty("NOERROR", true);
@@ -396,7 +445,7 @@ function instanceRecords(
       handled.add(tuple);
       const dc = (inst.node.datacenter || parsed.datacenter).toLowerCase();
       const nodeName = nodeTarget(inst.node.node, dc, parsed.domain);
-      const srv = srvTarget(inst, { question: question.name, nodeName, dc, domain: parsed.domain, ttl });
+      const srv = srvTarget(inst, { question: question.name, nodeName, dc, domain: parsed.domain, ttl, hosts });
       if (!srv || !isValidName(srv.target)) continue;
       const warning = (inst.checks ?? []).some((c) => c.status === "warning");
       const w = inst.service.weights;
@@ -434,26 +483,28 @@ function instanceRecords(
  * makeNodeServiceRecords): a service address that is an IP → its
  * `<hex>.addr.<dc>.<domain>` name, even when it equals the node's address;
  * no service address → `<node>.node.<dc>.<domain>` for a node IP; a hostname
- * (service or node address) → the hostname itself, with nothing to resolve
- * it here. A service address naming the question itself falls back to the
- * node. Address records carry the service TTL.
+ * (service or node address) → the hostname itself, with the records that
+ * resolved it (`DnsData.hosts`). A service address naming the question
+ * itself falls back to the node. Every record carries the service TTL.
  */
 function srvTarget(
   inst: CheckServiceNode,
-  at: { question: string; nodeName: string; dc: string; domain: string; ttl: number },
+  at: { question: string; nodeName: string; dc: string; domain: string; ttl: number; hosts?: Map<string, DnsRecord[]> },
 ): { target: string; extras: DnsRecord[] } | undefined {
-  const nodeIp = normalizeAddress(inst.node.address);
   const svcAddr = inst.service.address;
   const svcIp = svcAddr ? normalizeAddress(svcAddr) : undefined;
   if (svcIp !== undefined) {
     const target = `${addressToHex(svcIp)}.addr.${at.dc}.${at.domain}`;
     return { target, extras: addressRecords(svcIp, "ANY", target, at.ttl) };
   }
-  const useNode = !svcAddr || (nodeIp !== undefined && canonicalName(svcAddr) === canonicalName(at.question));
-  if (useNode && nodeIp !== undefined) return { target: at.nodeName, extras: addressRecords(nodeIp, "ANY", at.nodeName, at.ttl) };
-  const host = svcAddr || inst.node.address;
-  if (!host || !isValidName(host)) return undefined;
-  return { target: canonicalName(host), extras: [] };
+  const host = hostTarget(inst, at.question);
+  if (host !== undefined) {
+    const resolved = (at.hosts?.get(host) ?? []).filter((r) => r.type === "A" || r.type === "AAAA" || r.type === "CNAME");
+    return { target: host, extras: resolved.map((r) => ({ ...r, ttl: at.ttl })) };
+  }
+  const nodeIp = normalizeAddress(inst.node.address);
+  if (nodeIp === undefined) return undefined;
+  return { target: at.nodeName, extras: addressRecords(nodeIp, "ANY", at.nodeName, at.ttl) };
 }
 
 function clampU16(n: number): number {

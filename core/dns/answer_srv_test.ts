@@ -186,3 +186,69 @@ test("UDP without EDNS0: udp_answer_limit SRV records with exactly their A recor
   assert.deepEqual(rows(a.additionals), [0, 1, 2].map(() => "h.node.dc1.consul. 0 A 127.0.0.1"));
   assert.deepEqual(a.additionalsPerAnswer, [1, 1, 1]);
 });
+
+function hostWorld(recurse?: (name: string) => Promise<DnsRecord[]>) {
+  const backend = new FakeBackend();
+  backend.index = 7;
+  const asked: string[] = [];
+  const resolver = createDnsResolver({
+    backend,
+    config: testConfig({ serviceTtlMs: { "*": 6_000 } }),
+    rng: new Rng(3),
+    wallNow: () => 1_700_000_000_000,
+    recurse: recurse && (async (name) => {
+      asked.push(name);
+      return recurse(name);
+    }),
+  });
+  return { backend, asked, ask: (name: string, type: string) => resolver.resolve({ name, type }, { transport: "udp", ednsSize: 8192 }) };
+}
+
+test("hostname targets: resolved at the recursors once per name, one group per SRV record, service TTL (Consul resolveCNAME)", async () => {
+  const w = hostWorld(async (name) => [{ name, type: "A", class: "IN", ttl: 300, data: "192.0.2.10" }]);
+  const host = makeNode("h", "10.0.0.1");
+  for (const port of [7001, 7002, 7003]) w.backend.instances.push(makeInstance(host, "ext", { id: `ext-${port}`, address: "Backends.Example.com", port }));
+  const a = await w.ask("_ext._tcp.service.consul.", "SRV");
+  assert.ok(srvs(a).every((s) => s.target === "backends.example.com."), JSON.stringify(srvs(a)));
+  assert.deepEqual(rows(a.additionals), [0, 1, 2].map(() => "backends.example.com. 6 A 192.0.2.10"));
+  assert.deepEqual(haproxyMatch(a.answers, a.additionals), ["192.0.2.10", "192.0.2.10", "192.0.2.10"]);
+  assert.deepEqual(w.asked, ["backends.example.com."]);
+  assert.equal(a.index, undefined, "records from a recursor are not the catalog's: the encoding is not reused");
+  const plain = await w.ask("ext.service.consul.", "A");
+  assert.deepEqual(w.asked, ["backends.example.com."], "A questions answer a CNAME, as before: nothing resolved");
+  assert.equal(plain.answers[0]?.type, "CNAME");
+});
+
+test("hostname targets: without recursors, or when they fail, the target alone (the client resolves it)", async () => {
+  for (const recurse of [undefined, async (): Promise<DnsRecord[]> => { throw new Error("recursor down"); }]) {
+    const w = hostWorld(recurse);
+    w.backend.instances.push(makeInstance(makeNode("ext-node", "db.example.com"), "db", { port: 5432 }));
+    const a = await w.ask("db.service.consul.", "SRV");
+    assert.equal(a.rcode, "NOERROR");
+    assert.deepEqual(srvs(a).map((s) => s.target), ["db.example.com."]);
+    assert.deepEqual(a.additionals, []);
+    assert.equal(a.index, recurse ? undefined : 7);
+  }
+});
+
+test("hostname targets in our own domains are resolved through ourselves, without the recursors", async () => {
+  const w = hostWorld(async () => assert.fail("our own names never go to the recursors"));
+  const n9 = makeNode("n9", "10.0.0.9", { rack: "r9" });
+  w.backend.nodes.push(n9);
+  w.backend.instances.push(
+    makeInstance(makeNode("h", "10.0.0.1"), "web", { id: "w1", address: "n9.node.consul", port: 81 }),
+    makeInstance(makeNode("h", "10.0.0.1"), "web", { id: "w2", address: "db.service.consul", port: 82 }),
+    makeInstance(makeNode("d", "10.0.0.20"), "db", { port: 5432 }),
+    // Two services that name each other end in a CNAME, not a loop.
+    makeInstance(makeNode("h", "10.0.0.1"), "ping", { address: "pong.service.consul", port: 1 }),
+    makeInstance(makeNode("h", "10.0.0.1"), "pong", { address: "ping.service.consul", port: 2 }),
+  );
+  const a = await w.ask("web.service.consul.", "SRV");
+  const byTarget = new Map(srvs(a).map((s) => [s.target, s.port]));
+  assert.deepEqual([...byTarget.keys()].sort(), ["db.service.consul.", "n9.node.consul."]);
+  const extras = rows(a.additionals).filter((r) => !r.includes("TXT")).sort();
+  assert.deepEqual(extras, ["db.service.consul. 6 A 10.0.0.20", "n9.node.consul. 6 A 10.0.0.9"], "address records only, service TTL");
+  const ping = await w.ask("ping.service.consul.", "SRV");
+  assert.deepEqual(srvs(ping).map((s) => s.target), ["pong.service.consul."]);
+  assert.deepEqual(rows(ping.additionals), ["pong.service.consul. 6 CNAME ping.service.consul."]);
+});

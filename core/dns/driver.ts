@@ -1,6 +1,7 @@
 // The async step between a question and its answer: plan (pure), look the
-// data up through the DnsBackend, build and fit (pure). Lookup failures
-// become SERVFAIL; nothing here throws on a client's question.
+// data up through the DnsBackend (and the hostnames SRV targets name, through
+// ourselves or the recursors), build and fit (pure). Lookup failures become
+// SERVFAIL; nothing here throws on a client's question.
 import type { AgentConfig } from "../config/types.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
@@ -9,6 +10,7 @@ import type { Rng } from "../sim/rng.ts";
 import {
   buildAnswer,
   fitAnswer,
+  hostsToResolve,
   planQuestion,
   rcodeAnswer,
   type DnsAnswer,
@@ -16,6 +18,7 @@ import {
   type DnsData,
   type DnsPlan,
   type DnsQuestion,
+  type DnsRecord,
 } from "./answer.ts";
 
 /** The lookups DNS needs; production implements it over the Rpc (`createRpcBackend`). */
@@ -80,9 +83,40 @@ export function createDnsResolver(options: {
   /** Wall clock, ms since the epoch (the SOA serial). */
   wallNow: () => number;
   logger?: Logger;
+  /**
+   * A records for a name outside our domains, from the recursors (Consul
+   * resolveCNAME asks them for A); [] when none answered. Absent: such
+   * hostnames are left to the client.
+   */
+  recurse?: (name: string) => Promise<DnsRecord[]>;
 }): DnsResolver {
   const { backend, config, rng, wallNow } = options;
   const logger = options.logger ?? nullLogger();
+
+  /**
+   * Records for hostnames an SRV answer points at: an ANY question to
+   * ourselves for names in our domains (which resolves no hostnames in turn,
+   * so names that point at each other cannot loop), else the recursors.
+   */
+  async function resolveHosts(names: string[]): Promise<Map<string, DnsRecord[]>> {
+    const out = new Map<string, DnsRecord[]>();
+    await Promise.all(names.map(async (name) => {
+      try {
+        const kind = planQuestion({ name, type: "ANY" }, config).parsed.kind;
+        if (kind !== "outside" && kind !== "ptr") {
+          const inner = await lookup({ name, type: "ANY" });
+          if (!inner.failed) out.set(name, answer(inner, { transport: "tcp" }).answers);
+        } else if (options.recurse) {
+          out.set(name, await options.recurse(name));
+        }
+      } catch (err) {
+        out.set(name, []); // tried: the answer depends on more than the catalog
+        logger.debug("hostname not resolved", { name, error: String(err) });
+      }
+    }));
+    return out;
+  }
+
   async function lookup(question: DnsQuestion): Promise<DnsLookedUp> {
     const plan = planQuestion(question, config);
     const data: DnsData = {};
@@ -99,6 +133,8 @@ export function createDnsResolver(options: {
       } else if (l?.kind === "query") {
         data.query = (await backend.preparedQuery(l)).result;
       } else if (l?.kind === "reverse") data.reverse = await backend.reverse(l);
+      const hosts = hostsToResolve(question, plan, data, config);
+      if (hosts.length > 0) data.hosts = await resolveHosts(hosts);
     } catch (err) {
       logger.warn("lookup failed", { name: question.name, type: question.type, error: String(err) });
       return { question, plan, data, failed: true };

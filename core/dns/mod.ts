@@ -4,6 +4,7 @@ export {
   buildAnswer,
   fitAnswer,
   healthyInstances,
+  hostsToResolve,
   isValidName,
   maxTcpMessageSize,
   maxUdpSizeWithoutEdns,
@@ -33,7 +34,7 @@ export { createDnsResolver, dnsAnswerConfig } from "./driver.ts";
 export type { DnsBackend, DnsLookedUp, DnsResolveOptions, DnsResolver } from "./driver.ts";
 export { addressToHex, addressToReverse, canonicalName, hexToAddress, normalizeAddress, parseName } from "./names.ts";
 export type { ParsedName } from "./names.ts";
-export { createDnsServer, DnsListenError, parseRecursor } from "./serve_node.ts";
+export { createDnsServer, createRecursorLookup, DnsListenError, parseRecursor } from "./serve_node.ts";
 export type { DnsCounters, DnsServer, DnsServerOptions } from "./serve_node.ts";
 export { startDnsServer } from "./start_node.ts";
 export type { StartedDns } from "./start_node.ts";

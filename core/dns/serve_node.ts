@@ -12,8 +12,9 @@ import { ListenError, listenErrorText } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { Rng } from "../sim/rng.ts";
-import { isValidName, rcodeAnswer, type DnsAnswer, type DnsQuestion, type DnsRcode } from "./answer.ts";
+import { isValidName, rcodeAnswer, type DnsAnswer, type DnsQuestion, type DnsRcode, type DnsRecord } from "./answer.ts";
 import type { DnsLookedUp, DnsResolver } from "./driver.ts";
+import { canonicalName } from "./names.ts";
 import { parseQuery, typeName } from "./query.ts";
 
 /** The DNS port could not be opened (the shared ListenError, under the name DNS callers know). */
@@ -407,6 +408,38 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
       tcp = undefined;
       if (t) await new Promise<void>((resolve) => t.close(() => resolve()));
     },
+  };
+}
+
+/**
+ * Hostname lookups at the recursors for the resolver (`createDnsResolver`
+ * `recurse`, Consul resolveCNAME): one A question over UDP to each recursor
+ * in order, each with the timeout; the first answer's CNAME, A and AAAA
+ * records, or [] when none answered.
+ */
+export function createRecursorLookup(options: { recursors: string[]; timeoutMs?: number; logger?: Logger; rng?: Rng }): (name: string) => Promise<DnsRecord[]> {
+  const logger = options.logger ?? nullLogger();
+  const recursors = options.recursors.map(parseRecursor).filter((r): r is { host: string; port: number } => r !== undefined);
+  const timeoutMs = options.timeoutMs ?? 2_000;
+  const ids = options.rng ?? new Rng(Date.now() >>> 0);
+  return async (name) => {
+    for (const r of recursors) {
+      const id = ids.int(0x10000);
+      const query = dnsPacket.encode({ type: "query", id, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: "A", name }] });
+      const reply = await askRecursor(r, query, id, timeoutMs);
+      if (!reply) continue;
+      try {
+        return (dnsPacket.decode(toBuffer(reply)).answers ?? []).flatMap((a): DnsRecord[] =>
+          (a.type === "A" || a.type === "AAAA" || a.type === "CNAME") && typeof a.data === "string" && isValidName(a.name) &&
+            (a.type !== "CNAME" || isValidName(a.data))
+            ? [{ name: canonicalName(a.name), type: a.type, class: "IN", ttl: a.ttl ?? 0, data: a.type === "CNAME" ? canonicalName(a.data) : a.data }]
+            : []
+        );
+      } catch {
+        logger.debug("recursor answer did not decode", { recursor: `${r.host}:${r.port}`, name });
+      }
+    }
+    return [];
   };
 }
 

@@ -6,7 +6,7 @@ import type { Rpc } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
 import { createRpcBackend } from "./backend_rpc.ts";
 import { createDnsResolver, dnsAnswerConfig } from "./driver.ts";
-import { createDnsServer, type DnsServer } from "./serve_node.ts";
+import { createDnsServer, createRecursorLookup, type DnsServer } from "./serve_node.ts";
 
 export interface StartedDns {
   server: DnsServer;
@@ -46,6 +46,9 @@ export async function startDnsServer(options: {
     rng: options.rng,
     wallNow: () => clock.wallNow(),
     logger: options.logger,
+    recurse: config.recursors.length > 0
+      ? createRecursorLookup({ recursors: config.recursors, timeoutMs: config.dnsConfig.recursorTimeoutMs, logger: options.logger })
+      : undefined,
   });
   const server = createDnsServer({
     resolver,

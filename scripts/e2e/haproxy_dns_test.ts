@@ -6,8 +6,11 @@
 // UP, and a deregistered one must leave. HAProxy ties each additional record
 // to one SRV record by name, so the answer needs one address record per SRV
 // record, duplicates included (Consul agent/dns.go addServiceSRVRecordsToMessage).
-// Two shapes: instances with a service address (`<hex>.addr.dc1.consul.`
-// targets) and instances that use the node's address (`<node>.node.dc1.consul.`).
+// Three shapes: instances with a service address (`<hex>.addr.dc1.consul.`
+// targets), instances that use the node's address (`<node>.node.dc1.consul.`),
+// and instances whose service address is a hostname (the target is the
+// hostname; cairn resolves it at its recursor, here a small fake one, and
+// puts the records in the additional section as Consul's resolveCNAME does).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -17,6 +20,40 @@ import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import * as dnsPacket from "dns-packet";
 import { freePort, run, startDevAgent, startProcess, tempDir, waitFor, type DevAgent, type Proc } from "./harness.ts";
+
+/** How each service is registered: with an IP service address, none (the node's), or a hostname. */
+const services = {
+  web: { Address: "127.0.0.1" },
+  api: {},
+  ext: { Address: "backends.example.test" },
+} as const;
+type Service = keyof typeof services;
+const serviceNames = Object.keys(services) as Service[];
+
+/** A recursor for cairn: every A question gets 127.0.0.1. */
+async function startFakeRecursor(): Promise<{ port: number; close(): void; seen: string[] }> {
+  const sock = createSocket("udp4");
+  const seen: string[] = [];
+  sock.on("message", (msg, rinfo) => {
+    try {
+      const q = dnsPacket.decode(msg);
+      const question = q.questions?.[0];
+      if (!question) return;
+      seen.push(`${question.type} ${question.name}`);
+      sock.send(dnsPacket.encode({
+        type: "response",
+        id: q.id,
+        flags: dnsPacket.RECURSION_AVAILABLE | dnsPacket.RECURSION_DESIRED,
+        questions: q.questions,
+        answers: question.type === "A" ? [{ type: "A", name: question.name, ttl: 30, data: "127.0.0.1" }] : [],
+      }), rinfo.port, rinfo.address);
+    } catch {
+      // not a query
+    }
+  });
+  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", () => r()));
+  return { port: sock.address().port, seen, close: () => sock.close() };
+}
 
 function findHaproxy(): string | undefined {
   for (const p of ["/usr/sbin/haproxy", "/usr/bin/haproxy", "/usr/local/sbin/haproxy"]) if (existsSync(p)) return p;
@@ -42,7 +79,7 @@ async function askSrv(port: number, name: string): Promise<{ srv: Array<{ port: 
       id,
       flags: dnsPacket.RECURSION_DESIRED,
       questions: [{ type: "SRV", name }],
-      additionals: [{ type: "OPT", name: ".", udpPayloadSize: 8192 }],
+      additionals: [{ type: "OPT", name: ".", udpPayloadSize: 8192, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] } as dnsPacket.Answer],
     });
     const reply = await new Promise<Buffer>((ok, fail) => {
       const timer = setTimeout(() => fail(new Error(`no DNS answer for ${name}`)), 2_000);
@@ -115,13 +152,13 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
   let statsPort: number;
   let frontendPort: number;
   let haproxy: Proc;
+  let recursor: Awaited<ReturnType<typeof startFakeRecursor>>;
   const backends: Server[] = [];
-  // web: registered with Address 127.0.0.1 (addr targets); api: no address, so the node's (node targets).
-  const ports: Record<"web" | "api", number[]> = { web: [], api: [] };
+  const ports: Record<Service, number[]> = { web: [], api: [], ext: [] };
 
   const dump = async (): Promise<string> => {
     const parts: string[] = [];
-    for (const svc of ["web", "api"]) {
+    for (const svc of serviceNames) {
       try {
         const a = await askSrv(dnsPort, `_${svc}._tcp.service.consul.`);
         parts.push(`--- ${svc} SRV ---\n${a.srv.map((s) => `${s.port} ${s.target}`).join("\n")}\n--- additional ---\n${a.additionals.map((r) => `${r.name} ${r.type} ${JSON.stringify(r.data)}`).join("\n")}`);
@@ -139,7 +176,7 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
   };
 
   before(async () => {
-    for (const svc of ["web", "api"] as const) {
+    for (const svc of serviceNames) {
       for (let i = 0; i < 3; i++) {
         const p = await freePort();
         ports[svc].push(p);
@@ -147,23 +184,24 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
       }
       ports[svc].sort((a, b) => a - b);
     }
-    agent = await startDevAgent(["-node=haproxy-host"]);
+    recursor = await startFakeRecursor();
+    agent = await startDevAgent(["-node=haproxy-host", `-recursor=127.0.0.1:${recursor.port}`]);
     dnsPort = dnsPortOf(agent);
-    for (const svc of ["web", "api"] as const) {
+    for (const svc of serviceNames) {
       for (const [i, p] of ports[svc].entries()) {
         await put(agent, "/v1/agent/service/register", {
           ID: `${svc}-${i + 1}`,
           Name: svc,
-          ...(svc === "web" ? { Address: "127.0.0.1" } : {}),
+          ...services[svc],
           Port: p,
           Check: { HTTP: `http://127.0.0.1:${p}/`, Interval: "1s" },
         });
       }
     }
     await waitFor(async () => {
-      for (const svc of ["web", "api"]) if ((await askSrv(dnsPort, `_${svc}._tcp.service.consul.`)).srv.length !== 3) return false;
+      for (const svc of serviceNames) if ((await askSrv(dnsPort, `_${svc}._tcp.service.consul.`)).srv.length !== 3) return false;
       return true;
-    }, { timeoutMs: 20_000, what: "three passing instances of web and api in DNS" });
+    }, { timeoutMs: 20_000, what: `three passing instances of ${serviceNames.join(", ")} in DNS` });
 
     statsPort = await freePort();
     frontendPort = await freePort();
@@ -193,12 +231,11 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
       "frontend fe",
       `  bind 127.0.0.1:${frontendPort}`,
       "  default_backend web",
-      "backend web",
-      "  balance roundrobin",
-      "  server-template web 5 _web._tcp.service.consul resolvers consul resolve-prefer ipv4 check inter 300ms",
-      "backend api",
-      "  balance roundrobin",
-      "  server-template api 5 _api._tcp.service.consul resolvers consul resolve-prefer ipv4 check inter 300ms",
+      ...serviceNames.flatMap((svc) => [
+        `backend ${svc}`,
+        "  balance roundrobin",
+        `  server-template ${svc} 5 _${svc}._tcp.service.consul resolvers consul resolve-prefer ipv4 check inter 300ms`,
+      ]),
       "",
     ].join("\n"));
     const check = await run(haproxyBin!, ["-c", "-f", config], { timeoutMs: 15_000 });
@@ -215,12 +252,13 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
   after(async () => {
     await haproxy?.kill("SIGKILL");
     await agent?.stop();
+    recursor?.close();
     for (const b of backends) b.close();
     dir.remove();
   });
 
   test("every same-host instance comes UP: one address record per SRV record", async () => {
-    for (const svc of ["web", "api"] as const) {
+    for (const svc of serviceNames) {
       const want = ports[svc];
       await waitFor(async () => {
         const up = upPorts(await haproxyServers(statsPort, svc));
@@ -233,6 +271,10 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
       assert.ok(rows.filter((r) => r.status === "UP").every((r) => r.addr.startsWith("127.0.0.1:")), table(rows));
       assert.equal(rows.filter((r) => r.status !== "UP").length, 2, `the two spare template slots stay down:\n${table(rows)}`);
     }
+    // The hostname was resolved by cairn (its recursor), once per SRV record.
+    const ext = await askSrv(dnsPort, "_ext._tcp.service.consul.");
+    assert.deepEqual(ext.srv.map((r) => r.target), ["backends.example.test", "backends.example.test", "backends.example.test"]);
+    assert.deepEqual(ext.additionals.map((r) => `${r.name} ${r.type} ${String(r.data)}`), [0, 1, 2].map(() => "backends.example.test A 127.0.0.1"));
     // Requests through HAProxy reach every web backend (round robin).
     const answered = new Set<string>();
     for (let i = 0; i < 9; i++) answered.add((await (await fetch(`http://127.0.0.1:${frontendPort}/`)).text()).trim());
@@ -255,7 +297,8 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
     assert.ok(!rows.some((r) => r.status === "UP" && r.addr.endsWith(`:${gone}`)), table(rows));
     assert.deepEqual(upPorts(rows), ports.web.filter((p) => p !== gone));
     assert.ok(Date.now() - started < boundMs);
-    // The other service is untouched.
+    // The other services are untouched.
     assert.deepEqual(upPorts(await haproxyServers(statsPort, "api")), ports.api);
+    assert.deepEqual(upPorts(await haproxyServers(statsPort, "ext")), ports.ext);
   });
 });
