@@ -5,7 +5,7 @@
 // cut exactly the links we choose. A server may get its data dir on a small
 // tmpfs (the disk-full fault). Processes, mounts and dirs are registered with
 // resources.ts and released by PID / path.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { freePort, startProcess, tempDir, type Proc } from "../e2e/harness.ts";
@@ -51,16 +51,40 @@ export function addressBase(runNumber: number): string {
   return `127.${16 + (process.pid % 224)}.${runNumber % 256}`;
 }
 
+/**
+ * A private copy of the server binary for one cluster, so that a rebuild of
+ * dist/ during a run (other work in the same tree) never mixes builds or
+ * catches a half-written file: the copy must answer `version` before use.
+ */
+function copyBinary(root: string): { path: string; version: string } {
+  if (bin.endsWith(".cjs") || bin.endsWith(".ts")) return { path: bin, version: bin };
+  const copy = join(root, "cairn");
+  for (let attempt = 1; ; attempt++) {
+    copyFileSync(bin, copy);
+    chmodSync(copy, 0o755);
+    const r = spawnSync(copy, ["version"], { encoding: "utf8", timeout: 20_000 });
+    if (r.status === 0) return { path: copy, version: r.stdout.split("\n").slice(0, 2).join(", ") };
+    if (attempt >= 5) throw new Error(`The copy of "${bin}" does not run (is a build writing it?): ${r.stderr || r.error}`);
+    spawnSync("sleep", ["5"]);
+  }
+}
+
 export class Cluster {
   readonly servers: Server[];
   readonly root: string;
   readonly configFile: string;
+  /** The binary every incarnation runs (a private copy, removed by stop()). */
+  readonly binary: string;
+  /** What it says to `version`: version and revision. */
+  readonly binaryVersion: string;
   readonly #t0 = Date.now();
 
-  private constructor(servers: Server[], root: string, configFile: string) {
+  private constructor(servers: Server[], root: string, configFile: string, binary: { path: string; version: string }) {
     this.servers = servers;
     this.root = root;
     this.configFile = configFile;
+    this.binary = binary.path;
+    this.binaryVersion = binary.version;
   }
 
   static async create(options: ClusterOptions): Promise<Cluster> {
@@ -101,7 +125,7 @@ export class Cluster {
     }
     const configFile = join(root, "cluster.json");
     writeFileSync(configFile, JSON.stringify({ performance: { raft_multiplier: 1 }, ...options.config }));
-    return new Cluster(servers, root, configFile);
+    return new Cluster(servers, root, configFile, copyBinary(root));
   }
 
   /** Seconds since the cluster was made, for log lines. */
@@ -128,9 +152,10 @@ export class Cluster {
       `-serf-lan-port=${s.serfLan}`, `-serf-wan-port=${s.serfWan}`, `-server-port=${s.server}`,
       "-retry-interval=1s", `-config-file=${this.configFile}`, ...joins,
     ];
-    s.proc = bin.endsWith(".cjs") || bin.endsWith(".ts")
-      ? startProcess(process.execPath, bin.endsWith(".ts") ? ["--import", "tsx", bin, ...args] : [bin, ...args])
-      : startProcess(bin, args);
+    const b = this.binary;
+    s.proc = b.endsWith(".cjs") || b.endsWith(".ts")
+      ? startProcess(process.execPath, b.endsWith(".ts") ? ["--import", "tsx", b, ...args] : [b, ...args])
+      : startProcess(b, args);
     s.starts++;
     s.paused = false;
     s.crashNoted = false;
@@ -243,5 +268,6 @@ export class Cluster {
       if (options.keepData) spawnSync("cp", ["-a", s.dataDir, join(this.root, s.name)]);
       if (umount(s.tmpfs.path)) untrackMount(s.tmpfs.path);
     }
+    if (this.binary.startsWith(this.root)) rmSync(this.binary, { force: true });
   }
 }

@@ -45,6 +45,8 @@ export function txnModel(keys: readonly string[]): Model<TxnState, TxnInput, Txn
       return [next];
     },
     hash: (state) => JSON.stringify(state),
+    // Reads, and writes refused with 409, change nothing.
+    isReadOnly: (input, output) => input.op === "txn-read" || (output !== undefined && "ok" in output && !output.ok),
     describeOperation(input, output) {
       const out = output === undefined ? "?" : "values" in output ? JSON.stringify(output.values) : String(output.ok);
       if (input.op === "txn-read") return `txn-read -> ${out}`;
@@ -95,6 +97,8 @@ export const lockModel: Model<LockState, LockInput, LockOutput> = {
     return [next];
   },
   hash: (state) => (state === null ? "absent" : `${state.lockIndex}/${state.session ?? ""}`),
+  // Reads, and acquires or releases answered false, change nothing.
+  isReadOnly: (input, output) => input.op === "lock-read" || (output !== undefined && "ok" in output && !output.ok),
   describeOperation(input, output) {
     const out = output === undefined ? "?" : "ok" in output ? String(output.ok)
       : output.entry === null ? "absent" : `LockIndex=${output.entry.lockIndex} Session=${output.entry.session ?? "-"}`;

@@ -15,6 +15,7 @@
 //   restarted.
 // A server that exits outside a kill or disk fault is noted as a crash and
 // restarted at the next heal.
+import { spawnSync } from "node:child_process";
 import { closeSync, openSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { Rng } from "../../core/sim/mod.ts";
@@ -291,7 +292,10 @@ export class Nemesis {
       s.crashNoted = true;
       const how = dead ? `exited: ${s.proc.child.exitCode ?? s.proc.child.signalCode}` : "Raft node halted, process up";
       const tail = s.proc.output().trim().split("\n").filter((l) => /ERROR|halted|panic|Error/.test(l)).slice(-5).join("\n      ");
-      this.crashes.push(`${s.name} (${how}) at ${(this.#o.now() / 1000).toFixed(1)} s:\n      ${tail}`);
+      // The data dir as the failed server left it, for a post-mortem (a tmpfs one is gone after the run).
+      const copy = join(c.root, `${s.name}-data-at-failure-${s.starts}`);
+      spawnSync("cp", ["-a", s.dataDir, copy]);
+      this.crashes.push(`${s.name} (${how}) at ${(this.#o.now() / 1000).toFixed(1)} s, data dir copied to ${copy}:\n      ${tail}`);
       this.#note(`${s.name} failed by itself (${how})`);
     }
   }

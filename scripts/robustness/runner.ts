@@ -97,6 +97,7 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   const t0 = performance.now();
   const now = () => performance.now() - t0;
   const stamp = () => `${(now() / 1000).toFixed(1).padStart(6)}s`;
+  note(`${stamp()} binary: ${cluster.binaryVersion}`);
   note(`${stamp()} cluster: ${cluster.servers.map((s) => `${s.name}=${s.addr}${s.tmpfs ? " (tmpfs)" : ""}`).join(" ")} in ${cluster.root}`);
   const keys = workloadKeys();
   const histories: Histories = { kv: [], txn: [], lock: [] };
@@ -154,13 +155,15 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
     anomalies.push({ kind: "run-failed", explanation: failure });
   }
   for (const d of findings.direct) anomalies.push({ kind: "client-saw", explanation: d });
+  // A server that exits (or halts) with no fault that allows it, or cannot start on its data dir, fails the run.
+  for (const c of nemesis.crashes) anomalies.push({ kind: "server-failed", explanation: c });
   if (findings.direct.length > 0) lines.push(`clients: ${findings.direct.length} direct anomalies, e.g. ${findings.direct[0]}`);
   const errs = [...findings.errors].sort((a, b) => b[1] - a[1]);
   lines.push(`requests: kv ${findings.sent.kv}, txn ${findings.sent.txn}, lock ${findings.sent.lock}; errors: ${errs.length === 0 ? "none" : errs.slice(0, 6).map(([k, n]) => `${n}× ${k}`).join("; ")}`);
   lines.push(`nemesis: ${nemesis.events.length} events; crashes: ${nemesis.crashes.length === 0 ? "none" : nemesis.crashes.length}; ` +
     `Raft halted on a full disk with the process up (restarted): ${nemesis.halts.length}`);
 
-  const keep = o.keep === true || anomalies.length > 0 || nemesis.crashes.length > 0;
+  const keep = o.keep === true || anomalies.length > 0;
   await cluster.stop({ keepData: keep });
   const result: RunResult = { seed: o.seed, servers: o.servers, anomalies, crashes: nemesis.crashes, inconclusive, lines, replay: replayCommand(o) };
   if (keep) {

@@ -78,10 +78,26 @@ function tally(f: Findings, o: HttpOutcome): void {
   f.errors.set(k, (f.errors.get(k) ?? 0) + 1);
 }
 
-type WriteResult = { ok: boolean } | "unknown";
+/** "not-sent": the connection was refused, so the request never reached a server. */
+type WriteResult = { ok: boolean } | "unknown" | "not-sent";
+
+function refused(o: HttpOutcome): boolean {
+  return o.kind === "error" && o.message === "ECONNREFUSED";
+}
+
+/** Record a write: unknown → return Infinity, no output; not sent → not recorded at all. */
+function recordWrite<I, O>(h: Operation<I, O | { ok: boolean }>[], o: WorkloadOptions, op: { clientId: number; input: I; call: number }, res: WriteResult): void {
+  if (res === "not-sent") return;
+  if (res === "unknown") h.push({ ...op, return: Infinity, output: undefined });
+  else h.push({ ...op, return: o.now(), output: res });
+}
 
 /** "true"/"false" answers; 5xx, timeouts and cut connections are unknown. */
 function writeResult(f: Findings, o: HttpOutcome, what: string): WriteResult {
+  if (refused(o)) {
+    tally(f, o);
+    return "not-sent";
+  }
   if (o.kind === "reply" && o.status === 200) {
     const b = o.body.trim();
     if (b === "true") return { ok: true };
@@ -149,13 +165,13 @@ export async function kvClient(o: WorkloadOptions, clientId: number, rng: Rng, r
           const call2 = o.now();
           const r = await httpRequest(o.cluster.url(s2, `/v1/kv/${key}?cas=${e === null ? 0 : e.ModifyIndex}`), { method: "PUT", body: next, timeoutMs: o.timeoutMs });
           const res = writeResult(o.findings, r, `cas ${key}`);
-          h.push({ clientId, input: { op: "cas", key, expect: value, value: next }, call: call2, ...(res === "unknown" ? { return: Infinity, output: undefined } : { return: o.now(), output: res }) });
+          recordWrite(h, o, { clientId, input: { op: "cas", key, expect: value, value: next }, call: call2 }, res);
         } else if (p >= 0.95) {
           const s2 = pickTarget(o, rng) ?? s;
           const call2 = o.now();
           const r = await httpRequest(o.cluster.url(s2, `/v1/kv/${key}`), { method: "DELETE", timeoutMs: o.timeoutMs });
           const res = writeResult(o.findings, r, `delete ${key}`);
-          h.push({ clientId, input: { op: "delete", key }, call: call2, ...(res === "unknown" ? { return: Infinity, output: undefined } : { return: o.now(), output: res }) });
+          recordWrite(h, o, { clientId, input: { op: "delete", key }, call: call2 }, res);
         }
       }
     } else {
@@ -163,8 +179,8 @@ export async function kvClient(o: WorkloadOptions, clientId: number, rng: Rng, r
       const call = o.now();
       const r = await httpRequest(o.cluster.url(s, `/v1/kv/${key}`), { method: "PUT", body: value, timeoutMs: o.timeoutMs });
       const res = writeResult(o.findings, r, `put ${key}`);
-      if (res !== "unknown" && !res.ok) o.findings.direct.push(`put ${key}=${value}: a plain PUT answered false`);
-      h.push({ clientId, input: { op: "write", key, value }, call, ...(res === "unknown" ? { return: Infinity, output: undefined } : { return: o.now(), output: res }) });
+      if (typeof res === "object" && !res.ok) o.findings.direct.push(`put ${key}=${value}: a plain PUT answered false`);
+      recordWrite(h, o, { clientId, input: { op: "write", key, value }, call }, res);
     }
     if (o.thinkMs > 0) await sleep(rng.int(o.thinkMs + 1));
   }
@@ -236,13 +252,16 @@ export async function txnClient(o: WorkloadOptions, clientId: number, rng: Rng, 
     let res: WriteResult;
     if (r.kind === "reply" && r.status === 200) res = { ok: true };
     else if (r.kind === "reply" && r.status === 409) res = { ok: false };
-    else {
+    else if (refused(r)) {
+      tally(o.findings, r);
+      res = "not-sent";
+    } else {
       tally(o.findings, r);
       if (r.kind === "reply" && r.status < 500) o.findings.direct.push(`txn: unexpected answer ${describeOutcome(r)}`);
       res = "unknown";
     }
     const input: TxnInput = cas ? { op: "txn-write", sets, cas: { key: cas.key, expect: cas.expect } } : { op: "txn-write", sets };
-    h.push({ clientId, input, call, ...(res === "unknown" ? { return: Infinity, output: undefined } : { return: o.now(), output: res }) });
+    recordWrite(h, o, { clientId, input, call }, res);
     if (o.thinkMs > 0) await sleep(rng.int(o.thinkMs + 1));
   }
 }
@@ -279,7 +298,7 @@ export async function lockClient(o: WorkloadOptions, clientId: number, rng: Rng,
       if (r.kind === "reply" && /invalid session/i.test(r.body)) {
         o.findings.direct.push(`${op} ${key} with session ${session}: "${r.body.trim()}", but its create was acknowledged (a lost session)`);
       }
-      h.push({ clientId, input: { op, session }, call, ...(res === "unknown" ? { return: Infinity, output: undefined } : { return: o.now(), output: res }) });
+      recordWrite(h, o, { clientId, input: { op, session }, call }, res);
     } else {
       const call = o.now();
       const e = await kvRead(o, s, key);
