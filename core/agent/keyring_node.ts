@@ -2,8 +2,9 @@
 // serf/remote.keyring): a JSON array of base64 keys, the primary first.
 // Consul writes the file from -encrypt on the first start; later starts use
 // the file, with a warning when -encrypt is also given and differs.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { writeFileDurableSync } from "../durable_node.ts";
 import { ConfigError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { Keyring, keyFromBase64, keyToBase64 } from "../gossip/wire/crypto.ts";
@@ -25,12 +26,10 @@ export function parseKeyringText(text: string, file: string): Keyring {
   return new Keyring(raw as Uint8Array[]);
 }
 
-/** Write the keyring atomically (temp file + rename), 0600. */
+/** Write the keyring durably (core/durable_node.ts), 0600. */
 export function saveKeyringFile(file: string, ring: Keyring): void {
   mkdirSync(dirname(file), { recursive: true });
-  const tmp = `${file}.tmp`;
-  writeFileSync(tmp, JSON.stringify(ring.keys.map(keyToBase64), null, 2), { mode: 0o600 });
-  renameSync(tmp, file);
+  writeFileDurableSync(file, JSON.stringify(ring.keys.map(keyToBase64), null, 2), { mode: 0o600 });
 }
 
 /**

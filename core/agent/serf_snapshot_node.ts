@@ -3,17 +3,15 @@
 // <name>`, `clock: <n>`, `event-clock: <n>`, `query-clock: <n>` and `leave`.
 // We rewrite the whole (compacted) file after membership changes, so it
 // stays small, and read it back on start to rejoin the previous members.
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rename, renameSync, writeFile, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { promisify } from "node:util";
 import type { Clock, Timer } from "../clock/clock.ts";
+import { writeFileDurable, writeFileDurableSync } from "../durable_node.ts";
 import type { Logger } from "../log/mod.ts";
 
 // node:fs's callback forms, not node:fs/promises: every agent writes this
 // file, and node:fs/promises is not loaded in a client otherwise (see
 // lazy_builtins_node.ts).
-const writeFileAsync = promisify(writeFile);
-const renameAsync = promisify(rename);
 
 export interface SerfSnapshot {
   /** Members alive at the last write (name → "ip:port"). */
@@ -118,6 +116,7 @@ export class SerfSnapshotWriter {
   #writing = false;
   #again = false;
   #stopped = false;
+  readonly #stopSignal = new AbortController();
 
   #ensureDir(): void {
     if (this.#dirReady) return;
@@ -134,9 +133,8 @@ export class SerfSnapshotWriter {
     this.#writing = true;
     try {
       this.#ensureDir();
-      const tmp = `${this.#file}.tmp`;
-      await writeFileAsync(tmp, formatSerfSnapshot(this.#state()));
-      if (!this.#stopped) await renameAsync(tmp, this.#file);
+      // A stop during the write flushes synchronously; this older state must not land after it.
+      await writeFileDurable(this.#file, formatSerfSnapshot(this.#state()), { signal: this.#stopSignal.signal });
     } catch (err) {
       this.#log.warn("cannot write the serf snapshot", { file: this.#file, error: String(err) });
     } finally {
@@ -154,9 +152,7 @@ export class SerfSnapshotWriter {
     this.#timer = undefined;
     try {
       this.#ensureDir();
-      const tmp = `${this.#file}.sync.tmp`;
-      writeFileSync(tmp, formatSerfSnapshot(this.#state()));
-      renameSync(tmp, this.#file);
+      writeFileDurableSync(this.#file, formatSerfSnapshot(this.#state()), { tmpTag: "sync" });
     } catch (err) {
       this.#log.warn("cannot write the serf snapshot", { file: this.#file, error: String(err) });
     }
@@ -166,6 +162,7 @@ export class SerfSnapshotWriter {
   leave(): void {
     this.flush();
     this.#stopped = true;
+    this.#stopSignal.abort();
     try {
       appendFileSync(this.#file, "leave\n");
     } catch (err) {
@@ -175,6 +172,7 @@ export class SerfSnapshotWriter {
 
   stop(): void {
     this.#stopped = true;
+    this.#stopSignal.abort();
     this.#timer?.cancel();
     this.#timer = undefined;
   }

@@ -8,7 +8,7 @@
 import type { CoordinateSource } from "../gossip/near.ts";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { lazyFsPromises } from "../lazy_builtins_node.ts";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { NoLeaderError, RpcError, errorMessage } from "../errors.ts";
@@ -36,13 +36,12 @@ import {
   type LanPoolLike,
 } from "./bootstrap.ts";
 import { RpcRouter } from "../rpc/forward.ts";
+import { writeFileDurable } from "../durable_node.ts";
 import { randomUUID } from "./random_node.ts";
 
 const mkdir = lazyFsPromises("mkdir");
-const open = lazyFsPromises("open");
 const readFile = lazyFsPromises("readFile");
 const rename = lazyFsPromises("rename");
-const writeFile = lazyFsPromises("writeFile");
 
 export type { RaftConfigurationReply, RaftServerInfo } from "../server/operator.ts";
 
@@ -214,7 +213,7 @@ export class ServerNode {
     // The core keeps a bootstrap configuration in memory only (until a config
     // entry or snapshot supersedes it): keep it on disk so a restart uses it again.
     const bootstrapPath = join(config.dataDir, "raft", bootstrapFile);
-    if (peers) await writeDurably(bootstrapPath, JSON.stringify(peers.servers));
+    if (peers) await writeFileDurable(bootstrapPath, JSON.stringify(peers.servers), { mode: 0o600 });
     else peers = await readBootstrap(bootstrapPath, this.#log);
     const node = await createRaftNode({
       id: this.#o.nodeId,
@@ -361,24 +360,6 @@ export class ServerNode {
 }
 
 const bootstrapFile = "bootstrap.json";
-
-async function writeDurably(path: string, text: string): Promise<void> {
-  const tmp = `${path}.tmp`;
-  const fh = await open(tmp, "w", 0o600);
-  try {
-    await fh.writeFile(text);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, path);
-  const dir = await open(dirname(path), "r");
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
-}
 
 async function readBootstrap(path: string, logger: Logger): Promise<Configuration | undefined> {
   let text: string;

@@ -20,6 +20,7 @@
 // partly compacted segment stay hidden after a restart.
 
 import { constants as fsConstants } from "node:fs";
+import { syncDir, writeFileDurable } from "../durable_node.ts";
 import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import type { FileHandle } from "node:fs/promises";
 import { join } from "node:path";
@@ -167,34 +168,6 @@ function isAllZero(bytes: Uint8Array, from: number): boolean {
 
 function isErrno(err: unknown, ...codes: string[]): boolean {
   return typeof err === "object" && err !== null && codes.includes((err as { code?: string }).code ?? "");
-}
-
-/** fsyncs a directory so a create, rename or unlink in it survives a crash. */
-export async function syncDir(dir: string): Promise<void> {
-  let h: FileHandle | undefined;
-  try {
-    h = await open(dir, "r");
-    await h.sync();
-  } catch (err) {
-    // Some platforms (and Deno's node:fs) cannot open or fsync a directory.
-    if (!isErrno(err, "EISDIR", "EPERM", "EINVAL", "EACCES", "ENOTSUP", "EBADF")) throw err;
-  } finally {
-    await h?.close().catch(() => {});
-  }
-}
-
-/** Writes `data` to `path` atomically: temp name, fsync, rename, fsync dir. */
-export async function writeFileAtomic(dir: string, name: string, data: Uint8Array): Promise<void> {
-  const tmp = join(dir, `${name}.tmp`);
-  const h = await open(tmp, "w");
-  try {
-    await h.write(data, 0, data.length, 0);
-    await h.sync();
-  } finally {
-    await h.close();
-  }
-  await rename(tmp, join(dir, name));
-  await syncDir(dir);
 }
 
 // ---------------------------------------------------------------- store
@@ -572,7 +545,7 @@ export class FileLogStore implements LogStore {
             await syncDir(this.dir);
           }
           if (this.#start !== 0) {
-            await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode("0"));
+            await writeFileDurable(join(this.dir, startFileName), "0");
             this.#start = 0;
           }
         } else if (start <= last) {
@@ -698,7 +671,7 @@ export class FileLogStore implements LogStore {
     }
     if (min <= first) {
       // Compaction: hide entries <= max, then remove whole segments below the cut.
-      await writeFileAtomic(this.dir, startFileName, new TextEncoder().encode(String(max + 1)));
+      await writeFileDurable(join(this.dir, startFileName), String(max + 1));
       this.#start = max + 1;
       this.#cache.deleteUpTo(max);
       let n = 0;

@@ -14,7 +14,8 @@ import { decode, encode } from "@msgpack/msgpack";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { validateSnapshotMeta } from "./codec.ts";
-import { crc32, encodeRecord, readRecord, syncDir, writeFileAtomic } from "./log_store_file_node.ts";
+import { syncDir, writeFileDurable } from "../durable_node.ts";
+import { crc32, encodeRecord, readRecord } from "./log_store_file_node.ts";
 import type { SnapshotMeta, SnapshotStore } from "./types.ts";
 
 const mkdir = lazyFsPromises("mkdir");
@@ -102,9 +103,9 @@ export class FileSnapshotStore implements SnapshotStore {
     this.#seq++;
     const name = `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
     const dataCrc = crc32(data);
-    await writeFileAtomic(this.dir, `${name}.snap`, data);
+    await writeFileDurable(join(this.dir, `${name}.snap`), data);
     const record = encodeRecord(encode({ meta, dataBytes: data.length, dataCrc }));
-    await writeFileAtomic(this.dir, `${name}.meta`, record);
+    await writeFileDurable(join(this.dir, `${name}.meta`), record);
     this.#entries.push({ name, index: meta.index, seq: this.#seq, meta, dataBytes: data.length, dataCrc });
     this.#entries.sort(newestFirst);
     const old = this.#entries.splice(this.#retain);

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { CorruptionError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { decodeHardState, encodeHardState } from "./codec.ts";
-import { encodeRecord, readRecord, writeFileAtomic } from "./log_store_file_node.ts";
+import { writeFileDurable } from "../durable_node.ts";
+import { encodeRecord, readRecord } from "./log_store_file_node.ts";
 import type { HardState, StableStore } from "./types.ts";
 
 const mkdir = lazyFsPromises("mkdir");
@@ -43,6 +44,8 @@ export class FileStableStore implements StableStore {
   static async open(options: FileStableStoreOptions): Promise<FileStableStore> {
     const store = new FileStableStore(options);
     await mkdir(store.dir, { recursive: true });
+    // A temporary file left by a crash during a save (both the current name and the one before durable_node).
+    await rm(join(store.dir, `.${stableFileName}.tmp`), { force: true });
     await rm(`${store.path}.tmp`, { force: true });
     let bytes: Uint8Array | undefined;
     try {
@@ -71,7 +74,7 @@ export class FileStableStore implements StableStore {
     const copy: HardState = { term: state.term, vote: state.vote, commit: state.commit };
     const bytes = encodeRecord(encodeHardState(copy));
     const run = this.#chain.then(async () => {
-      await writeFileAtomic(this.dir, stableFileName, bytes);
+      await writeFileDurable(join(this.dir, stableFileName), bytes);
       this.#state = copy;
       this.saves++;
     });
