@@ -8,14 +8,15 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BadRequestError, CairnError, errorMessage } from "../errors.ts";
+import { BadRequestError, CairnError, CorruptionError, errorMessage } from "../errors.ts";
 import { encodeFrame, FrameDecoder, FrameKind } from "../rpc/frame.ts";
 import type { RpcMethod, RpcMethods } from "../rpc/methods.ts";
-import { fuzzSeeds, mutateValue, replayHint } from "../sim/fuzz.ts";
+import { fuzzSeeds, mutateBytes, mutateValue, replayHint } from "../sim/fuzz.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { tableList } from "../state/schema.ts";
 import { createDevServer, type DevServer } from "./dev.ts";
+import { readSnapshotArchive, writeSnapshotArchive } from "./snapshot_archive.ts";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 const q = { minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: false, requireConsistent: false };
@@ -214,4 +215,30 @@ test("server: arguments of the wrong shape are a BadRequestError naming the fiel
     });
   }
   await d.stop();
+});
+
+async function gzip(data: Uint8Array, on: "gzip" | "gunzip"): Promise<Uint8Array> {
+  const stream = new Blob([data as BlobPart]).stream().pipeThrough(on === "gzip" ? new CompressionStream("gzip") : new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
+test("snapshot archive fuzz: a damaged archive (gzip or the tar inside) is a CorruptionError, or opens to exactly the state saved", async () => {
+  const state = new TextEncoder().encode("state bytes ".repeat(100));
+  const archive = await writeSnapshotArchive(state, { index: 42, nowMs: 1_700_000_000_000 });
+  const tar = await gzip(archive, "gunzip");
+  for (const seed of fuzzSeeds(3)) {
+    const rng = new Rng(seed);
+    for (let i = 0; i < 40; i++) {
+      const damaged = rng.chance(0.5) ? mutateBytes(rng, archive) : await gzip(mutateBytes(rng, tar, { rounds: 1 }), "gzip");
+      let opened: Awaited<ReturnType<typeof readSnapshotArchive>>;
+      try {
+        opened = await readSnapshotArchive(damaged);
+      } catch (err) {
+        assert.ok(err instanceof CorruptionError, `${replayHint(seed, i)}: ${err instanceof Error ? err.stack : String(err)}`);
+        continue;
+      }
+      assert.deepEqual(opened.state, state, `${replayHint(seed, i)}: a damaged archive opened to other state`);
+      assert.equal(opened.meta.Index, 42, replayHint(seed, i));
+    }
+  }
 });
