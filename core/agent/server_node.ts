@@ -6,12 +6,12 @@
 // the same Raft with one in-memory voter (startDevNode) and the same
 // operator endpoints, without the RPC listener.
 import type { CoordinateSource } from "../gossip/near.ts";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { NoLeaderError, RpcError, errorMessage } from "../errors.ts";
+import { CorruptionError, NoLeaderError, RpcError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
@@ -36,7 +36,7 @@ import {
   type LanPoolLike,
 } from "./bootstrap.ts";
 import { RpcRouter } from "../rpc/forward.ts";
-import { writeFileDurable } from "../durable_node.ts";
+import { writeFileDurable, writeFileDurableSync } from "../durable_node.ts";
 import { randomUUID } from "./random_node.ts";
 
 const mkdir = lazyFsPromises("mkdir");
@@ -517,20 +517,33 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
   };
 }
 
-/** The node's UUID from `<dataDir>/node-id`, created once (Consul keeps it there too). */
+/**
+ * The node's UUID from `<dataDir>/node-id`, created once (Consul keeps it
+ * there too). A file that does not hold a UUID stops the start, as Consul
+ * does: quietly making a new ID would give a server a new Raft identity.
+ */
 export async function readOrCreateNodeId(dataDir: string): Promise<string> {
   if (dataDir === "") return randomUUID();
   const path = join(dataDir, "node-id");
   // Synchronous (once, at start): node:fs/promises is not loaded in a client otherwise.
+  let text: string | undefined;
   try {
-    const text = readFileSync(path, "utf8").trim();
-    if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(text)) return text.toLowerCase();
-  } catch {
-    // Not there yet: create it below.
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== "ENOENT") throw new CorruptionError(`Cannot read the node ID from "${path}": ${errorMessage(err)}`, { file: path });
+  }
+  if (text !== undefined) {
+    const id = text.trim();
+    if (/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return id.toLowerCase();
+    throw new CorruptionError(
+      `Node ID file "${path}" does not hold a UUID (${JSON.stringify(id.slice(0, 64))}): restore it from a backup, or delete it to give this agent a new node ID (a server then joins as a new Raft member)`,
+      { file: path },
+    );
   }
   mkdirSync(dataDir, { recursive: true });
   const id = randomUUID();
-  writeFileSync(path, id + "\n", { mode: 0o600 });
+  // Durable before the ID is used anywhere: a power cut must not leave an empty file behind.
+  writeFileDurableSync(path, id + "\n", { mode: 0o600 });
   return id;
 }
 
