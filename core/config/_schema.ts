@@ -1,166 +1,50 @@
-// The file schema: Consul's snake_case keys, what type each holds and where
-// it lands in AgentConfig. decodeLayer() turns a parsed JSON/YAML object into
-// a ConfigLayer, or throws ConfigError naming the file and key path.
+// Decoding one parsed file against the key table (keys.ts): implemented
+// keys land in a ConfigLayer (Consul's snake_case → camelCase fields),
+// planned and ignored keys are recorded for the startup warnings, and any
+// other key is a ConfigError naming the file, the key path and its line.
+//
+// Key names match as Consul's decoder matches them: exactly, else ignoring
+// case (mapstructure); inside service and check definitions also ignoring
+// `_` (Consul's lib.TranslateKeys: `enable_tag_override` = `EnableTagOverride`).
+// HCL's shape is taken as it comes from core/hcl: a block repeated where one
+// is expected is decoded block by block, a single block where a list is
+// expected is a list of one.
 import { ConfigError } from "../errors.ts";
+import type { SourcePosition } from "../hcl/mod.ts";
 import { parseLogLevel } from "../log/mod.ts";
 import { parseDuration } from "./duration.ts";
+import { AGENT_KEYS, type DecodeKind, type KeySpec, type KeyStatus, type KeyTable } from "./keys.ts";
 import type { ConfigLayer } from "./types.ts";
 
-type Kind =
-  | "string"
-  | "bool"
-  | "uint"
-  | "port"
-  | "duration"
-  | "strings"
-  | "stringMap"
-  | "durationMap"
-  | "logLevel"
-  /** one raw object, appended to the list named by `to` */
-  | "rawOne"
-  /** a list of raw objects */
-  | "rawList"
-  /** accepted and ignored */
-  | "ignore";
-
-interface Leaf {
-  kind: Kind;
-  /** camelCase target; default: the key in camelCase (+ "Ms" for durations). */
-  to?: string;
+/** A planned or ignored key met in a file. */
+export interface KeyUse {
+  /** Path in the key table: `acl`, `limits.rpc_rate`, `service.connect`. */
+  key: string;
+  status: Exclude<KeyStatus, "implemented">;
+  note: string;
+  replacedBy?: string;
+  line?: number;
 }
-interface Section {
-  section: Schema;
-  to?: string;
-}
-type Schema = Record<string, Kind | Leaf | Section>;
 
-const SCHEMA: Schema = {
-  node_name: "string",
-  node_id: "string",
-  datacenter: "string",
-  data_dir: "string",
-  server: "bool",
-  bootstrap: "bool",
-  bootstrap_expect: "uint",
-  bind_addr: "string",
-  client_addr: "string",
-  advertise_addr: "string",
-  advertise_addr_wan: "string",
-  addresses: { section: { http: "string", dns: "string", https: "ignore", grpc: "ignore", grpc_tls: "ignore" } },
-  ports: {
-    section: {
-      http: "port",
-      dns: "port",
-      serf_lan: "port",
-      serf_wan: "port",
-      server: "port",
-      https: "ignore",
-      grpc: "ignore",
-      grpc_tls: "ignore",
-    },
-  },
-  start_join: "strings",
-  start_join_wan: "strings",
-  retry_join: "strings",
-  retry_join_wan: "strings",
-  retry_interval: "duration",
-  retry_interval_wan: "duration",
-  retry_max: "uint",
-  retry_max_wan: "uint",
-  rejoin_after_leave: "bool",
-  encrypt: "string",
-  encrypt_verify_incoming: "ignore",
-  encrypt_verify_outgoing: "ignore",
-  log_level: "logLevel",
-  log_json: "bool",
-  leave_on_terminate: "bool",
-  skip_leave_on_interrupt: "bool",
-  performance: {
-    section: {
-      raft_multiplier: "uint",
-      leave_drain_time: "ignore",
-      rpc_hold_timeout: { kind: "duration", to: "$limits.rpcHoldTimeoutMs" },
-    },
-  },
-  raft_snapshot_threshold: "uint",
-  raft_snapshot_interval: "duration",
-  raft_trailing_logs: "uint",
-  domain: "string",
-  alt_domain: "string",
-  recursors: "strings",
-  dns_config: {
-    section: {
-      node_ttl: "duration",
-      service_ttl: { kind: "durationMap", to: "serviceTtlMs" },
-      allow_stale: "bool",
-      max_stale: "duration",
-      only_passing: "bool",
-      enable_truncate: "bool",
-      udp_answer_limit: "uint",
-      a_record_limit: "uint",
-      recursor_timeout: "duration",
-      soa: { section: { refresh: "uint", retry: "uint", expire: "uint", min: "uint" } },
-      disable_compression: "ignore",
-      enable_additional_node_meta_txt: "ignore",
-      use_cache: "ignore",
-      cache_max_age: "ignore",
-    },
-  },
-  limits: {
-    section: {
-      rpc_hold_timeout: "duration",
-      kv_max_value_size: { kind: "uint", to: "kvMaxValueSizeBytes" },
-      txn_max_req_len: { kind: "uint", to: "txnMaxReqLenBytes" },
-      http_max_conns_per_client: "ignore",
-      rpc_max_conns_per_client: "ignore",
-      rpc_rate: "ignore",
-      rpc_max_burst: "ignore",
-      rpc_handshake_timeout: "ignore",
-    },
-  },
-  enable_script_checks: "bool",
-  enable_local_script_checks: "bool",
-  reconnect_timeout: "duration",
-  reconnect_timeout_wan: "duration",
-  node_meta: "stringMap",
-  pid_file: "string",
-  service: { kind: "rawOne", to: "services" },
-  services: "rawList",
-  check: { kind: "rawOne", to: "checks" },
-  checks: "rawList",
-  disable_update_check: "ignore",
-  disable_anonymous_signature: "ignore",
-  disable_host_node_id: "ignore",
-  disable_keyring_file: "ignore",
-  enable_debug: "ignore",
-  ui: "ignore",
-  ui_config: "ignore",
-  telemetry: {
-    section: {
-      prometheus_retention_time: "duration",
-      disable_hostname: "bool",
-      // Sinks cairn does not ship (statsd, dogstatsd, circonus, …) are accepted and ignored.
-      statsd_address: "ignore",
-      statsite_address: "ignore",
-      dogstatsd_addr: "ignore",
-      dogstatsd_tags: "ignore",
-      metrics_prefix: "ignore",
-      filter_default: "ignore",
-      prefix_filter: "ignore",
-      enable_host_metrics: "ignore",
-      disable_compat_1_9: "ignore",
-    },
-  },
-  raft_protocol: "ignore",
-  server_name: "ignore",
-  log_file: "ignore",
-  log_rotate_duration: "ignore",
-  log_rotate_max_files: "ignore",
-  enable_syslog: "ignore",
-};
+export interface DecodeOptions {
+  file: string;
+  /** Where a key or list element was written (from core/hcl's ParsedDocument). */
+  position?: (container: object, key: string | number) => SourcePosition | undefined;
+}
+
+interface Ctx {
+  file: string;
+  position?: DecodeOptions["position"];
+  uses: KeyUse[];
+}
 
 function camel(key: string): string {
   return key.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase());
+}
+
+/** Consul's lib.TranslateKeys view of a definition key. */
+function norm(key: string): string {
+  return key.toLowerCase().replace(/[_-]/g, "");
 }
 
 function typeName(v: unknown): string {
@@ -175,79 +59,135 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-interface Ctx {
-  file: string;
+function lineOf(ctx: Ctx, container: object, key: string | number): number | undefined {
+  return ctx.position?.(container, key)?.line;
 }
 
-function fail(ctx: Ctx, path: string, expected: string, got: unknown): never {
-  throw new ConfigError(`Invalid value for "${path}" in "${ctx.file}": expected ${expected}, got ${typeName(got)}`, {
+function fail(ctx: Ctx, path: string, expected: string, got: unknown, line?: number): never {
+  const where = line ? `, at line ${line}` : "";
+  throw new ConfigError(`Invalid value for "${path}" in "${ctx.file}": expected ${expected}, got ${typeName(got)}${where}`, {
     file: ctx.file,
     field: path,
+    line,
   });
 }
 
-function decodeLeaf(ctx: Ctx, path: string, kind: Kind, v: unknown): unknown {
+function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!;
+      prev[j] = Math.min(prev[j]! + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length]!;
+}
+
+function unknownKey(ctx: Ctx, table: KeyTable, key: string, path: string, line: number | undefined): never {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const name of Object.keys(table)) {
+    const d = editDistance(norm(key), norm(name));
+    if (d < bestDistance) {
+      best = name;
+      bestDistance = d;
+    }
+  }
+  const hint = best !== undefined && bestDistance <= Math.max(2, Math.floor(norm(key).length / 3)) ? `: did you mean "${best}"?` : "";
+  throw new ConfigError(`Unknown configuration key "${path}" in "${ctx.file}"${line ? ` at line ${line}` : ""}${hint}`, {
+    file: ctx.file,
+    field: path,
+    line,
+  });
+}
+
+/** The table entry for a key as written: exact, then Consul's looser matches. */
+function lookup(table: KeyTable, key: string, loose: boolean): [string, KeySpec] | undefined {
+  if (Object.hasOwn(table, key)) return [key, table[key]!];
+  const want = loose ? norm(key) : key.toLowerCase();
+  for (const [name, spec] of Object.entries(table)) {
+    for (const n of [name, ...(spec.aliases ?? [])]) {
+      if ((loose ? norm(n) : n.toLowerCase()) === want) return [name, spec];
+    }
+  }
+  return undefined;
+}
+
+/** True when the value only asks for what cairn does anyway (`connect { enabled = false }`). */
+function isInert(spec: KeySpec, value: unknown, loose: boolean): boolean {
+  if (spec.keys) {
+    const keys = spec.keys;
+    const inert = (v: unknown): boolean =>
+      isPlainObject(v) &&
+      Object.entries(v).every(([k, x]) => {
+        const found = lookup(keys, k, loose);
+        return found !== undefined && isInert(found[1], x, loose);
+      });
+    return Array.isArray(value) ? value.every(inert) : inert(value);
+  }
+  return spec.inert !== undefined && (typeof value === "string" || typeof value === "number" || typeof value === "boolean") && spec.inert.includes(value);
+}
+
+function note(ctx: Ctx, key: string, status: KeyStatus, spec: KeySpec, value: unknown, line: number | undefined, loose: boolean): void {
+  if (status === "implemented" || isInert(spec, value, loose)) return;
+  ctx.uses.push({ key, status, note: spec.note ?? "", ...(spec.replacedBy ? { replacedBy: spec.replacedBy } : {}), line });
+}
+
+function decodeLeaf(ctx: Ctx, path: string, kind: DecodeKind, v: unknown, line: number | undefined): unknown {
   switch (kind) {
     case "string":
-      if (typeof v !== "string") fail(ctx, path, "a string", v);
+      if (typeof v !== "string") fail(ctx, path, "a string", v, line);
       return v;
     case "bool":
-      if (typeof v !== "boolean") fail(ctx, path, "true or false", v);
+      if (typeof v !== "boolean") fail(ctx, path, "true or false", v, line);
       return v;
     case "uint":
-      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) fail(ctx, path, "a whole number ≥ 0", v);
+      if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) fail(ctx, path, "a whole number ≥ 0", v, line);
       return v;
     case "port":
-      if (typeof v !== "number" || !Number.isSafeInteger(v)) fail(ctx, path, "a port number", v);
+      if (typeof v !== "number" || !Number.isSafeInteger(v)) fail(ctx, path, "a port number", v, line);
       return v;
     case "duration": {
-      if (typeof v !== "string") fail(ctx, path, 'a duration such as "10s" or "1m30s"', v);
+      if (typeof v !== "string") fail(ctx, path, 'a duration such as "10s" or "1m30s"', v, line);
       const ms = parseDuration(v);
-      if (ms === undefined) fail(ctx, path, 'a duration such as "10s" or "1m30s"', v);
+      if (ms === undefined) fail(ctx, path, 'a duration such as "10s" or "1m30s"', v, line);
       return ms;
     }
     case "logLevel": {
-      if (typeof v !== "string") fail(ctx, path, "a log level (trace, debug, info, warn, err)", v);
+      if (typeof v !== "string") fail(ctx, path, "a log level (trace, debug, info, warn, err)", v, line);
       const level = parseLogLevel(v);
-      if (!level) fail(ctx, path, "a log level (trace, debug, info, warn, err)", v);
+      if (!level) fail(ctx, path, "a log level (trace, debug, info, warn, err)", v, line);
       return level;
     }
     case "strings": {
       const list = typeof v === "string" ? [v] : v;
-      if (!Array.isArray(list)) fail(ctx, path, "a list of strings", v);
+      if (!Array.isArray(list)) fail(ctx, path, "a list of strings", v, line);
       list.forEach((item, i) => {
-        if (typeof item !== "string") fail(ctx, `${path}[${i}]`, "a string", item);
+        if (typeof item !== "string") fail(ctx, `${path}[${i}]`, "a string", item, lineOf(ctx, list, i) ?? line);
       });
       return [...(list as string[])];
     }
     case "stringMap": {
-      if (!isPlainObject(v)) fail(ctx, path, "an object of strings", v);
+      if (!isPlainObject(v)) fail(ctx, path, "an object of strings", v, line);
       const out: Record<string, string> = {};
       for (const [k, item] of Object.entries(v)) {
-        if (typeof item !== "string") fail(ctx, `${path}.${k}`, "a string", item);
+        if (typeof item !== "string") fail(ctx, `${path}.${k}`, "a string", item, lineOf(ctx, v, k) ?? line);
         out[k] = item;
       }
       return out;
     }
     case "durationMap": {
-      if (!isPlainObject(v)) fail(ctx, path, "an object of durations", v);
+      if (!isPlainObject(v)) fail(ctx, path, "an object of durations", v, line);
       const out: Record<string, number> = {};
-      for (const [k, item] of Object.entries(v)) out[k] = decodeLeaf(ctx, `${path}.${k}`, "duration", item) as number;
+      for (const [k, item] of Object.entries(v)) out[k] = decodeLeaf(ctx, `${path}.${k}`, "duration", item, lineOf(ctx, v, k) ?? line) as number;
       return out;
     }
-    case "rawOne":
-      if (!isPlainObject(v)) fail(ctx, path, "an object", v);
-      return [v];
-    case "rawList": {
-      const list = isPlainObject(v) ? [v] : v;
-      if (!Array.isArray(list)) fail(ctx, path, "a list of objects", v);
-      list.forEach((item, i) => {
-        if (!isPlainObject(item)) fail(ctx, `${path}[${i}]`, "an object", item);
-      });
-      return [...(list as unknown[])];
-    }
-    case "ignore":
-      return undefined;
+    case "definition":
+    case "definitions":
+      throw new TypeError(`decodeLeaf: ${kind} is decoded by decodeDefinitions`);
   }
 }
 
@@ -263,37 +203,116 @@ function setPath(root: Record<string, unknown>, dotted: string, value: unknown, 
   obj[last] = append && Array.isArray(prev) && Array.isArray(value) ? [...prev, ...value] : value;
 }
 
-function decodeObject(ctx: Ctx, schema: Schema, obj: Record<string, unknown>, prefix: string, target: string, out: Record<string, unknown>): void {
+function join(target: string, to: string): string {
+  if (to.startsWith("$")) return to.slice(1);
+  return target ? `${target}.${to}` : to;
+}
+
+/** A block's value: one object, or a list of them (a block repeated in HCL). */
+function blocks(ctx: Ctx, path: string, value: unknown, line: number | undefined): Record<string, unknown>[] {
+  if (isPlainObject(value)) return [value];
+  if (Array.isArray(value) && value.every(isPlainObject)) return value;
+  return fail(ctx, path, "an object", value, line);
+}
+
+interface Walk {
+  /** Path as written, for messages: `ports.htp`, `services[1].name`. */
+  path: string;
+  /** Path in the key table. */
+  key: string;
+  /** Where implemented values go; undefined inside planned or ignored blocks. */
+  target: string | undefined;
+  status: KeyStatus;
+}
+
+function decodeObject(ctx: Ctx, table: KeyTable, obj: Record<string, unknown>, w: Walk, out: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(obj)) {
-    const path = prefix ? `${prefix}.${key}` : key;
-    const spec = Object.hasOwn(schema, key) ? schema[key] : undefined;
-    if (spec === undefined) {
-      throw new ConfigError(`Unknown configuration key "${path}" in "${ctx.file}"`, { file: ctx.file, field: path });
-    }
-    if (typeof spec === "object" && "section" in spec) {
-      if (!isPlainObject(value)) fail(ctx, path, "an object", value);
-      const to = spec.to ?? camel(key);
-      decodeObject(ctx, spec.section, value, path, target ? `${target}.${to}` : to, out);
+    const line = lineOf(ctx, obj, key);
+    const path = w.path ? `${w.path}.${key}` : key;
+    const found = lookup(table, key, false);
+    if (!found) unknownKey(ctx, table, key, path, line);
+    const [name, spec] = found;
+    const tableKey = w.key ? `${w.key}.${name}` : name;
+    const status = spec.status ?? w.status;
+    if (status !== w.status) note(ctx, tableKey, status, spec, value, line, false);
+    if (spec.decode === "definition" || spec.decode === "definitions") {
+      if (w.target !== undefined) decodeDefinitions(ctx, spec, value, { path, key: tableKey, line, to: join(w.target, spec.to ?? camel(name)) }, out);
       continue;
     }
-    const leaf: Leaf = typeof spec === "string" ? { kind: spec } : spec;
-    const decoded = decodeLeaf(ctx, path, leaf.kind, value);
-    if (decoded === undefined) continue;
-    let to = leaf.to ?? camel(key) + (leaf.kind === "duration" ? "Ms" : "");
-    if (to.startsWith("$")) to = to.slice(1);
-    else if (target) to = `${target}.${to}`;
-    setPath(out, to, decoded, leaf.kind === "rawOne" || leaf.kind === "rawList");
+    if (spec.decode) {
+      if (w.target === undefined) continue;
+      const decoded = decodeLeaf(ctx, path, spec.decode, value, line);
+      const to = spec.to ?? camel(name) + (spec.decode === "duration" ? "Ms" : "");
+      setPath(out, join(w.target, to), decoded, false);
+      continue;
+    }
+    if (spec.keys) {
+      const target = status === "implemented" && w.target !== undefined ? join(w.target, spec.to ?? camel(name)) : undefined;
+      for (const block of blocks(ctx, path, value, line)) decodeObject(ctx, spec.keys, block, { path, key: tableKey, target, status }, out);
+    }
+    // Any other key takes any value: it has no effect (or, like disable_update_check, asks for what cairn always does).
   }
 }
 
-/** Decode one parsed file into a layer; throws ConfigError on unknown keys or wrong types. */
-export function decodeLayer(parsed: unknown, file: string): ConfigLayer {
-  const ctx = { file };
-  if (parsed === null || parsed === undefined) return {};
+/**
+ * `service`, `services`, `check`, `checks`: the definitions are kept as
+ * written (core/agent/local decodes them), after checking their keys and
+ * making a single `checks` block a list.
+ */
+function decodeDefinitions(
+  ctx: Ctx,
+  spec: KeySpec,
+  value: unknown,
+  at: { path: string; key: string; line: number | undefined; to: string },
+  out: Record<string, unknown>,
+): void {
+  let list: unknown[];
+  if (isPlainObject(value)) list = [value];
+  else if (Array.isArray(value)) list = value;
+  else return fail(ctx, at.path, spec.decode === "definition" ? "an object" : "a list of objects", value, at.line);
+  const defs = list.map((item, i) => {
+    const path = Array.isArray(value) ? `${at.path}[${i}]` : at.path;
+    if (!isPlainObject(item)) fail(ctx, path, "an object", item, Array.isArray(value) ? (lineOf(ctx, value, i) ?? at.line) : at.line);
+    return normalizeDefinition(ctx, spec.keys ?? {}, item, path, at.key);
+  });
+  setPath(out, at.to, defs, true);
+}
+
+function normalizeDefinition(ctx: Ctx, table: KeyTable, obj: Record<string, unknown>, path: string, key: string): Record<string, unknown> {
+  const copy: Record<string, unknown> = {};
+  for (const [k, value] of Object.entries(obj)) {
+    const line = lineOf(ctx, obj, k);
+    const found = lookup(table, k, true);
+    if (!found) unknownKey(ctx, table, k, `${path}.${k}`, line);
+    const [name, spec] = found;
+    const tableKey = `${key}.${name}`;
+    note(ctx, tableKey, spec.status ?? "implemented", spec, value, line, true);
+    let v = value;
+    if (spec.keys) {
+      const keys = spec.keys;
+      if (spec.list && isPlainObject(v)) v = [v];
+      if (isPlainObject(v)) v = normalizeDefinition(ctx, keys, v, `${path}.${k}`, tableKey);
+      else if (Array.isArray(v)) {
+        v = v.map((el, i) => (isPlainObject(el) ? normalizeDefinition(ctx, keys, el, `${path}.${k}[${i}]`, tableKey) : el));
+      }
+    }
+    if (k === "__proto__") Object.defineProperty(copy, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else copy[k] = v;
+  }
+  return copy;
+}
+
+/**
+ * Decode one parsed file into a layer, and list the planned and ignored
+ * keys it uses. Throws ConfigError on unknown keys or wrong types.
+ */
+export function decodeLayer(parsed: unknown, options: DecodeOptions): { layer: ConfigLayer; uses: KeyUse[] } {
+  const ctx: Ctx = { file: options.file, position: options.position, uses: [] };
+  if (parsed === null || parsed === undefined) return { layer: {}, uses: [] };
   if (!isPlainObject(parsed)) {
-    throw new ConfigError(`Invalid configuration in "${file}": expected an object at the top level, got ${typeName(parsed)}`, { file });
+    throw new ConfigError(`Invalid configuration in "${options.file}": expected an object at the top level, got ${typeName(parsed)}`, { file: options.file });
   }
   const out: Record<string, unknown> = {};
-  decodeObject(ctx, SCHEMA, parsed, "", "", out);
-  return out as ConfigLayer;
+  decodeObject(ctx, AGENT_KEYS, parsed, { path: "", key: "", target: "", status: "implemented" }, out);
+  return { layer: out as ConfigLayer, uses: ctx.uses };
 }

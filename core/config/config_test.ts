@@ -197,7 +197,7 @@ test("raft tuning keys: Consul's names and defaults, typed and range-checked", (
   assert.deepEqual(fields('{"raft_snapshot_threshold": 1, "raft_trailing_logs": 0}'), []);
 });
 
-test("loadConfig: -config-dir in lexical order, -config-file order kept, HCL rejected", () => {
+test("loadConfig: -config-dir in lexical order, -config-file order kept, HCL read, other files skipped with a warning", () => {
   const dir = mkdtempSync(join(tmpdir(), "cairn-config-"));
   try {
     writeFileSync(join(dir, "b.yaml"), "node_name: from-b\n");
@@ -219,9 +219,17 @@ test("loadConfig: -config-dir in lexical order, -config-file order kept, HCL rej
       rmSync(extra);
     }
 
+    assert.deepEqual(
+      c.warnings.map((w) => w.message),
+      [`Skipping "${join(dir, "notes.txt")}": config files must end in .hcl, .json, .yaml or .yml (or set -config-format)`],
+    );
+
     writeFileSync(join(dir, "c.hcl"), 'node_name = "x"');
-    const e = configError(() => readConfigSources([{ kind: "dir", path: dir }]));
-    assert.match(e.message, /HCL is not supported, use JSON or YAML/);
+    assert.deepEqual(
+      readConfigSources([{ kind: "dir", path: dir }]).map((s) => [s.name, s.format]),
+      [[join(dir, "a.json"), "json"], [join(dir, "b.yaml"), "yaml"], [join(dir, "c.hcl"), "hcl"]],
+    );
+    assert.equal(loadConfig({ paths: [{ kind: "dir", path: dir }] }).nodeName, "x");
     const missing = configError(() => readConfigSources([{ kind: "file", path: join(dir, "nope.json") }]));
     assert.match(missing.message, /Cannot read/);
   } finally {

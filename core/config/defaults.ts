@@ -65,6 +65,7 @@ export function defaultConfig(): AgentConfig {
     services: [],
     checks: [],
     configFiles: [],
+    warnings: [],
   };
 }
 

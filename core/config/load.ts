@@ -1,26 +1,27 @@
-// Pure loading: text of a JSON/YAML file → ConfigLayer; layers merged over
-// the defaults → AgentConfig. Reading files is in load_node.ts.
+// Pure loading: text of an HCL/JSON/YAML file → ConfigLayer; layers merged
+// over the defaults → AgentConfig. Reading files is in load_node.ts.
 //
 // Merge rules (Consul's): a later layer overrides scalars of an earlier one,
 // objects merge key by key, lists are appended (retry_join from two files
 // gives both lists; `services` collect from every file).
-import { parse as parseYaml, YAMLParseError } from "yaml";
-import { findJsonSyntaxError } from "./json_error.ts";
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, YAMLParseError } from "yaml";
+import type { Node as YamlNode } from "yaml";
 import { ConfigError, errorMessage } from "../errors.ts";
-import { decodeLayer } from "./_schema.ts";
+import { HclSyntaxError, parseHcl, parseJsonDocument, type ParsedDocument, type SourcePosition } from "../hcl/mod.ts";
+import { decodeLayer, type KeyUse } from "./_schema.ts";
 import { defaultConfig, devLayer } from "./defaults.ts";
-import type { AgentConfig, ConfigLayer } from "./types.ts";
+import type { AgentConfig, ConfigLayer, ConfigWarning } from "./types.ts";
 
-export type ConfigFormat = "json" | "yaml";
+export type ConfigFormat = "json" | "hcl" | "yaml";
 
-/** The format for a file name, or a ConfigError for HCL, or undefined for other names. */
+export const configFormats: readonly ConfigFormat[] = ["hcl", "json", "yaml"];
+
+/** The format for a file name, or undefined for names that are not config files. */
 export function formatForFile(name: string): ConfigFormat | undefined {
   const lower = name.toLowerCase();
   if (lower.endsWith(".json")) return "json";
+  if (lower.endsWith(".hcl")) return "hcl";
   if (lower.endsWith(".yaml") || lower.endsWith(".yml")) return "yaml";
-  if (lower.endsWith(".hcl")) {
-    throw new ConfigError(`Cannot load "${name}": HCL is not supported, use JSON or YAML`, { file: name });
-  }
   return undefined;
 }
 
@@ -30,21 +31,61 @@ function lineCol(text: string, offset: number): { line: number; column: number }
   return { line: lines.length, column: lines[lines.length - 1]!.length + 1 };
 }
 
-function parseJson(text: string, file: string): unknown {
+function syntaxError(file: string, err: HclSyntaxError): ConfigError {
+  return new ConfigError(`Cannot parse "${file}" at line ${err.line}, column ${err.column}: ${err.reason}`, { file, line: err.line });
+}
+
+function parseJson(text: string, file: string): ParsedDocument {
   try {
-    return JSON.parse(text);
+    return parseJsonDocument(text, { file });
   } catch (err) {
-    const problem = findJsonSyntaxError(text);
-    const offset = problem?.offset ?? text.length;
-    const { line, column } = lineCol(text, offset);
-    const reason = problem?.reason ?? errorMessage(err);
-    throw new ConfigError(`Cannot parse "${file}" at line ${line}, column ${column}: ${reason}`, { file, line });
+    if (err instanceof HclSyntaxError) throw syntaxError(file, err);
+    throw err;
   }
 }
 
-function parseYamlText(text: string, file: string): unknown {
+function parseHclText(text: string, file: string): ParsedDocument {
   try {
-    return parseYaml(text, { prettyErrors: false, uniqueKeys: true });
+    return parseHcl(text, { file });
+  } catch (err) {
+    if (err instanceof HclSyntaxError) throw syntaxError(file, err);
+    throw err;
+  }
+}
+
+/** YAML through the yaml package, with the lines of keys and list items taken from its node tree. */
+function parseYamlText(text: string, file: string): ParsedDocument {
+  try {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
+    if (doc.errors.length > 0) throw doc.errors[0];
+    const value: unknown = doc.toJS();
+    const positions = new WeakMap<object, Map<string | number, SourcePosition>>();
+    const record = (container: object, key: string | number, node: unknown) => {
+      const range = (node as YamlNode | undefined)?.range;
+      if (!range) return;
+      const { line, col } = lineCounter.linePos(range[0]);
+      let m = positions.get(container);
+      if (!m) positions.set(container, (m = new Map()));
+      m.set(key, { line, column: col });
+    };
+    const walk = (node: unknown, js: unknown): void => {
+      if (isMap(node) && typeof js === "object" && js !== null && !Array.isArray(js)) {
+        for (const pair of node.items) {
+          if (!isScalar(pair.key)) continue;
+          const key = String(pair.key.value);
+          record(js, key, pair.key);
+          walk(pair.value, (js as Record<string, unknown>)[key]);
+        }
+      } else if (isSeq(node) && Array.isArray(js)) {
+        node.items.forEach((item, i) => {
+          record(js, i, item);
+          walk(item, js[i]);
+        });
+      }
+    };
+    walk(doc.contents, value);
+    return { value, position: (container, key) => positions.get(container)?.get(key) };
   } catch (err) {
     if (err instanceof YAMLParseError) {
       const pos = err.linePos?.[0] ?? lineCol(text, err.pos[0]);
@@ -57,10 +98,29 @@ function parseYamlText(text: string, file: string): unknown {
   }
 }
 
+function parseText(text: string, options: { file: string; format: ConfigFormat }): ParsedDocument {
+  switch (options.format) {
+    case "json":
+      return parseJson(text, options.file);
+    case "hcl":
+      return parseHclText(text, options.file);
+    case "yaml":
+      return parseYamlText(text, options.file);
+  }
+}
+
+/**
+ * Parse and decode one file's text, and list the planned and ignored keys
+ * it sets. Throws ConfigError naming the file (and line, key).
+ */
+export function parseConfigSource(text: string, options: { file: string; format: ConfigFormat }): { layer: ConfigLayer; uses: KeyUse[] } {
+  const doc = parseText(text, options);
+  return decodeLayer(doc.value, { file: options.file, position: doc.position });
+}
+
 /** Parse and decode one file's text. Throws ConfigError naming the file (and line, key). */
 export function parseConfigText(text: string, options: { file: string; format: ConfigFormat }): ConfigLayer {
-  const parsed = options.format === "json" ? parseJson(text, options.file) : parseYamlText(text, options.file);
-  return decodeLayer(parsed, options.file);
+  return parseConfigSource(text, options).layer;
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -94,24 +154,70 @@ export interface ConfigSource {
   format: ConfigFormat;
 }
 
+/** The name `-hcl` snippet `i` (0-based) goes by in messages. */
+export function hclSnippetName(i: number): string {
+  return `-hcl #${i + 1}`;
+}
+
+/** One warning per planned or ignored key, naming every file (and line) that set it. */
+export function keyWarnings(found: readonly { file: string; uses: readonly KeyUse[] }[]): ConfigWarning[] {
+  const byKey = new Map<string, { use: KeyUse; sources: { file: string; line?: number }[] }>();
+  for (const { file, uses } of found) {
+    for (const use of uses) {
+      const entry = byKey.get(use.key);
+      const source = use.line ? { file, line: use.line } : { file };
+      if (!entry) byKey.set(use.key, { use, sources: [source] });
+      else if (!entry.sources.some((s) => s.file === file)) entry.sources.push(source);
+    }
+  }
+  return [...byKey.values()].map(({ use, sources }) => {
+    const where = sources.map((s) => `"${s.file}"${s.line ? ` line ${s.line}` : ""}`).join(", ");
+    const effect = use.status === "planned" ? "has no effect in cairn yet" : "has no effect in cairn";
+    const deprecated = use.replacedBy ? ` (Consul has replaced it with "${use.replacedBy}")` : "";
+    return {
+      key: use.key,
+      status: use.status,
+      sources,
+      message: `Config key "${use.key}" from ${where} ${effect}: ${use.note}${deprecated}`,
+    };
+  });
+}
+
 /**
- * defaults < dev layer (if dev) < files in order < flags. `leaveOnTerminate`
- * and `skipLeaveOnInterrupt` default by mode when nobody set them; the
- * domain gets its trailing dot. Throws ConfigError; does not validate.
+ * defaults < dev layer (if dev) < files in order < flags < `-hcl` snippets
+ * (Consul applies them last). `leaveOnTerminate` and `skipLeaveOnInterrupt`
+ * default by mode when nobody set them; the domain gets its trailing dot;
+ * `warnings` lists the planned and ignored keys, one entry per key, and any
+ * `warnings` passed in. Throws ConfigError; does not validate.
  */
-export function buildConfig(options: { sources?: readonly ConfigSource[]; flags?: ConfigLayer; dev?: boolean }): AgentConfig {
+export function buildConfig(options: {
+  sources?: readonly ConfigSource[];
+  flags?: ConfigLayer;
+  dev?: boolean;
+  hcl?: readonly string[];
+  warnings?: readonly ConfigWarning[];
+}): AgentConfig {
   const flags = options.flags ?? {};
   const dev = options.dev ?? flags.dev ?? false;
   const layers: ConfigLayer[] = [];
   if (dev) layers.push(devLayer());
   const files: string[] = [];
+  const found: { file: string; uses: KeyUse[] }[] = [];
   for (const src of options.sources ?? []) {
-    layers.push(parseConfigText(src.text, { file: src.name, format: src.format }));
+    const { layer, uses } = parseConfigSource(src.text, { file: src.name, format: src.format });
+    layers.push(layer);
+    found.push({ file: src.name, uses });
     files.push(src.name);
   }
   layers.push(flags);
+  (options.hcl ?? []).forEach((text, i) => {
+    const { layer, uses } = parseConfigSource(text, { file: hclSnippetName(i), format: "hcl" });
+    layers.push(layer);
+    found.push({ file: hclSnippetName(i), uses });
+  });
   const config = mergeLayers(defaultConfig(), layers);
   config.configFiles = files;
+  config.warnings = [...(options.warnings ?? []), ...keyWarnings(found)];
   const setsLeave = layers.some((l) => l.leaveOnTerminate !== undefined);
   if (!setsLeave) config.leaveOnTerminate = !config.server;
   const setsSkip = layers.some((l) => l.skipLeaveOnInterrupt !== undefined);

@@ -1,13 +1,15 @@
 // The file-reading shell around load.ts: -config-file and -config-dir, in
-// the order they were given; a directory contributes its *.json, *.yaml and
-// *.yml files in lexical order (an *.hcl file is an error).
+// the order they were given; a directory contributes its *.hcl, *.json,
+// *.yaml and *.yml files in lexical order (not its subdirectories) and skips
+// other files with a warning, as Consul does. With -config-format every file
+// is read in that format, whatever its name.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { ConfigError, errorMessage } from "../errors.ts";
 import { buildConfig, formatForFile } from "./load.ts";
 import type { ConfigFormat, ConfigSource } from "./load.ts";
-import type { AgentConfig, ConfigLayer } from "./types.ts";
+import type { AgentConfig, ConfigLayer, ConfigWarning } from "./types.ts";
 
 export interface ConfigPath {
   kind: "file" | "dir";
@@ -22,23 +24,29 @@ function readText(path: string): string {
   }
 }
 
-/** Read every file named by the paths into sources, in application order. */
-export function readConfigSources(paths: readonly ConfigPath[]): ConfigSource[] {
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch (err) {
+    throw new ConfigError(`Cannot read "${path}": ${errorMessage(err)}`, { file: path });
+  }
+}
+
+/**
+ * Read every file named by the paths into sources, in application order.
+ * `format` forces one format for every file; `warnings` collects the files
+ * a directory held that were skipped.
+ */
+export function readConfigSources(paths: readonly ConfigPath[], options: { format?: ConfigFormat; warnings?: ConfigWarning[] } = {}): ConfigSource[] {
   const out: ConfigSource[] = [];
   for (const p of paths) {
     if (p.kind === "file") {
-      let isDir = false;
-      try {
-        isDir = statSync(p.path).isDirectory();
-      } catch (err) {
-        throw new ConfigError(`Cannot read "${p.path}": ${errorMessage(err)}`, { file: p.path });
-      }
-      if (isDir) {
-        out.push(...readConfigSources([{ kind: "dir", path: p.path }]));
+      if (isDirectory(p.path)) {
+        out.push(...readConfigSources([{ kind: "dir", path: p.path }], options));
         continue;
       }
-      // -config-file with an unknown extension: Consul reads it as JSON.
-      const format: ConfigFormat = formatForFile(p.path) ?? "json";
+      // -config-file with an unknown extension and no -config-format: read as JSON.
+      const format: ConfigFormat = options.format ?? formatForFile(p.path) ?? "json";
       out.push({ name: p.path, text: readText(p.path), format });
       continue;
     }
@@ -50,19 +58,32 @@ export function readConfigSources(paths: readonly ConfigPath[]): ConfigSource[] 
     }
     for (const name of names) {
       const full = join(p.path, name);
-      const format = formatForFile(full);
-      if (format === undefined) continue;
-      if (statSync(full).isDirectory()) continue;
+      if (isDirectory(full)) continue;
+      const format = options.format ?? formatForFile(full);
+      if (format === undefined) {
+        options.warnings?.push({
+          sources: [{ file: full }],
+          message: `Skipping "${full}": config files must end in .hcl, .json, .yaml or .yml (or set -config-format)`,
+        });
+        continue;
+      }
       out.push({ name: full, text: readText(full), format });
     }
   }
   return out;
 }
 
-/** Files, then flags, over the defaults; node name falls back to the host name. */
-export function loadConfig(options: { paths?: readonly ConfigPath[]; flags?: ConfigLayer; dev?: boolean }): AgentConfig {
-  const sources = readConfigSources(options.paths ?? []);
-  const config = buildConfig({ sources, flags: options.flags, dev: options.dev });
+/** Files, then flags, then `-hcl` snippets over the defaults; node name falls back to the host name. */
+export function loadConfig(options: {
+  paths?: readonly ConfigPath[];
+  flags?: ConfigLayer;
+  dev?: boolean;
+  hcl?: readonly string[];
+  format?: ConfigFormat;
+}): AgentConfig {
+  const warnings: ConfigWarning[] = [];
+  const sources = readConfigSources(options.paths ?? [], { format: options.format, warnings });
+  const config = buildConfig({ sources, flags: options.flags, dev: options.dev, hcl: options.hcl, warnings });
   if (config.nodeName === "") config.nodeName = hostname();
   return config;
 }

@@ -127,6 +127,18 @@ export interface AgentConfig {
   checks: Record<string, unknown>[];
   /** Files that contributed, in the order they were applied. */
   configFiles: string[];
+  /** Logged once at startup: planned and ignored keys (one per key), skipped files. */
+  warnings: ConfigWarning[];
+}
+
+/** A key that was accepted but has no effect, or a file that was skipped. */
+export interface ConfigWarning {
+  /** The key's path in the key table (core/config/keys.ts); absent for other warnings. */
+  key?: string;
+  status?: "planned" | "ignored";
+  /** Where the key was set. */
+  sources: { file: string; line?: number }[];
+  message: string;
 }
 
 type DeepPartial<T> = {

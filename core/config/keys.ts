@@ -1,0 +1,583 @@
+// Every key of Consul's agent configuration (agent/config/config.go,
+// deprecated.go, the Enterprise fields, and service and check definitions),
+// with what cairn does with it:
+//   implemented: cairn does what the key says;
+//   planned:     accepted, one startup warning: cairn does not do it yet;
+//   ignored:     accepted, one startup warning: it has no effect in cairn by
+//                design (service mesh, Enterprise, HCP, web UI, Consul's Go
+//                internals).
+// A key that is not here is an error, as in Consul. This one table drives
+// decoding (_schema.ts), the warnings, `cairn config keys` and
+// docs/configuration.md (kept in sync by keys_test.ts).
+
+export type KeyStatus = "implemented" | "planned" | "ignored";
+
+/** How an implemented value is decoded into the AgentConfig. */
+export type DecodeKind =
+  | "string"
+  | "bool"
+  | "uint"
+  | "port"
+  | "duration"
+  | "strings"
+  | "stringMap"
+  | "durationMap"
+  | "logLevel"
+  /** one service or check definition, appended to the list named by `to` */
+  | "definition"
+  /** a list of definitions */
+  | "definitions";
+
+export interface KeySpec {
+  /** Undefined: the status of the enclosing block. */
+  readonly status?: KeyStatus;
+  /** Why a planned or ignored key has no effect; for implemented keys, a remark. */
+  readonly note?: string;
+  readonly decode?: DecodeKind;
+  /**
+   * camelCase target inside the enclosing section; default: the key in
+   * camelCase (+ "Ms" for durations). A leading "$" makes it absolute.
+   */
+  readonly to?: string;
+  /** A block: the keys it may hold. A key without `keys` takes any value. */
+  readonly keys?: KeyTable;
+  /** Values that ask for what cairn does anyway: no warning for them. */
+  readonly inert?: readonly (string | number | boolean)[];
+  /** Consul deprecated this key in favour of another. */
+  readonly replacedBy?: string;
+  /** Other names Consul accepts for this key. */
+  readonly aliases?: readonly string[];
+  /** In a definition: a single block written here is a list of one. */
+  readonly list?: boolean;
+}
+
+export type KeyTable = Readonly<Record<string, KeySpec>>;
+
+// ---- why keys have no effect ----
+
+const MESH = "the service mesh (Connect) is not part of cairn";
+const ENTERPRISE = "a Consul Enterprise feature";
+const CLOUD = "HCP (HashiCorp Cloud Platform) only";
+const UI = "cairn has no web UI";
+const GRPC = "cairn has no gRPC listener (it serves Envoy and peering in Consul)";
+const PEERING = "cluster peering is not part of cairn";
+const RAFT_STORE = "cairn has its own Raft log store";
+const INTERNAL = "internal Consul tuning, not meant for users";
+const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
+const ACL = "ACLs are not implemented yet";
+const TLS = "TLS is not implemented yet";
+const AUTOPILOT = "autopilot is not implemented yet";
+const WATCHES = "watches from config files are not implemented yet";
+const LOG_FILE = "logging to a file is not implemented yet";
+const SYSLOG = "syslog output is not implemented yet";
+const SINKS = "metrics sinks other than Prometheus are not implemented yet";
+const LIMITS = "this limit is not implemented yet";
+const GOSSIP_TUNING = "gossip tuning is not configurable yet";
+const CACHE = "agent-side caching is not implemented yet";
+const CHECK_KIND = "cairn cannot run this kind of check yet (the definition is refused)";
+
+function impl(decode?: DecodeKind, more: Omit<KeySpec, "status" | "decode"> = {}): KeySpec {
+  return { status: "implemented", ...(decode ? { decode } : {}), ...more };
+}
+
+function planned(note: string, more: Omit<KeySpec, "status" | "note"> = {}): KeySpec {
+  return { status: "planned", note, ...more };
+}
+
+function ignored(note: string, more: Omit<KeySpec, "status" | "note"> = {}): KeySpec {
+  return { status: "ignored", note, ...more };
+}
+
+/** Keys that take the status of their block. */
+function leaves(...names: string[]): Record<string, KeySpec> {
+  return Object.fromEntries(names.map((n) => [n, {}]));
+}
+
+// ---- service and check definitions (matched like Consul's decoding: any case, `_` optional) ----
+
+export const CHECK_KEYS: KeyTable = {
+  id: impl(undefined, { aliases: ["check_id"] }),
+  name: impl(),
+  notes: impl(),
+  service_id: impl(),
+  token: planned(ACL),
+  status: impl(),
+  args: impl(undefined, { aliases: ["scriptargs"] }),
+  http: impl(),
+  header: impl(),
+  method: impl(),
+  body: impl(),
+  disable_redirects: impl(),
+  output_max_size: impl(),
+  tcp: impl(),
+  tcp_use_tls: planned(TLS),
+  udp: planned(CHECK_KIND),
+  interval: impl(),
+  docker_container_id: planned(CHECK_KIND),
+  shell: planned(CHECK_KIND),
+  grpc: planned(CHECK_KIND),
+  grpc_use_tls: planned(CHECK_KIND),
+  tls_server_name: impl(),
+  tls_skip_verify: impl(),
+  alias_node: impl(),
+  alias_service: impl(),
+  timeout: impl(),
+  ttl: impl(),
+  h2ping: planned(CHECK_KIND),
+  h2ping_use_tls: planned(CHECK_KIND),
+  os_service: planned(CHECK_KIND),
+  success_before_passing: impl(),
+  failures_before_warning: impl(),
+  failures_before_critical: impl(),
+  deregister_critical_service_after: impl(),
+  namespace: ignored(ENTERPRISE),
+  partition: ignored(ENTERPRISE),
+};
+
+export const SERVICE_KEYS: KeyTable = {
+  kind: impl(),
+  id: impl(),
+  name: impl(),
+  tags: impl(),
+  address: impl(),
+  tagged_addresses: impl(),
+  meta: impl(),
+  port: impl(),
+  socket_path: ignored(MESH),
+  check: impl(undefined, { keys: CHECK_KEYS, note: "one check of the service (check keys)" }),
+  checks: impl(undefined, { keys: CHECK_KEYS, list: true, note: "checks of the service (check keys)" }),
+  token: planned(ACL),
+  weights: impl(undefined, { keys: { passing: {}, warning: {} } }),
+  enable_tag_override: impl(),
+  proxy: ignored(MESH),
+  connect: ignored(MESH),
+  locality: ignored(MESH),
+  namespace: ignored(ENTERPRISE),
+  partition: ignored(ENTERPRISE),
+};
+
+// ---- the agent ----
+
+const TLS_PROTOCOL_KEYS: KeyTable = leaves(
+  "ca_file",
+  "ca_path",
+  "cert_file",
+  "key_file",
+  "tls_min_version",
+  "tls_cipher_suites",
+  "verify_incoming",
+  "verify_outgoing",
+  "verify_server_hostname",
+  "use_auto_cert",
+);
+
+const GOSSIP_KEYS: KeyTable = leaves("gossip_nodes", "gossip_interval", "probe_interval", "probe_timeout", "suspicion_mult", "retransmit_mult");
+
+export const AGENT_KEYS: KeyTable = {
+  acl: planned(ACL, {
+    keys: {
+      enabled: { inert: [false] },
+      ...leaves(
+        "enable_token_replication",
+        "policy_ttl",
+        "role_ttl",
+        "token_ttl",
+        "down_policy",
+        "default_policy",
+        "enable_key_list_policy",
+        "enable_token_persistence",
+      ),
+      tokens: {
+        keys: {
+          ...leaves("initial_management", "replication", "agent_recovery", "default", "agent", "config_file_service_registration"),
+          master: { replacedBy: "acl.tokens.initial_management" },
+          agent_master: { replacedBy: "acl.tokens.agent_recovery" },
+          managed_service_provider: ignored(ENTERPRISE),
+        },
+      },
+      msp_disable_bootstrap: ignored(ENTERPRISE),
+    },
+  }),
+  acl_agent_master_token: planned(ACL, { replacedBy: "acl.tokens.agent_recovery" }),
+  acl_agent_token: planned(ACL, { replacedBy: "acl.tokens.agent" }),
+  acl_datacenter: planned(ACL, { replacedBy: "primary_datacenter" }),
+  acl_default_policy: planned(ACL, { replacedBy: "acl.default_policy" }),
+  acl_down_policy: planned(ACL, { replacedBy: "acl.down_policy" }),
+  acl_enable_key_list_policy: planned(ACL, { replacedBy: "acl.enable_key_list_policy" }),
+  acl_enforce_version_8: ignored("removed from Consul; it has no effect there either"),
+  acl_master_token: planned(ACL, { replacedBy: "acl.tokens.initial_management" }),
+  acl_replication_token: planned(ACL, { replacedBy: "acl.tokens.replication" }),
+  acl_token: planned(ACL, { replacedBy: "acl.tokens.default" }),
+  acl_ttl: planned(ACL, { replacedBy: "acl.token_ttl" }),
+  addresses: impl(undefined, {
+    keys: {
+      http: impl("string"),
+      dns: impl("string"),
+      https: planned(TLS),
+      grpc: ignored(GRPC),
+      grpc_tls: ignored(GRPC),
+    },
+  }),
+  advertise_addr: impl("string"),
+  advertise_addr_ipv4: planned("separate IPv4 and IPv6 advertise addresses are not implemented yet"),
+  advertise_addr_ipv6: planned("separate IPv4 and IPv6 advertise addresses are not implemented yet"),
+  advertise_addr_wan: impl("string"),
+  advertise_addr_wan_ipv4: planned("separate IPv4 and IPv6 advertise addresses are not implemented yet"),
+  advertise_addr_wan_ipv6: planned("separate IPv4 and IPv6 advertise addresses are not implemented yet"),
+  advertise_reconnect_timeout: planned("a reconnect timeout advertised to other agents is not implemented yet"),
+  alt_domain: impl("string"),
+  audit: ignored(ENTERPRISE, { keys: { enabled: { inert: [false] }, sink: {} } }),
+  auto_config: ignored("auto-config hands out TLS material from the service mesh CA, which cairn does not have", {
+    keys: {
+      enabled: { inert: [false] },
+      ...leaves("intro_token", "intro_token_file", "server_addresses", "dns_sans", "ip_sans"),
+      authorization: {
+        keys: {
+          enabled: { inert: [false] },
+          static: {
+            keys: leaves(
+              "claim_assertions",
+              "allow_reuse",
+              "jwt_supported_algs",
+              "bound_audiences",
+              "claim_mappings",
+              "list_claim_mappings",
+              "oidc_discovery_url",
+              "oidc_discovery_ca_cert",
+              "jwks_url",
+              "jwks_ca_cert",
+              "jwt_validation_pub_keys",
+              "bound_issuer",
+              "expiration_leeway",
+              "not_before_leeway",
+              "clock_skew_leeway",
+            ),
+          },
+        },
+      },
+    },
+  }),
+  auto_encrypt: ignored("auto-encrypt hands out certificates from the service mesh CA, which cairn does not have", {
+    keys: { tls: { inert: [false] }, dns_san: {}, ip_san: {}, allow_tls: { inert: [false] } },
+  }),
+  auto_reload_config: planned("reloading when config files change is not implemented yet; send SIGHUP or run `cairn reload`", { inert: [false] }),
+  autopilot: planned(AUTOPILOT, {
+    keys: {
+      ...leaves("cleanup_dead_servers", "last_contact_threshold", "max_trailing_logs", "min_quorum", "server_stabilization_time"),
+      disable_upgrade_migration: ignored(ENTERPRISE),
+      redundancy_zone_tag: ignored(ENTERPRISE),
+      upgrade_version_tag: ignored(ENTERPRISE),
+    },
+  }),
+  bind_addr: impl("string"),
+  bootstrap: impl("bool"),
+  bootstrap_expect: impl("uint"),
+  ca_file: planned(TLS, { replacedBy: "tls.defaults.ca_file" }),
+  ca_path: planned(TLS, { replacedBy: "tls.defaults.ca_path" }),
+  cache: planned(CACHE, { keys: leaves("entry_fetch_max_burst", "entry_fetch_rate") }),
+  cert_file: planned(TLS, { replacedBy: "tls.defaults.cert_file" }),
+  check: impl("definition", { to: "checks", keys: CHECK_KEYS, note: "one check definition (check keys)" }),
+  check_output_max_size: planned("an agent-wide check output limit is not implemented yet (set output_max_size per check)"),
+  check_update_interval: planned("the check update interval is not configurable yet"),
+  checks: impl("definitions", { keys: CHECK_KEYS, note: "a list of check definitions (check keys)" }),
+  client_addr: impl("string"),
+  cloud: ignored(CLOUD, { keys: leaves("resource_id", "client_id", "client_secret", "hostname", "auth_url", "scada_address", "management_token") }),
+  config_entries: ignored(MESH, { keys: leaves("bootstrap") }),
+  connect: ignored(MESH, {
+    keys: {
+      enabled: { inert: [false] },
+      ...leaves("ca_provider", "ca_config", "enable_mesh_gateway_wan_federation", "test_ca_leaf_root_change_spread"),
+    },
+  }),
+  data_dir: impl("string"),
+  datacenter: impl("string"),
+  default_query_time: planned("default_query_time is not configurable yet"),
+  disable_anonymous_signature: impl(undefined, { note: "cairn never sends an update check or signature" }),
+  disable_coordinates: planned("turning network coordinates off is not implemented yet", { inert: [false] }),
+  disable_host_node_id: ignored("cairn always uses a random node ID, never one derived from the host", { inert: [true] }),
+  disable_http_unprintable_char_filter: planned("the HTTP unprintable-character filter switch is not implemented yet", { inert: [false] }),
+  disable_keyring_file: planned("keeping the gossip keyring out of the data directory is not implemented yet", { inert: [false] }),
+  disable_remote_exec: planned("remote exec (`consul exec`) is not implemented; it is always off", { inert: [true] }),
+  disable_update_check: impl(undefined, { note: "cairn never checks for updates" }),
+  discard_check_output: planned("discarding check output is not implemented yet", { inert: [false] }),
+  discovery_max_stale: planned("stale reads for DNS and service discovery by default are not implemented yet"),
+  dns_config: impl(undefined, {
+    keys: {
+      allow_stale: impl("bool"),
+      a_record_limit: impl("uint"),
+      cache_max_age: planned(CACHE),
+      disable_compression: planned("turning DNS compression off is not implemented yet", { inert: [false] }),
+      enable_additional_node_meta_txt: planned("node metadata TXT records in additional sections are not implemented yet"),
+      enable_truncate: impl("bool"),
+      max_stale: impl("duration"),
+      node_ttl: impl("duration"),
+      only_passing: impl("bool"),
+      prefer_namespace: ignored(ENTERPRISE),
+      recursor_strategy: planned("only the sequential recursor strategy is implemented", { inert: ["sequential"] }),
+      recursor_timeout: impl("duration"),
+      service_ttl: impl("durationMap", { to: "serviceTtlMs" }),
+      soa: impl(undefined, {
+        keys: {
+          refresh: impl("uint"),
+          retry: impl("uint"),
+          expire: impl("uint"),
+          min_ttl: impl("uint", { to: "min" }),
+          min: impl("uint", { note: "cairn's earlier name for min_ttl" }),
+        },
+      }),
+      udp_answer_limit: impl("uint"),
+      use_cache: planned(CACHE, { inert: [false] }),
+    },
+  }),
+  domain: impl("string"),
+  enable_acl_replication: planned(ACL, { replacedBy: "acl.enable_token_replication" }),
+  enable_agent_tls_for_checks: planned(TLS, { inert: [false] }),
+  enable_central_service_config: ignored(MESH, { inert: [false] }),
+  enable_debug: ignored("the /debug/pprof endpoints profile Consul's Go runtime", { inert: [false] }),
+  enable_local_script_checks: impl("bool"),
+  enable_script_checks: impl("bool"),
+  enable_syslog: planned(SYSLOG, { inert: [false] }),
+  encrypt: impl("string"),
+  encrypt_verify_incoming: planned("relaxing gossip encryption for a key rollout is not implemented yet", { inert: [true] }),
+  encrypt_verify_outgoing: planned("relaxing gossip encryption for a key rollout is not implemented yet", { inert: [true] }),
+  gossip_lan: planned(GOSSIP_TUNING, { keys: GOSSIP_KEYS }),
+  gossip_wan: planned(GOSSIP_TUNING, { keys: GOSSIP_KEYS }),
+  http_config: planned("HTTP API options are not implemented yet", {
+    keys: {
+      ...leaves("block_endpoints", "allow_write_http_from", "response_headers", "max_header_bytes"),
+      use_cache: planned(CACHE, { inert: [false] }),
+    },
+  }),
+  key_file: planned(TLS, { replacedBy: "tls.defaults.key_file" }),
+  leave_on_terminate: impl("bool"),
+  license_path: ignored(ENTERPRISE),
+  limits: impl(undefined, {
+    keys: {
+      http_max_conns_per_client: planned(LIMITS),
+      https_handshake_timeout: planned(TLS),
+      kv_max_value_size: impl("uint", { to: "kvMaxValueSizeBytes" }),
+      request_limits: planned("request rate limiting is not implemented yet", { keys: { mode: { inert: ["disabled"] }, read_rate: {}, write_rate: {} } }),
+      rpc_client_timeout: planned(LIMITS),
+      rpc_handshake_timeout: planned(LIMITS),
+      rpc_hold_timeout: impl("duration"),
+      rpc_max_burst: planned(LIMITS),
+      rpc_max_conns_per_client: planned(LIMITS),
+      rpc_rate: planned(LIMITS),
+      txn_max_req_len: planned("transactions are limited to 512 KiB; the limit is not configurable yet", { decode: "uint", to: "txnMaxReqLenBytes" }),
+    },
+  }),
+  locality: ignored(MESH, { keys: leaves("region", "zone") }),
+  log_file: planned(LOG_FILE),
+  log_json: impl("bool"),
+  log_level: impl("logLevel"),
+  log_rotate_bytes: planned(LOG_FILE),
+  log_rotate_duration: planned(LOG_FILE),
+  log_rotate_max_files: planned(LOG_FILE),
+  log_sublevels: planned("per-subsystem log levels are not implemented yet"),
+  max_query_time: planned("max_query_time is not configurable yet"),
+  node_id: impl("string"),
+  node_meta: impl("stringMap"),
+  node_name: impl("string"),
+  partition: ignored(ENTERPRISE),
+  peering: ignored(PEERING, { keys: { enabled: { inert: [false] }, test_allow_peer_registrations: {} } }),
+  performance: impl(undefined, {
+    keys: {
+      leave_drain_time: planned("leave_drain_time is not configurable yet"),
+      raft_multiplier: impl("uint"),
+      rpc_hold_timeout: impl("duration", { to: "$limits.rpcHoldTimeoutMs" }),
+    },
+  }),
+  pid_file: planned("writing a PID file is not implemented yet", { decode: "string" }),
+  ports: impl(undefined, {
+    keys: {
+      dns: impl("port"),
+      http: impl("port"),
+      https: planned(TLS, { inert: [-1] }),
+      serf_lan: impl("port"),
+      serf_wan: impl("port"),
+      server: impl("port"),
+      grpc: ignored(GRPC, { inert: [-1] }),
+      grpc_tls: ignored(GRPC, { inert: [-1] }),
+      ...Object.fromEntries(
+        ["proxy_min_port", "proxy_max_port", "sidecar_min_port", "sidecar_max_port", "expose_min_port", "expose_max_port"].map((k) => [k, ignored(MESH)]),
+      ),
+    },
+  }),
+  primary_datacenter: planned("the primary datacenter matters for ACL replication, which is not implemented yet"),
+  primary_gateways: ignored(MESH),
+  primary_gateways_interval: ignored(MESH),
+  protocol: ignored("cairn speaks one version of Consul's RPC protocol"),
+  raft_boltdb: ignored(RAFT_STORE, { keys: leaves("no_freelist_sync"), replacedBy: "raft_logstore.boltdb" }),
+  raft_logstore: ignored(RAFT_STORE, {
+    keys: {
+      ...leaves("backend", "disable_log_cache"),
+      verification: { keys: leaves("enabled", "interval") },
+      boltdb: { keys: leaves("no_freelist_sync") },
+      wal: { keys: leaves("segment_size_mb") },
+    },
+  }),
+  raft_protocol: ignored("cairn always speaks Raft protocol version 3", { inert: [3] }),
+  raft_snapshot_interval: impl("duration"),
+  raft_snapshot_threshold: impl("uint"),
+  raft_trailing_logs: impl("uint"),
+  read_replica: ignored(ENTERPRISE, { aliases: ["non_voting_server"], inert: [false] }),
+  reconnect_timeout: impl("duration"),
+  reconnect_timeout_wan: impl("duration"),
+  recursors: impl("strings"),
+  rejoin_after_leave: impl("bool"),
+  reporting: ignored(ENTERPRISE, { keys: { license: { keys: { enabled: { inert: [false] } } } } }),
+  retry_interval: impl("duration"),
+  retry_interval_wan: impl("duration"),
+  retry_join: impl("strings"),
+  retry_join_wan: impl("strings"),
+  retry_max: impl("uint"),
+  retry_max_wan: impl("uint"),
+  rpc: ignored(STREAMING, { keys: { enable_streaming: {} } }),
+  segment: ignored(ENTERPRISE),
+  segments: ignored(ENTERPRISE),
+  serf_lan: planned("a separate LAN gossip bind address is not implemented yet; gossip binds to bind_addr"),
+  serf_lan_allowed_cidrs: planned("gossip source-address filtering is not implemented yet"),
+  serf_wan: planned("a separate WAN gossip bind address is not implemented yet; gossip binds to bind_addr"),
+  serf_wan_allowed_cidrs: planned("gossip source-address filtering is not implemented yet"),
+  server: impl("bool"),
+  server_name: planned(TLS),
+  server_rejoin_age_max: planned("refusing to rejoin after a long absence is not implemented yet"),
+  service: impl("definition", { to: "services", keys: SERVICE_KEYS, note: "one service definition (service keys)" }),
+  services: impl("definitions", { keys: SERVICE_KEYS, note: "a list of service definitions (service keys)" }),
+  session_ttl_min: planned("session_ttl_min is not configurable yet"),
+  skip_leave_on_interrupt: impl("bool"),
+  snapshot_agent: ignored(ENTERPRISE),
+  start_join: impl("strings"),
+  start_join_wan: impl("strings"),
+  syslog_facility: planned(SYSLOG),
+  tagged_addresses: planned("extra node tagged addresses are not implemented yet"),
+  telemetry: impl(undefined, {
+    keys: {
+      ...Object.fromEntries(
+        [
+          "circonus_api_app",
+          "circonus_api_token",
+          "circonus_api_url",
+          "circonus_broker_id",
+          "circonus_broker_select_tag",
+          "circonus_check_display_name",
+          "circonus_check_force_metric_activation",
+          "circonus_check_id",
+          "circonus_check_instance_id",
+          "circonus_check_search_tag",
+          "circonus_check_tags",
+          "circonus_submission_interval",
+          "circonus_submission_url",
+          "dogstatsd_addr",
+          "dogstatsd_tags",
+          "statsd_address",
+          "statsite_address",
+        ].map((k) => [k, planned(SINKS)]),
+      ),
+      disable_compat_1_9: ignored("a compatibility switch for metric names of Consul 1.9"),
+      disable_hostname: impl("bool"),
+      enable_host_metrics: planned("host metrics are not implemented yet", { inert: [false] }),
+      filter_default: planned("metric filters are not implemented yet", { inert: [true] }),
+      metrics_prefix: planned('metric names always start with "consul"', { inert: ["consul"] }),
+      prefix_filter: planned("metric filters are not implemented yet"),
+      prometheus_retention_time: impl("duration"),
+      retry_failed_connection: planned(SINKS),
+    },
+  }),
+  tls: planned(TLS, {
+    keys: {
+      defaults: { keys: TLS_PROTOCOL_KEYS },
+      internal_rpc: { keys: TLS_PROTOCOL_KEYS },
+      https: { keys: TLS_PROTOCOL_KEYS },
+      grpc: ignored(GRPC, { keys: TLS_PROTOCOL_KEYS }),
+    },
+  }),
+  tls_cipher_suites: planned(TLS, { replacedBy: "tls.defaults.tls_cipher_suites" }),
+  tls_min_version: planned(TLS, { replacedBy: "tls.defaults.tls_min_version" }),
+  tls_prefer_server_cipher_suites: ignored("Go's TLS library no longer honours it; Consul ignores it too"),
+  translate_wan_addrs: planned("WAN address translation is not implemented yet", { inert: [false] }),
+  ui: ignored(UI, { inert: [false], replacedBy: "ui_config.enabled" }),
+  ui_config: ignored(UI, {
+    keys: {
+      enabled: { inert: [false] },
+      ...leaves("dir", "content_path", "metrics_provider", "metrics_provider_files", "metrics_provider_options_json", "dashboard_url_templates"),
+      metrics_proxy: { keys: leaves("base_url", "add_headers", "path_allowlist") },
+    },
+  }),
+  ui_content_path: ignored(UI, { replacedBy: "ui_config.content_path" }),
+  ui_dir: ignored(UI, { replacedBy: "ui_config.dir" }),
+  unix_sockets: planned("HTTP over a Unix socket is not implemented yet", { keys: leaves("group", "mode", "user") }),
+  use_streaming_backend: ignored(STREAMING),
+  verify_incoming: planned(TLS, { replacedBy: "tls.defaults.verify_incoming", inert: [false] }),
+  verify_incoming_https: planned(TLS, { replacedBy: "tls.https.verify_incoming", inert: [false] }),
+  verify_incoming_rpc: planned(TLS, { replacedBy: "tls.internal_rpc.verify_incoming", inert: [false] }),
+  verify_outgoing: planned(TLS, { replacedBy: "tls.defaults.verify_outgoing", inert: [false] }),
+  verify_server_hostname: planned(TLS, { replacedBy: "tls.internal_rpc.verify_server_hostname", inert: [false] }),
+  watches: planned(WATCHES),
+  xds: ignored(MESH, { keys: leaves("update_max_per_second") }),
+  // Not meant for users, but Consul reads them from files (tests tune Raft through `consul`).
+  ae_interval: ignored(INTERNAL),
+  build_date: ignored(INTERNAL),
+  check_deregister_interval_min: ignored(INTERNAL),
+  check_reap_interval: ignored(INTERNAL),
+  consul: ignored(INTERNAL, {
+    keys: {
+      coordinate: { keys: leaves("update_batch_size", "update_max_batches", "update_period") },
+      raft: { keys: leaves("election_timeout", "heartbeat_timeout", "leader_lease_timeout") },
+      server: { keys: leaves("health_interval") },
+    },
+  }),
+  license_poll_base_time: ignored(ENTERPRISE),
+  license_poll_max_time: ignored(ENTERPRISE),
+  license_update_base_time: ignored(ENTERPRISE),
+  license_update_max_time: ignored(ENTERPRISE),
+  revision: ignored(INTERNAL),
+  segment_limit: ignored(ENTERPRISE),
+  segment_name_limit: ignored(ENTERPRISE),
+  sync_coordinate_interval_min: ignored(INTERNAL),
+  sync_coordinate_rate_target: ignored(INTERNAL),
+  version: ignored(INTERNAL),
+  version_metadata: ignored(INTERNAL),
+  version_prerelease: ignored(INTERNAL),
+};
+
+// ---- the table as rows (help, docs) ----
+
+export interface KeyRow {
+  /** Dotted path: `dns_config.soa.min_ttl`. */
+  path: string;
+  status: KeyStatus;
+  /** Why it has no effect, or a remark; "" for most implemented keys. */
+  note: string;
+  replacedBy?: string;
+  aliases?: readonly string[];
+}
+
+function rowsOf(table: KeyTable, prefix: string, parent: { status: KeyStatus; note: string }, out: KeyRow[]): void {
+  for (const [name, spec] of Object.entries(table)) {
+    const path = prefix ? `${prefix}.${name}` : name;
+    const status = spec.status ?? parent.status;
+    const note = spec.note ?? (spec.status ? "" : parent.note);
+    const isDefinition = spec.keys === SERVICE_KEYS || spec.keys === CHECK_KEYS;
+    if (spec.keys && !isDefinition) {
+      rowsOf(spec.keys, path, { status, note }, out);
+      continue;
+    }
+    out.push({ path, status, note, ...(spec.replacedBy ? { replacedBy: spec.replacedBy } : {}), ...(spec.aliases ? { aliases: spec.aliases } : {}) });
+  }
+}
+
+/**
+ * Every key as a row, leaves only (a block is listed through its keys).
+ * Service and check definitions are listed once each, under `service` and
+ * `check` (`services`, `checks` and the checks of a service take the same keys).
+ */
+export function keyRows(): { agent: KeyRow[]; service: KeyRow[]; check: KeyRow[] } {
+  const agent: KeyRow[] = [];
+  rowsOf(AGENT_KEYS, "", { status: "implemented", note: "" }, agent);
+  const service: KeyRow[] = [];
+  rowsOf(SERVICE_KEYS, "service", { status: "implemented", note: "" }, service);
+  const check: KeyRow[] = [];
+  rowsOf(CHECK_KEYS, "check", { status: "implemented", note: "" }, check);
+  return { agent, service, check };
+}
