@@ -1,7 +1,7 @@
 // Service definitions from files for `services register|deregister`
 // (consul command/services ServicesFromFiles): each file is a config file
 // (JSON or YAML) whose `service`/`services` entries are taken as written.
-import { decodeServiceDefinition } from "../core/agent/local/definition.ts";
+import { decodeServiceDefinition } from "../core/service_defs/definition.ts";
 import { formatForFile, parseConfigText } from "../core/config/mod.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { CliIo } from "./_io.ts";

@@ -4,8 +4,8 @@
 // lib.TranslateKeys make them; map keys (Meta, Header) are kept as written.
 // Durations are Go strings ("10s") or numbers of nanoseconds. Errors carry
 // Consul's wording and become 400s.
-import { parseDuration } from "../../config/duration.ts";
-import { BadRequestError } from "../../errors.ts";
+import { parseDuration } from "../config/duration.ts";
+import { BadRequestError } from "../errors.ts";
 import {
   isHealthStatus,
   type CheckDefinition,

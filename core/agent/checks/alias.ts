@@ -7,7 +7,7 @@ import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../../log/mod.ts";
 import type { QueryOptions, Rpc } from "../../rpc/mod.ts";
 import type { LocalState } from "../local/state.ts";
-import type { HealthStatus } from "../local/types.ts";
+import type { HealthStatus } from "../../service_defs/types.ts";
 import type { CheckNotify, CheckRunner, ProbeResult } from "./runner.ts";
 
 interface AliasedCheck {

@@ -9,7 +9,7 @@ import { Rng, seeds } from "../../sim/rng.ts";
 import { SimClock } from "../../sim/sim_clock.ts";
 import { FakeCatalogRpc } from "../local/_fake_catalog_rpc.ts";
 import { LocalState } from "../local/state.ts";
-import type { HealthStatus } from "../local/types.ts";
+import type { HealthStatus } from "../../service_defs/types.ts";
 import { AliasCheck, aliasResult } from "./alias.ts";
 import { httpProbe } from "./http.ts";
 import { capOutput, IntervalRunner, StatusHandler, type CheckNotify } from "./runner.ts";

@@ -4,7 +4,7 @@
 // client) unless disable_redirects. node:http/https rather than fetch, so
 // tls_skip_verify and tls_server_name can be honoured.
 import { request as httpRequest, STATUS_CODES, type IncomingMessage } from "node:http";
-import type { CheckType } from "../local/types.ts";
+import type { CheckType } from "../../service_defs/types.ts";
 import { capOutput, defaultOutputMaxSize, type ProbeResult } from "./runner.ts";
 
 export const httpCheckUserAgent = "Consul Health Check";

@@ -6,7 +6,7 @@ import type { Logger } from "../../log/mod.ts";
 import type { Rpc } from "../../rpc/mod.ts";
 import type { Rng } from "../../sim/rng.ts";
 import type { LocalState } from "../local/state.ts";
-import type { CheckKind, LocalCheck } from "../local/types.ts";
+import type { CheckKind, LocalCheck } from "../../service_defs/types.ts";
 import { AliasCheck } from "./alias.ts";
 import { httpProbe } from "./http.ts";
 import { IntervalRunner, StatusHandler, type CheckNotify, type CheckRunner, type Probe } from "./runner.ts";

@@ -5,7 +5,7 @@ import type { Clock, Timer } from "../../clock/mod.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger } from "../../log/mod.ts";
 import type { Rng } from "../../sim/rng.ts";
-import type { HealthStatus } from "../local/types.ts";
+import type { HealthStatus } from "../../service_defs/types.ts";
 
 /** Default cap on a check's output (consul check_output_max_size, 4 KiB). */
 export const defaultOutputMaxSize = 4096;

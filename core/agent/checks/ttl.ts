@@ -3,7 +3,7 @@
 // the TTL the check turns critical with "TTL expired".
 import type { Clock, Timer } from "../../clock/mod.ts";
 import type { Logger } from "../../log/mod.ts";
-import type { HealthStatus } from "../local/types.ts";
+import type { HealthStatus } from "../../service_defs/types.ts";
 import { capOutput, defaultOutputMaxSize, type CheckNotify, type CheckRunner } from "./runner.ts";
 
 export class TtlCheck implements CheckRunner {

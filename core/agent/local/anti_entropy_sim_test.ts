@@ -7,9 +7,9 @@ import { nullLogger } from "../../log/mod.ts";
 import { Rng, seeds } from "../../sim/rng.ts";
 import { SimClock } from "../../sim/sim_clock.ts";
 import { FakeCatalogRpc } from "./_fake_catalog_rpc.ts";
-import { decodeCheckDefinition, decodeServiceDefinition } from "./definition.ts";
+import { decodeCheckDefinition, decodeServiceDefinition } from "../../service_defs/definition.ts";
 import { LocalAgent } from "./local_agent.ts";
-import type { HealthStatus } from "./types.ts";
+import type { HealthStatus } from "../../service_defs/types.ts";
 
 const node = { node: "n1", id: "", address: "10.0.0.1", taggedAddresses: {}, meta: {} };
 

@@ -5,7 +5,7 @@ import { Rng, seeds } from "../../sim/rng.ts";
 import { SimClock } from "../../sim/sim_clock.ts";
 import { FakeCatalogRpc } from "./_fake_catalog_rpc.ts";
 import { scaleFactor } from "./anti_entropy.ts";
-import { decodeServiceDefinition } from "./definition.ts";
+import { decodeServiceDefinition } from "../../service_defs/definition.ts";
 import { LocalAgent } from "./local_agent.ts";
 
 const node = { node: "n1", id: "11111111-2222-3333-4444-555555555555", address: "10.0.0.1", taggedAddresses: { lan: "10.0.0.1" }, meta: { rack: "a" } };

@@ -4,7 +4,7 @@
 // leader's view is the one to repair.
 import { formatDuration } from "../../config/duration.ts";
 import type { CatalogRegisterArgs, HealthCheck, HealthCheckInput, NodeService, QueryOptions, Rpc } from "../../rpc/mod.ts";
-import type { HealthStatus, LocalCheck, LocalService } from "./types.ts";
+import type { HealthStatus, LocalCheck, LocalService } from "../../service_defs/types.ts";
 
 /** This node as the catalog stores it. */
 export interface NodeInfo {

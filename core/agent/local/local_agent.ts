@@ -12,7 +12,7 @@ import type { Rng } from "../../sim/rng.ts";
 import { CheckManager, type CheckManagerOptions } from "../checks/manager.ts";
 import { AntiEntropy } from "./anti_entropy.ts";
 import { catalogClientFromRpc, type CatalogClient, type NodeInfo } from "./catalog_client.ts";
-import { decodeCheckDefinition, decodeServiceDefinition, serviceCheckDefinitions } from "./definition.ts";
+import { decodeCheckDefinition, decodeServiceDefinition, serviceCheckDefinitions } from "../../service_defs/definition.ts";
 import { MemoryDefinitionStore, type DefinitionStore } from "./persist.ts";
 import { LocalState } from "./state.ts";
 import {
@@ -23,7 +23,7 @@ import {
   type HealthStatus,
   type LocalCheck,
   type ServiceDefinition,
-} from "./types.ts";
+} from "../../service_defs/types.ts";
 
 export const defaultNodeMaintReason = "Maintenance mode is enabled for this node, but no reason was provided. This is a default message.";
 export const defaultServiceMaintReason = "Maintenance mode is enabled for this service, but no reason was provided. This is a default message.";

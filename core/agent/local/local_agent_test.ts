@@ -7,7 +7,7 @@ import { ConfigError } from "../../errors.ts";
 import { CaptureSink, createLogger } from "../../log/mod.ts";
 import { Rng } from "../../sim/rng.ts";
 import { SimClock } from "../../sim/sim_clock.ts";
-import { decodeCheckDefinition, decodeServiceDefinition } from "./definition.ts";
+import { decodeCheckDefinition, decodeServiceDefinition } from "../../service_defs/definition.ts";
 import { LocalAgent, type LocalAgentOptions } from "./local_agent.ts";
 import { FileDefinitionStore } from "./persist.ts";
 

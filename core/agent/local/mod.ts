@@ -2,7 +2,7 @@ export { AntiEntropy, scaleFactor, scaleThreshold } from "./anti_entropy.ts";
 export type { AntiEntropyOptions } from "./anti_entropy.ts";
 export { catalogClientFromRpc, localCheckToInput, nodeServiceToLocal } from "./catalog_client.ts";
 export type { CatalogClient, CatalogRegistration, NodeInfo, RemoteCheck } from "./catalog_client.ts";
-export { decodeCheckDefinition, decodeServiceDefinition, serviceCheckDefinitions } from "./definition.ts";
+export { decodeCheckDefinition, decodeServiceDefinition, serviceCheckDefinitions } from "../../service_defs/definition.ts";
 export {
   decodeConfigDefinitions,
   defaultNodeMaintReason,
@@ -23,7 +23,7 @@ export {
   nodeMaintCheckId,
   serfCheckId,
   serviceMaintPrefix,
-} from "./types.ts";
+} from "../../service_defs/types.ts";
 export type {
   AggregatedStatus,
   CheckDefinition,
@@ -34,4 +34,4 @@ export type {
   LocalCheck,
   LocalService,
   ServiceDefinition,
-} from "./types.ts";
+} from "../../service_defs/types.ts";

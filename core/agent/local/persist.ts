@@ -7,8 +7,8 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { errorMessage } from "../../errors.ts";
-import { normalizeCheckType } from "./definition.ts";
-import { isHealthStatus, type HealthStatus, type LocalCheck, type LocalService } from "./types.ts";
+import { normalizeCheckType } from "../../service_defs/definition.ts";
+import { isHealthStatus, type HealthStatus, type LocalCheck, type LocalService } from "../../service_defs/types.ts";
 
 /** The last result of a TTL check, kept so a restart within the TTL does not flap it (consul checks/state). */
 export interface CheckStateRecord {

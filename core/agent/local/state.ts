@@ -14,7 +14,7 @@ import {
   type HealthStatus,
   type LocalCheck,
   type LocalService,
-} from "./types.ts";
+} from "../../service_defs/types.ts";
 
 interface ServiceState {
   service: LocalService;
