@@ -18,7 +18,7 @@ import { FileLogStore } from "../raft/log_store_file_node.ts";
 import { FileSnapshotStore } from "../raft/snapshot_store_file_node.ts";
 import { FileStableStore } from "../raft/stable_store_file_node.ts";
 import type { Configuration } from "../raft/types.ts";
-import { operatorRaftMethods, type OperatorRaftBackend } from "../http/operator_raft.ts";
+import { operatorRaftMethods, type OperatorRaftRpc as OperatorRaftBackend } from "../rpc/methods.ts";
 import { TcpRaftTransport } from "../rpc/raft_transport_node.ts";
 import { createRpcServer, RpcClientPool, type RpcServer } from "../rpc/transport_node.ts";
 import type { Consensus } from "../server/consensus.ts";

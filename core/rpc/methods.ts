@@ -431,6 +431,22 @@ export interface Rpc {
 }
 
 /**
+ * Operator methods outside the typed contract (consul Operator.Raft*): a
+ * server serves them by name (core/agent/server_node.ts) and callers send
+ * them with `callRaw`, untyped; the HTTP layer shapes args and replies.
+ */
+export const operatorRaftMethods = {
+  getConfiguration: "Operator.RaftGetConfiguration",
+  removePeer: "Operator.RaftRemovePeer",
+  transferLeader: "Operator.RaftTransferLeader",
+} as const;
+
+/** Calls a method by name with untyped args: how operator methods travel (core/rpc/forward.ts `RpcRouter` fits). */
+export interface OperatorRaftRpc {
+  callRaw(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown>;
+}
+
+/**
  * What a handler gets beside its args: the caller's abort signal, and for a
  * write the request id it rides with (args.requestId, checked by the server).
  */

@@ -10,6 +10,7 @@ export type {
   Node,
   NodeService,
   NodeServiceInput,
+  OperatorRaftRpc,
   ServiceAddress,
   ServiceCheckRef,
   ServiceNode,
@@ -43,6 +44,7 @@ export type {
   TxnReply,
   TxnResult,
 } from "./methods.ts";
+export { operatorRaftMethods } from "./methods.ts";
 export { defaultMaxFrameBytes, encodeFrame, FrameDecoder, FrameError, FrameKind, rpcProtocolV1 } from "./frame.ts";
 export type { Frame, FrameErrorReason, OneWayFrame, RequestFrame, ResponseFrame, WireError } from "./frame.ts";
 export { fromWireError, toWireError } from "./wire_error.ts";
