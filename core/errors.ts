@@ -23,6 +23,13 @@ export class NotFoundError extends CairnError {
   }
 }
 
+/** The caller's token does not allow the operation (consul acl.ErrPermissionDenied; HTTP 403). */
+export class PermissionDeniedError extends CairnError {
+  constructor(reason?: string) {
+    super("permission_denied", reason ? `Permission denied: ${reason}` : "Permission denied");
+  }
+}
+
 /** A request body or value was over a size limit. */
 export class TooLargeError extends CairnError {
   readonly limitBytes: number;

@@ -11,7 +11,7 @@ import { networkInterfaces } from "node:os";
 import { join as joinPath } from "node:path";
 import type { Clock } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { errorMessage } from "../errors.ts";
+import { BadRequestError, errorMessage } from "../errors.ts";
 import type { Logger, LogFields, LogLevel } from "../log/mod.ts";
 import { GossipDriver } from "../gossip/driver.ts";
 import type { Unstamped } from "../gossip/driver.ts";
@@ -777,7 +777,8 @@ export async function keyringPoolOperation(pool: SerfPool, op: KeyOp, key?: stri
   return { ...base, keys, primaryKeys, numNodes, messages, ...(error ? { error } : {}) };
 }
 
-export class KeyringInputError extends Error {}
+/** A bad key given to a keyring operation: the HTTP API answers 400 with its text. */
+export class KeyringInputError extends BadRequestError {}
 
 function agentKeyring(pools: () => SerfPool[]): AgentKeyring {
   const run = async (op: KeyOp, key?: string, localOnly = false): Promise<KeyringPoolResponse[]> => {

@@ -14,7 +14,7 @@ import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
 import { consulTags, resolveJoinAddr, startGossip, type AgentGossip, type GossipPool } from "./gossip.ts";
 import { loadKeyring } from "./keyring_node.ts";
 import { formatSerfSnapshot, parseSerfSnapshot } from "./serf_snapshot_node.ts";
-import { UserEventStore, uuidToIndex } from "./user_events.ts";
+import { UserEventStore } from "./user_events.ts";
 
 const dirs: string[] = [];
 after(() => {
@@ -95,13 +95,6 @@ test("serf snapshot: round trip, not-alive, leave, bad lines skipped", () => {
   assert.equal(s.queryClock, 7);
   assert.equal(s.left, true);
   assert.equal(s.skipped, 2);
-});
-
-test("event index: Consul's uuidToUint64", () => {
-  assert.equal(uuidToIndex("00000000-0000-0000-0000-000000000001"), "1");
-  assert.equal(uuidToIndex("00000000-0000-0001-0000-000000000000"), "1");
-  assert.equal(uuidToIndex("00000000-0000-0002-0000-000000000001"), "3");
-  assert.equal(uuidToIndex("bad"), "1");
 });
 
 test("two client pools: join, tags, events, keyring rotation, force-leave, leave", async () => {

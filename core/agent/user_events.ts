@@ -7,6 +7,7 @@
 import { randomUUID } from "./random_node.ts";
 import { decode, encode } from "@msgpack/msgpack";
 import type { Clock } from "../clock/clock.ts";
+import { BadRequestError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import type { GossipPool, PoolUserEvent } from "./gossip.ts";
 
@@ -34,7 +35,8 @@ export interface FireParams {
   tagFilter?: string;
 }
 
-export class UserEventError extends Error {}
+/** A bad fire request (name, filters): the HTTP API answers 400 with its text. */
+export class UserEventError extends BadRequestError {}
 
 function compile(what: string, expr: string): RegExp | undefined {
   if (expr === "") return undefined;
@@ -91,16 +93,6 @@ export function decodeUserEvent(bytes: Uint8Array): UserEvent | undefined {
     version: num(o.Version),
     lTime: num(o.LTime),
   };
-}
-
-/** Consul's uuidToUint64: the X-Consul-Index of an event list, as a decimal string. */
-export function uuidToIndex(uuid: string): string {
-  const hex = uuid.replaceAll("-", "");
-  if (!/^[0-9a-fA-F]{32}$/.test(hex)) return "1";
-  const lower = BigInt(`0x${hex.slice(0, 16)}`);
-  const upper = BigInt(`0x${hex.slice(16)}`);
-  const v = lower ^ upper;
-  return v === 0n ? "1" : v.toString();
 }
 
 /** A stable UUID-shaped ID for a plain Serf event (FNV-1a over lTime/name/payload). */
