@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { testAgent } from "../core/http/_test_env.ts";
+import { testBackends } from "../core/http/_test_env.ts";
 import { createRoutes } from "../core/http/routes.ts";
 import { makeRequest } from "../core/http/types.ts";
 import { createLocalRpc } from "../core/rpc/local.ts";
@@ -16,7 +16,7 @@ import { catalogServices } from "./catalog_services.ts";
 /** A CLI io whose HTTP goes to an in-process dev server with two nodes registered. */
 async function world(): Promise<() => TestIo> {
   const dev = await createDevServer({ clock: new SimClock(), rng: new Rng(9) });
-  const router = createRoutes({ rpc: createLocalRpc(dev.server), agent: testAgent });
+  const router = createRoutes(testBackends({ rpc: createLocalRpc(dev.server) }));
   const fetchFn = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
     const body = init?.body === undefined || init.body === null ? undefined : String(init.body);

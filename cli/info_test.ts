@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { agentSelfHandler } from "../core/http/agent.ts";
-import { Router } from "../core/http/routes.ts";
+import { testBackends } from "../core/http/_test_env.ts";
+import { Router } from "../core/http/router.ts";
+import { createRoutes } from "../core/http/routes.ts";
 import { makeRequest } from "../core/http/types.ts";
 import { testIo } from "./_testing.ts";
 import { runCli } from "./run.ts";
@@ -27,7 +28,7 @@ test("info: Stats sections and keys sorted, tab-indented key = value lines", asy
     agent: { services: "2", checks: "1" },
     consul: { server: "true", leader: "true" },
   });
-  const cli = cliAgainst(new Router([{ pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: { ...agent, stats } }) }]));
+  const cli = cliAgainst(createRoutes(testBackends({ agent: { ...agent, stats } })));
   const r = await cli("info");
   assert.equal(r.code, 0, r.err);
   assert.equal(r.out, "agent:\n\tchecks = 1\n\tservices = 2\nconsul:\n\tleader = true\n\tserver = true\nraft:\n\tstate = Leader\n\tterm = 3\n");

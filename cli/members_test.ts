@@ -5,13 +5,9 @@ import { test } from "node:test";
 import { systemClock } from "../core/clock/mod.ts";
 import { nullLogger } from "../core/log/mod.ts";
 import { UserEventStore } from "../core/agent/user_events.ts";
-import { agentSelfHandler } from "../core/http/agent.ts";
-import { coordinateRoutes } from "../core/http/coordinate.ts";
-import { eventRoutes } from "../core/http/event.ts";
 import { fakeGossip, fakeMember } from "../core/http/_fake_gossip.ts";
-import { keyringRoutes } from "../core/http/keyring.ts";
-import { memberRoutes } from "../core/http/members.ts";
-import { Router } from "../core/http/routes.ts";
+import { testBackends } from "../core/http/_test_env.ts";
+import { createRoutes } from "../core/http/routes.ts";
 import { makeRequest } from "../core/http/types.ts";
 import { testIo } from "./_testing.ts";
 import { runCli } from "./run.ts";
@@ -21,13 +17,8 @@ function setup() {
   gossip.lan.list.push(fakeMember("s1", { tags: { role: "consul", dc: "dc1", vsn: "2", build: "0.1.0:abc" }, port: 8303 }));
   gossip.lan.list.push(fakeMember("web", { tags: { role: "web" }, port: 7946 }));
   const events = new UserEventStore({ pool: gossip.lan, nodeName: "n1", localServices: () => [], clock: systemClock, logger: nullLogger() });
-  const router = new Router([
-    ...memberRoutes({ gossip }),
-    ...keyringRoutes({ keyring: gossip.keyring }),
-    ...eventRoutes({ events }),
-    ...coordinateRoutes({ gossip }),
-    { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: { datacenter: "dc1", nodeName: "n1", nodeId: "x", server: false, version: "0.1.0", revision: "", advertiseAddr: "127.0.0.1", serfLanPort: 8301 } }) },
-  ]);
+  const agent = { datacenter: "dc1", nodeName: "n1", nodeId: "x", server: false, version: "0.1.0", revision: "", advertiseAddr: "127.0.0.1", serfLanPort: 8301 };
+  const router = createRoutes(testBackends({ gossip, events, agent }));
   const fetchFn = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const req = new Request(input, init);
     const url = new URL(req.url);

@@ -1,8 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { makeRequest } from "../core/http/types.ts";
-import { Router } from "../core/http/routes.ts";
-import { operatorRaftMethods, operatorRaftRoutes } from "../core/http/operator_raft.ts";
+import { fakeOperator } from "../core/http/_fake_backends.ts";
+import { testBackends } from "../core/http/_test_env.ts";
+import { createRoutes } from "../core/http/routes.ts";
+import { operatorRaftMethods } from "../core/rpc/methods.ts";
 import { runCli } from "./run.ts";
 import { testIo } from "./_testing.ts";
 import { formatPeers } from "./operator_raft_list_peers.ts";
@@ -14,22 +16,19 @@ const servers = [
 
 /** A CliIo whose fetch goes to the operator routes over a fake backend. */
 function ioWithOperator() {
-  const calls: Array<{ method: string; args: unknown }> = [];
-  const router = new Router(operatorRaftRoutes({
-    callRaw(method, args) {
-      calls.push({ method, args });
-      if (method === operatorRaftMethods.getConfiguration) return Promise.resolve({ servers, index: 42 });
-      if (method === operatorRaftMethods.transferLeader) return Promise.resolve({ success: true });
-      return Promise.resolve({});
-    },
-  }));
+  const operator = fakeOperator((method) => {
+    if (method === operatorRaftMethods.getConfiguration) return Promise.resolve({ servers, index: 42 });
+    if (method === operatorRaftMethods.transferLeader) return Promise.resolve({ success: true });
+    return Promise.resolve({});
+  });
+  const router = createRoutes(testBackends({ operator }));
   const io = testIo();
   io.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
     const res = await router.handle(makeRequest(init?.method ?? "GET", url.pathname + url.search));
     return new Response(typeof res.body === "string" ? res.body : new TextDecoder().decode(res.body), { status: res.status, headers: res.headers });
   }) as typeof fetch;
-  return { io, calls };
+  return { io, calls: operator.calls };
 }
 
 test("formatPeers: Consul's columns, followers trail the leader by commits", () => {

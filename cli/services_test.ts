@@ -6,9 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { LocalAgent } from "../core/agent/local/local_agent.ts";
-import { agentServicesRoutes } from "../core/http/agent_services.ts";
-import { agentSelfHandler } from "../core/http/agent.ts";
-import { Router } from "../core/http/routes.ts";
+import { testBackends } from "../core/http/_test_env.ts";
+import { createRoutes } from "../core/http/routes.ts";
 import { makeRequest } from "../core/http/types.ts";
 import { Rng } from "../core/sim/rng.ts";
 import { SimClock } from "../core/sim/sim_clock.ts";
@@ -18,8 +17,11 @@ import { testIo } from "./_testing.ts";
 function agentFetch(options: { reloads?: string[] } = {}) {
   const local = new LocalAgent({ node: { node: "node-a", id: "", address: "127.0.0.1", taggedAddresses: {}, meta: {} }, clock: new SimClock(), rng: new Rng(1) });
   local.start();
-  const router = new Router(agentServicesRoutes({ local, datacenter: "dc1", reload: async () => void options.reloads?.push("reload") }));
-  router.add({ pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: { datacenter: "dc1", nodeName: "node-a", nodeId: "", server: true, version: "0", revision: "", advertiseAddr: "", serfLanPort: 0 } }) });
+  const router = createRoutes(testBackends({
+    local,
+    reload: async () => void options.reloads?.push("reload"),
+    agent: { datacenter: "dc1", nodeName: "node-a", nodeId: "", server: true, version: "0", revision: "", advertiseAddr: "", serfLanPort: 0 },
+  }));
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const req = new Request(input, init);
     const url = new URL(req.url);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { testAgent } from "../http/_test_env.ts";
+import { testBackends } from "../http/_test_env.ts";
 import { createRoutes } from "../http/routes.ts";
 import { makeRequest } from "../http/types.ts";
 import { createLocalRpc } from "../rpc/local.ts";
@@ -12,7 +12,7 @@ import { ApiClient } from "./client.ts";
 /** An ApiClient whose fetch goes straight to the route table of an in-process dev server. */
 export async function inProcessClient(): Promise<ApiClient> {
   const dev = await createDevServer({ clock: new SimClock(), rng: new Rng(5) });
-  const router = createRoutes({ rpc: createLocalRpc(dev.server), agent: testAgent });
+  const router = createRoutes(testBackends({ rpc: createLocalRpc(dev.server) }));
   const fakeFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(String(input));
     const body = init?.body === undefined || init.body === null ? undefined : String(init.body);

@@ -1,15 +1,11 @@
-// Test support: in-memory GossipPool / AgentGossip with scripted answers.
-import type {
-  AgentGossip,
-  AgentKeyring,
-  GossipPool,
-  KeyringPoolResponse,
-  PoolCoordinate,
-  PoolMember,
-  PoolMemberEvent,
-  PoolName,
-  PoolUserEvent,
-} from "../agent/gossip.ts";
+// Test support: in-memory gossip pools and keyring with scripted answers.
+// They fit the HTTP backends, and the agent's own pool interface too (user
+// events subscribe and fire through them).
+import type { Coordinate } from "../gossip/coordinate.ts";
+import type { GossipBackend, GossipPoolBackend, KeyringBackend, KeyringPoolResponse, PoolMember } from "./backends.ts";
+
+type PoolName = "lan" | "wan";
+type PoolUserEvent = { lTime: number; name: string; payload: Uint8Array; coalesce: boolean };
 
 export function fakeMember(name: string, options: Partial<PoolMember> = {}): PoolMember {
   return {
@@ -28,7 +24,7 @@ export function fakeMember(name: string, options: Partial<PoolMember> = {}): Poo
   };
 }
 
-export class FakePool implements GossipPool {
+export class FakePool implements GossipPoolBackend {
   readonly name: PoolName;
   list: PoolMember[];
   joins: string[][] = [];
@@ -36,7 +32,7 @@ export class FakePool implements GossipPool {
   forceLeaves: Array<{ node: string; prune: boolean }> = [];
   left = false;
   fired: Array<{ name: string; payload: Uint8Array }> = [];
-  coords = new Map<string, PoolCoordinate>();
+  coords = new Map<string, Coordinate>();
   #userSubs = new Set<(e: PoolUserEvent) => void>();
   #lTime = 0;
 
@@ -50,7 +46,7 @@ export class FakePool implements GossipPool {
   localMember(): PoolMember {
     return this.list[0]!;
   }
-  onMemberEvent(_fn: (e: PoolMemberEvent) => void): () => void {
+  onMemberEvent(_fn: (e: { type: "join" | "leave" | "failed" | "update" | "reap"; members: PoolMember[] }) => void): () => void {
     return () => {};
   }
   onUserEvent(fn: (e: PoolUserEvent) => void): () => void {
@@ -78,10 +74,10 @@ export class FakePool implements GossipPool {
     this.fired.push({ name, payload });
     this.deliver(name, payload);
   }
-  coordinate(): PoolCoordinate | undefined {
+  coordinate(): Coordinate | undefined {
     return this.coords.get(this.list[0]!.name);
   }
-  coordinates(): Array<{ node: string; coord: PoolCoordinate }> {
+  coordinates(): Array<{ node: string; coord: Coordinate }> {
     return [...this.coords].map(([node, coord]) => ({ node, coord }));
   }
   stats(): Record<string, number | string> {
@@ -90,7 +86,7 @@ export class FakePool implements GossipPool {
   async stop(): Promise<void> {}
 }
 
-export class FakeKeyring implements AgentKeyring {
+export class FakeKeyring implements KeyringBackend {
   enabled = true;
   calls: string[] = [];
   answer: KeyringPoolResponse[] = [
@@ -114,7 +110,7 @@ export class FakeKeyring implements AgentKeyring {
   }
 }
 
-export function fakeGossip(options: { wan?: boolean } = {}): AgentGossip & { lan: FakePool; wan?: FakePool; keyring: FakeKeyring } {
+export function fakeGossip(options: { wan?: boolean } = {}): GossipBackend & { lan: FakePool; wan?: FakePool; keyring: FakeKeyring; stop(): Promise<void> } {
   const lan = new FakePool("lan", [fakeMember("n1"), fakeMember("n2", { status: "failed", port: 8311 })]);
   const wan = options.wan ? new FakePool("wan", [fakeMember("n1.dc1", { tags: { role: "consul", dc: "dc1" }, port: 8302 })]) : undefined;
   return {

@@ -1,8 +1,15 @@
-// Shared set-up for core/http tests: routes over a FakeRpc on a SimClock.
+// Shared set-up for core/http tests: the whole route table over fakes (a
+// FakeRpc on a SimClock, fake gossip, local agent, events and operator RPC).
+import { FanoutSink, RecentSink } from "../log/mod.ts";
+import { Metrics } from "../metrics/metrics.ts";
 import { SimClock } from "../sim/sim_clock.ts";
+import { FakeLocalAgent, FakeUserEvents, fakeOperator } from "./_fake_backends.ts";
+import { fakeGossip } from "./_fake_gossip.ts";
 import { FakeRpc } from "./_fake_rpc.ts";
 import type { AgentInfo } from "./agent.ts";
-import { createRoutes, type Router } from "./routes.ts";
+import type { HttpBackends } from "./backends.ts";
+import type { Router } from "./router.ts";
+import { createRoutes } from "./routes.ts";
 import { makeRequest, type HttpResponse } from "./types.ts";
 
 export const testAgent: AgentInfo = {
@@ -23,10 +30,28 @@ export interface TestEnv {
   req(method: string, target: string, options?: { body?: Uint8Array | string; headers?: Record<string, string>; signal?: AbortSignal }): Promise<HttpResponse>;
 }
 
+/** Every backend createRoutes needs, faked; `overrides` replaces any of them. */
+export function testBackends(overrides: Partial<HttpBackends> = {}): HttpBackends {
+  const clock = overrides.clock ?? new SimClock();
+  return {
+    rpc: new FakeRpc(clock),
+    agent: testAgent,
+    local: new FakeLocalAgent(),
+    gossip: fakeGossip(),
+    events: new FakeUserEvents(clock),
+    operator: fakeOperator(),
+    monitor: { sink: new FanoutSink(), recent: new RecentSink() },
+    metrics: new Metrics({ now: () => clock.now(), wallNow: () => clock.wallNow() }),
+    prometheus: false,
+    ...overrides,
+    clock,
+  };
+}
+
 export function testEnv(): TestEnv {
   const clock = new SimClock();
   const rpc = new FakeRpc(clock);
-  const router = createRoutes({ rpc, agent: testAgent });
+  const router = createRoutes(testBackends({ rpc, clock }));
   return { clock, rpc, router, req: (method, target, options) => router.handle(makeRequest(method, target, options)) };
 }
 

@@ -4,20 +4,26 @@
 // /v1/agent/reload. They read and change the agent's local state, not the
 // catalog; each write waits for the anti-entropy push (failures there are
 // logged and retried, the write itself succeeded), as Consul's syncChanges.
-import { decodeCheckDefinition, decodeServiceDefinition } from "../agent/local/definition.ts";
-import type { LocalAgent } from "../agent/local/local_agent.ts";
 import type { Clock } from "../clock/mod.ts";
-import { aggregateStatus, isHealthStatus } from "../agent/local/types.ts";
-import type { CheckType, HealthStatus, LocalCheck, LocalService } from "../agent/local/types.ts";
 import { formatDuration } from "../config/duration.ts";
 import { BadRequestError, NotFoundError } from "../errors.ts";
 import { compileFilter, type Filter } from "../filter/mod.ts";
+import {
+  aggregateStatus,
+  decodeCheckDefinition,
+  decodeServiceDefinition,
+  isHealthStatus,
+  type CheckType,
+  type HealthStatus,
+  type LocalCheck,
+  type LocalService,
+} from "../service_defs/mod.ts";
+import type { LocalAgentBackend } from "./backends.ts";
 import { parseQueryOptions } from "./blocking.ts";
-import type { Route } from "./routes.ts";
-import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
+import { jsonResponse, textResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
 export interface AgentServicesDeps {
-  local: LocalAgent;
+  local: LocalAgentBackend;
   datacenter: string;
   /** Re-read the config files and apply them (`cairn reload`); absent: 500. */
   reload?: () => Promise<void>;
@@ -142,7 +148,7 @@ function wantsText(req: HttpRequest): boolean {
 const statusCode: Record<string, number> = { passing: 200, warning: 429 };
 
 /** Resolve when `changed()` holds (checked on every local state change), on timeout, or on abort. */
-function waitForChange(local: LocalAgent, clock: Clock, changed: () => boolean, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+function waitForChange(local: LocalAgentBackend, clock: Clock, changed: () => boolean, timeoutMs: number, signal?: AbortSignal): Promise<void> {
   if (changed() || signal?.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
@@ -165,201 +171,228 @@ function filterOf(req: HttpRequest): Filter | undefined {
   return expression !== null && expression.trim() !== "" ? compileFilter(expression) : undefined;
 }
 
-/** The routes, for Router.add / createRoutes. */
-export function agentServicesRoutes(deps: AgentServicesDeps): Route[] {
+const after = (prefix: string, req: HttpRequest): string => req.path.slice(prefix.length);
+
+/** GET /v1/agent/services */
+export function agentServicesHandler(deps: AgentServicesDeps): Handler {
   const { local, datacenter } = deps;
-  const after = (prefix: string, req: HttpRequest) => req.path.slice(prefix.length);
-
-  const serviceHealth = (s: LocalService) => {
-    const checks = local.state.checksForService(s.id, true);
-    const status = aggregateStatus(checks);
-    return { code: statusCode[status] ?? 503, status, json: { AggregatedStatus: status, Service: agentServiceJson(s, datacenter), Checks: checks.map(agentCheckJson) } };
+  return async (req) => {
+    const filter = filterOf(req);
+    const out: Record<string, unknown> = {};
+    for (const s of local.state.services()) {
+      const json = agentServiceJson(s, datacenter);
+      if (!filter || filter.match(json)) out[s.id] = json;
+    }
+    return jsonResponse(out, { pretty: wantsPretty(req) });
   };
+}
 
-  const update = async (req: HttpRequest, prefix: string, status: HealthStatus, output: string) => {
-    const id = after(prefix, req);
-    local.updateTtlCheck(id, status, output);
+export const agentServicePrefix = "/v1/agent/service/";
+
+/** GET /v1/agent/service/<id>, blocking on `?hash=` while the content is unchanged. */
+export function agentServiceHandler(deps: AgentServicesDeps): Handler {
+  const { local, datacenter } = deps;
+  return async (req) => {
+    const id = after(agentServicePrefix, req);
+    const hash = req.query.get("hash");
+    // Hash-based blocking (consul agent/service/<id>?hash=): wait while the content is unchanged.
+    if (hash && deps.clock) {
+      const { maxQueryTimeMs } = parseQueryOptions(req);
+      await waitForChange(local, deps.clock, () => {
+        const cur = local.state.service(id);
+        return cur === undefined || contentHash(cur) !== hash;
+      }, maxQueryTimeMs, req.signal);
+    }
+    const s = local.state.service(id);
+    if (!s) throw new NotFoundError(`unknown service ID: ${id}`);
+    const json = agentServiceJson(s, datacenter, { contentHash: true });
+    return jsonResponse(json, { pretty: wantsPretty(req), headers: { "X-Consul-ContentHash": String(json.ContentHash) } });
+  };
+}
+
+/** PUT /v1/agent/service/register[?replace-existing-checks] */
+export function agentServiceRegisterHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    const def = decodeServiceDefinition(decodeJsonBody(req));
+    const flag = req.query.get("replace-existing-checks");
+    const replace = req.query.has("replace-existing-checks") && (flag === "" || flag === "true");
+    local.addService(def, { source: "remote", replaceExistingChecks: replace });
     await local.syncChanges();
     return ok();
   };
+}
 
-  return [
-    {
-      pattern: "/v1/agent/services",
-      methods: ["GET"],
-      handler: async (req) => {
-        const filter = filterOf(req);
-        const out: Record<string, unknown> = {};
-        for (const s of local.state.services()) {
-          const json = agentServiceJson(s, datacenter);
-          if (!filter || filter.match(json)) out[s.id] = json;
-        }
-        return jsonResponse(out, { pretty: wantsPretty(req) });
-      },
-    },
-    {
-      pattern: "/v1/agent/service/",
-      methods: ["GET"],
-      handler: async (req) => {
-        const id = after("/v1/agent/service/", req);
-        const hash = req.query.get("hash");
-        // Hash-based blocking (consul agent/service/<id>?hash=): wait while the content is unchanged.
-        if (hash && deps.clock) {
-          const { maxQueryTimeMs } = parseQueryOptions(req);
-          await waitForChange(local, deps.clock, () => {
-            const cur = local.state.service(id);
-            return cur === undefined || contentHash(cur) !== hash;
-          }, maxQueryTimeMs, req.signal);
-        }
-        const s = local.state.service(id);
-        if (!s) throw new NotFoundError(`unknown service ID: ${id}`);
-        const json = agentServiceJson(s, datacenter, { contentHash: true });
-        return jsonResponse(json, { pretty: wantsPretty(req), headers: { "X-Consul-ContentHash": String(json.ContentHash) } });
-      },
-    },
-    {
-      pattern: "/v1/agent/service/register",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const def = decodeServiceDefinition(decodeJsonBody(req));
-        const flag = req.query.get("replace-existing-checks");
-        const replace = req.query.has("replace-existing-checks") && (flag === "" || flag === "true");
-        local.addService(def, { source: "remote", replaceExistingChecks: replace });
-        await local.syncChanges();
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/service/deregister/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        local.removeService(after("/v1/agent/service/deregister/", req));
-        await local.syncChanges();
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/service/maintenance/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const id = after("/v1/agent/service/maintenance/", req);
-        if (id === "") throw new BadRequestError("Missing service ID");
-        const enable = parseEnable(req);
-        if (enable) local.enableServiceMaintenance(id, req.query.get("reason") ?? "");
-        else local.disableServiceMaintenance(id);
-        await local.syncChanges();
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/maintenance",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const enable = parseEnable(req);
-        if (enable) local.enableNodeMaintenance(req.query.get("reason") ?? "");
-        else local.disableNodeMaintenance();
-        await local.syncChanges();
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/checks",
-      methods: ["GET"],
-      handler: async (req) => {
-        const filter = filterOf(req);
-        const out: Record<string, unknown> = {};
-        for (const c of local.state.checks()) {
-          const json = agentCheckJson(c);
-          if (!filter || filter.match(json)) out[c.checkId] = json;
-        }
-        return jsonResponse(out, { pretty: wantsPretty(req) });
-      },
-    },
-    {
-      pattern: "/v1/agent/check/register",
-      methods: ["PUT"],
-      handler: async (req) => {
-        local.addCheck(decodeCheckDefinition(decodeJsonBody(req)), { source: "remote" });
-        await local.syncChanges();
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/check/deregister/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        local.removeCheck(after("/v1/agent/check/deregister/", req));
-        await local.syncChanges();
-        return ok();
-      },
-    },
-    { pattern: "/v1/agent/check/pass/", methods: ["PUT"], handler: (req) => update(req, "/v1/agent/check/pass/", "passing", req.query.get("note") ?? "") },
-    { pattern: "/v1/agent/check/warn/", methods: ["PUT"], handler: (req) => update(req, "/v1/agent/check/warn/", "warning", req.query.get("note") ?? "") },
-    { pattern: "/v1/agent/check/fail/", methods: ["PUT"], handler: (req) => update(req, "/v1/agent/check/fail/", "critical", req.query.get("note") ?? "") },
-    {
-      pattern: "/v1/agent/check/update/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const body = decodeJsonBody(req);
-        const obj = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
-        let status: unknown;
-        let output: unknown = "";
-        for (const [k, v] of Object.entries(obj)) {
-          if (k.toLowerCase() === "status") status = v;
-          if (k.toLowerCase() === "output") output = v;
-        }
-        if (!isHealthStatus(status)) throw new BadRequestError(`Invalid check status: '${typeof status === "string" ? status : ""}'`);
-        if (typeof output !== "string") throw new BadRequestError("Request decode failed: Output must be a string");
-        return await update(req, "/v1/agent/check/update/", status, output);
-      },
-    },
-    {
-      pattern: "/v1/agent/health/service/id/",
-      methods: ["GET"],
-      handler: async (req) => {
-        const id = after("/v1/agent/health/service/id/", req);
-        if (id === "") throw new BadRequestError("Missing serviceID");
-        const s = local.state.service(id);
-        if (!s) {
-          const reason = `ServiceId ${id} not found`;
-          if (wantsText(req)) return textResponse(404, reason);
-          return jsonResponse({ AggregatedStatus: "critical", Service: null, Checks: null }, { status: 404, pretty: wantsPretty(req) });
-        }
-        const h = serviceHealth(s);
-        if (wantsText(req)) return textResponse(h.code, h.status);
-        return jsonResponse(h.json, { status: h.code, pretty: wantsPretty(req) });
-      },
-    },
-    {
-      pattern: "/v1/agent/health/service/name/",
-      methods: ["GET"],
-      handler: async (req) => {
-        const name = after("/v1/agent/health/service/name/", req);
-        if (name === "") throw new BadRequestError("Missing service Name");
-        let code = 404;
-        let status = `ServiceName ${name} Not Found`;
-        const result: unknown[] = [];
-        for (const s of local.state.servicesByName(name)) {
-          const h = serviceHealth(s);
-          result.push(h.json);
-          // The worst wins: passing 200 < warning 429 < critical/maintenance 503.
-          if (code === 404 || code < h.code) {
-            code = h.code;
-            status = h.status;
-          }
-        }
-        if (wantsText(req)) return textResponse(code, status);
-        return jsonResponse(result, { status: code, pretty: wantsPretty(req) });
-      },
-    },
-    {
-      pattern: "/v1/agent/reload",
-      methods: ["PUT"],
-      handler: async () => {
-        if (!deps.reload) throw new Error("Reload is not available on this agent");
-        await deps.reload();
-        return ok();
-      },
-    },
-  ];
+export const agentServiceDeregisterPrefix = "/v1/agent/service/deregister/";
+
+/** PUT /v1/agent/service/deregister/<id> */
+export function agentServiceDeregisterHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    local.removeService(after(agentServiceDeregisterPrefix, req));
+    await local.syncChanges();
+    return ok();
+  };
+}
+
+export const agentServiceMaintenancePrefix = "/v1/agent/service/maintenance/";
+
+/** PUT /v1/agent/service/maintenance/<id>?enable=&reason= */
+export function agentServiceMaintenanceHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    const id = after(agentServiceMaintenancePrefix, req);
+    if (id === "") throw new BadRequestError("Missing service ID");
+    const enable = parseEnable(req);
+    if (enable) local.enableServiceMaintenance(id, req.query.get("reason") ?? "");
+    else local.disableServiceMaintenance(id);
+    await local.syncChanges();
+    return ok();
+  };
+}
+
+/** PUT /v1/agent/maintenance?enable=&reason= */
+export function agentNodeMaintenanceHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    const enable = parseEnable(req);
+    if (enable) local.enableNodeMaintenance(req.query.get("reason") ?? "");
+    else local.disableNodeMaintenance();
+    await local.syncChanges();
+    return ok();
+  };
+}
+
+/** GET /v1/agent/checks */
+export function agentChecksHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    const filter = filterOf(req);
+    const out: Record<string, unknown> = {};
+    for (const c of local.state.checks()) {
+      const json = agentCheckJson(c);
+      if (!filter || filter.match(json)) out[c.checkId] = json;
+    }
+    return jsonResponse(out, { pretty: wantsPretty(req) });
+  };
+}
+
+/** PUT /v1/agent/check/register */
+export function agentCheckRegisterHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    local.addCheck(decodeCheckDefinition(decodeJsonBody(req)), { source: "remote" });
+    await local.syncChanges();
+    return ok();
+  };
+}
+
+export const agentCheckDeregisterPrefix = "/v1/agent/check/deregister/";
+
+/** PUT /v1/agent/check/deregister/<id> */
+export function agentCheckDeregisterHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    local.removeCheck(after(agentCheckDeregisterPrefix, req));
+    await local.syncChanges();
+    return ok();
+  };
+}
+
+/** Where each TTL status is set: PUT /v1/agent/check/pass|warn|fail/<id>?note= */
+export const agentCheckStatusPrefixes: Readonly<Record<HealthStatus, string>> = {
+  passing: "/v1/agent/check/pass/",
+  warning: "/v1/agent/check/warn/",
+  critical: "/v1/agent/check/fail/",
+};
+
+async function updateTtl(local: LocalAgentBackend, id: string, status: HealthStatus, output: string): Promise<HttpResponse> {
+  local.updateTtlCheck(id, status, output);
+  await local.syncChanges();
+  return ok();
+}
+
+/** PUT /v1/agent/check/pass/<id>, warn/<id>, fail/<id> */
+export function agentCheckStatusHandler(deps: AgentServicesDeps, status: HealthStatus): Handler {
+  const prefix = agentCheckStatusPrefixes[status];
+  return (req) => updateTtl(deps.local, after(prefix, req), status, req.query.get("note") ?? "");
+}
+
+export const agentCheckUpdatePrefix = "/v1/agent/check/update/";
+
+/** PUT /v1/agent/check/update/<id> with {"Status", "Output"} */
+export function agentCheckUpdateHandler(deps: AgentServicesDeps): Handler {
+  return async (req) => {
+    const body = decodeJsonBody(req);
+    const obj = typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+    let status: unknown;
+    let output: unknown = "";
+    for (const [k, v] of Object.entries(obj)) {
+      if (k.toLowerCase() === "status") status = v;
+      if (k.toLowerCase() === "output") output = v;
+    }
+    if (!isHealthStatus(status)) throw new BadRequestError(`Invalid check status: '${typeof status === "string" ? status : ""}'`);
+    if (typeof output !== "string") throw new BadRequestError("Request decode failed: Output must be a string");
+    return await updateTtl(deps.local, after(agentCheckUpdatePrefix, req), status, output);
+  };
+}
+
+function serviceHealth(deps: AgentServicesDeps, s: LocalService) {
+  const checks = deps.local.state.checksForService(s.id, true);
+  const status = aggregateStatus(checks);
+  return { code: statusCode[status] ?? 503, status, json: { AggregatedStatus: status, Service: agentServiceJson(s, deps.datacenter), Checks: checks.map(agentCheckJson) } };
+}
+
+export const agentHealthServiceIdPrefix = "/v1/agent/health/service/id/";
+
+/** GET /v1/agent/health/service/id/<id>: 200 passing, 429 warning, 503 critical, 404 unknown. */
+export function agentHealthServiceByIdHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    const id = after(agentHealthServiceIdPrefix, req);
+    if (id === "") throw new BadRequestError("Missing serviceID");
+    const s = local.state.service(id);
+    if (!s) {
+      const reason = `ServiceId ${id} not found`;
+      if (wantsText(req)) return textResponse(404, reason);
+      return jsonResponse({ AggregatedStatus: "critical", Service: null, Checks: null }, { status: 404, pretty: wantsPretty(req) });
+    }
+    const h = serviceHealth(deps, s);
+    if (wantsText(req)) return textResponse(h.code, h.status);
+    return jsonResponse(h.json, { status: h.code, pretty: wantsPretty(req) });
+  };
+}
+
+export const agentHealthServiceNamePrefix = "/v1/agent/health/service/name/";
+
+/** GET /v1/agent/health/service/name/<name>: every instance, the worst status wins. */
+export function agentHealthServiceByNameHandler(deps: AgentServicesDeps): Handler {
+  const { local } = deps;
+  return async (req) => {
+    const name = after(agentHealthServiceNamePrefix, req);
+    if (name === "") throw new BadRequestError("Missing service Name");
+    let code = 404;
+    let status = `ServiceName ${name} Not Found`;
+    const result: unknown[] = [];
+    for (const s of local.state.servicesByName(name)) {
+      const h = serviceHealth(deps, s);
+      result.push(h.json);
+      // The worst wins: passing 200 < warning 429 < critical/maintenance 503.
+      if (code === 404 || code < h.code) {
+        code = h.code;
+        status = h.status;
+      }
+    }
+    if (wantsText(req)) return textResponse(code, status);
+    return jsonResponse(result, { status: code, pretty: wantsPretty(req) });
+  };
+}
+
+/** PUT /v1/agent/reload */
+export function agentReloadHandler(deps: AgentServicesDeps): Handler {
+  return async () => {
+    if (!deps.reload) throw new Error("Reload is not available on this agent");
+    await deps.reload();
+    return ok();
+  };
 }

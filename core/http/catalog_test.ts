@@ -4,14 +4,14 @@ import { createLocalRpc } from "../rpc/local.ts";
 import { createDevServer } from "../server/dev.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
-import { bodyJson, bodyText, testAgent } from "./_test_env.ts";
+import { bodyJson, bodyText, testBackends } from "./_test_env.ts";
 import { createRoutes } from "./routes.ts";
 import { makeRequest, type HttpResponse } from "./types.ts";
 
 async function env() {
   const clock = new SimClock({ wallOffsetMs: 1_700_000_000_000 });
   const dev = await createDevServer({ clock, rng: new Rng(11) });
-  const router = createRoutes({ rpc: createLocalRpc(dev.server), agent: testAgent });
+  const router = createRoutes(testBackends({ rpc: createLocalRpc(dev.server) }));
   const req = (method: string, target: string, body?: unknown): Promise<HttpResponse> =>
     router.handle(makeRequest(method, target, body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }));
   return { clock, dev, req };

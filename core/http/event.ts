@@ -1,12 +1,21 @@
 // /v1/event/fire/<name> and /v1/event/list (consul agent/event_endpoint.go).
 // The list blocks on `?index`: the index is derived from the last event's ID
 // (uuidToUint64), not monotonic, so a request waits while it is unchanged.
-import { UserEventError, uuidToIndex, type UserEvent, type UserEventStore } from "../agent/user_events.ts";
 import { BadRequestError } from "../errors.ts";
+import type { UserEvent, UserEventsBackend } from "./backends.ts";
 import { encodeBase64 } from "./base64.ts";
 import { defaultQueryTimeMs, maxQueryTimeMs, parseGoDuration } from "./blocking.ts";
-import type { Route } from "./routes.ts";
-import { jsonResponse, wantsPretty } from "./types.ts";
+import { jsonResponse, wantsPretty, type Handler } from "./types.ts";
+
+/** Consul's uuidToUint64: the X-Consul-Index of an event list, as a decimal string. */
+export function uuidToIndex(uuid: string): string {
+  const hex = uuid.replaceAll("-", "");
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) return "1";
+  const lower = BigInt(`0x${hex.slice(0, 16)}`);
+  const upper = BigInt(`0x${hex.slice(16)}`);
+  const v = lower ^ upper;
+  return v === 0n ? "1" : v.toString();
+}
 
 /** consul UserEvent JSON (Payload base64, null when empty). */
 export function userEventJson(e: UserEvent): Record<string, unknown> {
@@ -22,62 +31,53 @@ export function userEventJson(e: UserEvent): Record<string, unknown> {
   };
 }
 
-export function eventRoutes(deps: { events: UserEventStore }): Route[] {
+export const eventFirePrefix = "/v1/event/fire/";
+
+/** PUT /v1/event/fire/<name>[?node=&service=&tag=], the body is the payload; bad filters are the store's BadRequestError. */
+export function eventFireHandler(deps: { events: UserEventsBackend }): Handler {
+  return async (req) => {
+    const name = req.path.slice(eventFirePrefix.length);
+    if (name === "") throw new BadRequestError("Missing name");
+    const e = deps.events.fire({
+      name,
+      payload: req.body.length > 0 ? req.body.slice() : null,
+      nodeFilter: req.query.get("node") ?? "",
+      serviceFilter: req.query.get("service") ?? "",
+      tagFilter: req.query.get("tag") ?? "",
+    });
+    return jsonResponse(userEventJson(e), { pretty: wantsPretty(req) });
+  };
+}
+
+/** GET /v1/event/list[?name=][&index=&wait=] */
+export function eventListHandler(deps: { events: UserEventsBackend }): Handler {
   const { events } = deps;
-  return [
-    {
-      pattern: "/v1/event/fire/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const name = req.path.slice("/v1/event/fire/".length);
-        if (name === "") throw new BadRequestError("Missing name");
-        try {
-          const e = events.fire({
-            name,
-            payload: req.body.length > 0 ? req.body.slice() : null,
-            nodeFilter: req.query.get("node") ?? "",
-            serviceFilter: req.query.get("service") ?? "",
-            tagFilter: req.query.get("tag") ?? "",
-          });
-          return jsonResponse(userEventJson(e), { pretty: wantsPretty(req) });
-        } catch (err) {
-          if (err instanceof UserEventError) throw new BadRequestError(err.message);
-          throw err;
-        }
-      },
-    },
-    {
-      pattern: "/v1/event/list",
-      methods: ["GET"],
-      handler: async (req) => {
-        const name = req.query.get("name") ?? "";
-        const minIndex = req.query.get("index") ?? "";
-        if (minIndex !== "" && !/^\d+$/.test(minIndex)) throw new BadRequestError(`Invalid index "${minIndex}": must be a non-negative integer`);
-        let waitMs = defaultQueryTimeMs;
-        const wait = req.query.get("wait");
-        if (wait) {
-          const ms = parseGoDuration(wait);
-          if (ms === undefined) throw new BadRequestError(`Invalid wait time "${wait}"`);
-          waitMs = ms <= 0 ? defaultQueryTimeMs : Math.min(Math.ceil(ms), maxQueryTimeMs);
-        }
-        const run = () => {
-          const version = events.version;
-          const list = events.list().filter((e) => name === "" || e.name === name);
-          const index = list.length === 0 ? "1" : uuidToIndex(list[list.length - 1]!.id);
-          return { version, list, index };
-        };
-        let r = run();
-        if (minIndex !== "" && minIndex !== "0" && r.index === minIndex.replace(/^0+/, "")) {
-          // Wait for a change that alters this (filtered) list, until the deadline.
-          const before = r.index;
-          await events.waitUntil(() => run().index !== before, waitMs, req.signal);
-          r = run();
-        }
-        return jsonResponse(r.list.map(userEventJson), {
-          pretty: wantsPretty(req),
-          headers: { "X-Consul-Index": r.index, "X-Consul-KnownLeader": "true", "X-Consul-LastContact": "0" },
-        });
-      },
-    },
-  ];
+  return async (req) => {
+    const name = req.query.get("name") ?? "";
+    const minIndex = req.query.get("index") ?? "";
+    if (minIndex !== "" && !/^\d+$/.test(minIndex)) throw new BadRequestError(`Invalid index "${minIndex}": must be a non-negative integer`);
+    let waitMs = defaultQueryTimeMs;
+    const wait = req.query.get("wait");
+    if (wait) {
+      const ms = parseGoDuration(wait);
+      if (ms === undefined) throw new BadRequestError(`Invalid wait time "${wait}"`);
+      waitMs = ms <= 0 ? defaultQueryTimeMs : Math.min(Math.ceil(ms), maxQueryTimeMs);
+    }
+    const run = () => {
+      const list = events.list().filter((e) => name === "" || e.name === name);
+      const index = list.length === 0 ? "1" : uuidToIndex(list[list.length - 1]!.id);
+      return { list, index };
+    };
+    let r = run();
+    if (minIndex !== "" && minIndex !== "0" && r.index === minIndex.replace(/^0+/, "")) {
+      // Wait for a change that alters this (filtered) list, until the deadline.
+      const before = r.index;
+      await events.waitUntil(() => run().index !== before, waitMs, req.signal);
+      r = run();
+    }
+    return jsonResponse(r.list.map(userEventJson), {
+      pretty: wantsPretty(req),
+      headers: { "X-Consul-Index": r.index, "X-Consul-KnownLeader": "true", "X-Consul-LastContact": "0" },
+    });
+  };
 }

@@ -2,13 +2,11 @@
 // OperatorKeyringEndpoint): GET lists the keys in every pool, POST installs,
 // PUT makes primary, DELETE removes; bodies are {"Key": "<base64>"}. Each
 // operation asks every member through Serf's internal key queries.
-import type { AgentKeyring, KeyringPoolResponse } from "../agent/gossip.ts";
-import { KeyringInputError } from "../agent/gossip.ts";
 import { BadRequestError } from "../errors.ts";
+import type { KeyringBackend, KeyringPoolResponse } from "./backends.ts";
 import { HttpError } from "./http_error.ts";
 import { multiError } from "./members.ts";
-import type { Route } from "./routes.ts";
-import { hasFlag, jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
+import { hasFlag, jsonResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** consul structs.KeyringResponse as JSON. */
 export function keyringResponseJson(r: KeyringPoolResponse): Record<string, unknown> {
@@ -48,28 +46,23 @@ function parseKeyBody(req: HttpRequest): string {
   return key;
 }
 
-export function keyringRoutes(deps: { keyring: AgentKeyring }): Route[] {
+/** GET (list), POST (install), PUT (use), DELETE (remove) /v1/operator/keyring; a bad key is the keyring's BadRequestError. */
+export function keyringHandler(deps: { keyring: KeyringBackend }): Handler {
   const { keyring } = deps;
-  const handler = async (req: HttpRequest): Promise<HttpResponse> => {
+  return async (req: HttpRequest): Promise<HttpResponse> => {
     const localOnly = hasFlag(req, "local-only");
     if (localOnly && req.method !== "GET") throw new BadRequestError("local-only can only be set for GET requests");
     let responses: KeyringPoolResponse[];
-    try {
-      if (req.method === "GET") responses = await keyring.list({ localOnly });
-      else {
-        const key = parseKeyBody(req);
-        if (req.method === "POST") responses = await keyring.install(key);
-        else if (req.method === "PUT") responses = await keyring.use(key);
-        else responses = await keyring.remove(key);
-      }
-    } catch (err) {
-      if (err instanceof KeyringInputError) throw new BadRequestError(err.message);
-      throw err;
+    if (req.method === "GET") responses = await keyring.list({ localOnly });
+    else {
+      const key = parseKeyBody(req);
+      if (req.method === "POST") responses = await keyring.install(key);
+      else if (req.method === "PUT") responses = await keyring.use(key);
+      else responses = await keyring.remove(key);
     }
     const errors = keyringErrors(responses);
     if (errors) throw new HttpError(500, errors);
     if (req.method === "GET") return jsonResponse(responses.map(keyringResponseJson), { pretty: wantsPretty(req) });
     return { status: 200, headers: {}, body: "" };
   };
-  return [{ pattern: "/v1/operator/keyring", methods: ["GET", "POST", "PUT", "DELETE"], handler }];
 }

@@ -1,11 +1,10 @@
 // Gossip membership endpoints (consul agent/agent_endpoint.go AgentMembers,
 // AgentJoin, AgentLeave, AgentForceLeave): /v1/agent/members,
 // /v1/agent/join/<addr>, /v1/agent/leave, /v1/agent/force-leave/<node>.
-import type { AgentGossip, GossipPool, PoolMember } from "../agent/gossip.ts";
 import { BadRequestError } from "../errors.ts";
+import type { GossipBackend, GossipPoolBackend, PoolMember } from "./backends.ts";
 import { HttpError } from "./http_error.ts";
-import type { Route } from "./routes.ts";
-import { hasFlag, jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
+import { hasFlag, jsonResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** Serf MemberStatus numbers: 1 alive, 2 leaving, 3 left, 4 failed. */
 export const memberStatusCode: Record<PoolMember["status"], number> = { alive: 1, leaving: 2, left: 3, failed: 4 };
@@ -54,19 +53,13 @@ function samePoolMember(a: PoolMember, b: PoolMember): boolean {
 }
 
 /** A pool's counters as Consul's Stats.serf_lan / serf_wan (every value a string). */
-export function poolStatsStrings(pool: GossipPool): Record<string, string> {
+export function poolStatsStrings(pool: Pick<GossipPoolBackend, "stats">): Record<string, string> {
   return Object.fromEntries(Object.entries(pool.stats()).map(([k, v]) => [k, String(v)]));
-}
-
-export interface MemberRoutesDeps {
-  gossip: AgentGossip;
-  /** Called after a graceful leave through the API: the agent shuts down, as Consul's does. */
-  onLeave?: () => void;
 }
 
 const ok = (): HttpResponse => ({ status: 200, headers: {}, body: "" });
 
-function pickPool(gossip: AgentGossip, req: HttpRequest): GossipPool {
+function pickPool(gossip: GossipBackend, req: HttpRequest): GossipPoolBackend {
   if (!hasFlag(req, "wan")) return gossip.lan;
   if (!gossip.wan) throw new BadRequestError("WAN gossip is only available on servers: this agent is a client");
   return gossip.wan;
@@ -76,69 +69,68 @@ function tail(req: HttpRequest, prefix: string): string {
   return req.path.slice(prefix.length);
 }
 
-export function memberRoutes(deps: MemberRoutesDeps): Route[] {
+/** GET /v1/agent/members[?wan][&segment=] */
+export function membersHandler(deps: { gossip: GossipBackend }): Handler {
   const { gossip } = deps;
   const caches = new Map<string, MemberJsonCache>();
-  return [
-    {
-      pattern: "/v1/agent/members",
-      methods: ["GET"],
-      handler: async (req) => {
-        const pool = pickPool(gossip, req);
-        const segment = req.query.get("segment") ?? "";
-        let members = pool.members();
-        if (segment !== "" && segment !== "_all" && pool.name === "lan") {
-          members = members.filter((m) => (m.tags.segment ?? "") === segment || m.tags.role === "consul");
-        }
-        members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-        if (wantsPretty(req)) return jsonResponse(members.map(memberJson), { pretty: true });
-        let cache = caches.get(pool.name);
-        if (!cache) caches.set(pool.name, (cache = new MemberJsonCache()));
-        const parts: string[] = [];
-        for (const m of members) parts.push(cache.json(m));
-        return { status: 200, headers: { "Content-Type": "application/json" }, body: `[${parts.join(",")}]` };
-      },
-    },
-    {
-      pattern: "/v1/agent/join/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const addr = tail(req, "/v1/agent/join/");
-        if (addr === "") throw new BadRequestError("Missing address to join: use /v1/agent/join/<address>");
-        const pool = pickPool(gossip, req);
-        const r = await pool.join([addr]);
-        if (r.joined === 0) {
-          const errs = r.errors.length > 0 ? r.errors : [`Failed to join ${addr}`];
-          throw new HttpError(500, multiError(errs));
-        }
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/leave",
-      methods: ["PUT"],
-      handler: async () => {
-        await gossip.leave();
-        deps.onLeave?.();
-        return ok();
-      },
-    },
-    {
-      pattern: "/v1/agent/force-leave/",
-      methods: ["PUT"],
-      handler: async (req) => {
-        const node = tail(req, "/v1/agent/force-leave/");
-        if (node === "") throw new BadRequestError("Missing node name: use /v1/agent/force-leave/<node>");
-        const pool = pickPool(gossip, req);
-        try {
-          await pool.forceLeave(node, { prune: hasFlag(req, "prune") });
-        } catch (err) {
-          throw new HttpError(500, err instanceof Error ? err.message : String(err), { cause: err });
-        }
-        return ok();
-      },
-    },
-  ];
+  return async (req) => {
+    const pool = pickPool(gossip, req);
+    const segment = req.query.get("segment") ?? "";
+    let members = pool.members();
+    if (segment !== "" && segment !== "_all" && pool.name === "lan") {
+      members = members.filter((m) => (m.tags.segment ?? "") === segment || m.tags.role === "consul");
+    }
+    members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (wantsPretty(req)) return jsonResponse(members.map(memberJson), { pretty: true });
+    let cache = caches.get(pool.name);
+    if (!cache) caches.set(pool.name, (cache = new MemberJsonCache()));
+    const parts: string[] = [];
+    for (const m of members) parts.push(cache.json(m));
+    return { status: 200, headers: { "Content-Type": "application/json" }, body: `[${parts.join(",")}]` };
+  };
+}
+
+export const agentJoinPrefix = "/v1/agent/join/";
+
+/** PUT /v1/agent/join/<addr>[?wan] */
+export function joinHandler(deps: { gossip: GossipBackend }): Handler {
+  return async (req) => {
+    const addr = tail(req, agentJoinPrefix);
+    if (addr === "") throw new BadRequestError("Missing address to join: use /v1/agent/join/<address>");
+    const pool = pickPool(deps.gossip, req);
+    const r = await pool.join([addr]);
+    if (r.joined === 0) {
+      const errs = r.errors.length > 0 ? r.errors : [`Failed to join ${addr}`];
+      throw new HttpError(500, multiError(errs));
+    }
+    return ok();
+  };
+}
+
+/** PUT /v1/agent/leave: leave every pool, then `onLeave` (the agent shuts down, as Consul's does). */
+export function leaveHandler(deps: { gossip: GossipBackend; onLeave?: () => void }): Handler {
+  return async () => {
+    await deps.gossip.leave();
+    deps.onLeave?.();
+    return ok();
+  };
+}
+
+export const agentForceLeavePrefix = "/v1/agent/force-leave/";
+
+/** PUT /v1/agent/force-leave/<node>[?prune][&wan] */
+export function forceLeaveHandler(deps: { gossip: GossipBackend }): Handler {
+  return async (req) => {
+    const node = tail(req, agentForceLeavePrefix);
+    if (node === "") throw new BadRequestError("Missing node name: use /v1/agent/force-leave/<node>");
+    const pool = pickPool(deps.gossip, req);
+    try {
+      await pool.forceLeave(node, { prune: hasFlag(req, "prune") });
+    } catch (err) {
+      throw new HttpError(500, err instanceof Error ? err.message : String(err), { cause: err });
+    }
+    return ok();
+  };
 }
 
 /** hashicorp/go-multierror's text, which Consul's errors carry. */

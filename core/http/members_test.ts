@@ -1,43 +1,27 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Clock } from "../clock/mod.ts";
-import { nullLogger } from "../log/mod.ts";
-import { UserEventStore } from "../agent/user_events.ts";
+import { SimClock } from "../sim/sim_clock.ts";
+import { FakeUserEvents } from "./_fake_backends.ts";
 import { fakeGossip } from "./_fake_gossip.ts";
-import { coordinateRoutes } from "./coordinate.ts";
-import { eventRoutes } from "./event.ts";
-import { keyringRoutes } from "./keyring.ts";
-import type { PoolMember } from "../agent/gossip.ts";
-import { memberJson, memberRoutes } from "./members.ts";
-import { Router } from "./routes.ts";
+import { testBackends } from "./_test_env.ts";
+import type { PoolMember } from "./backends.ts";
+import { uuidToIndex } from "./event.ts";
+import { memberJson } from "./members.ts";
+import { createRoutes } from "./routes.ts";
 import { makeRequest } from "./types.ts";
 
-// A real clock whose timers keep the test process alive (systemClock's are unref'd).
-const clock: Clock = {
-  now: () => performance.now(),
-  wallNow: () => Date.now(),
-  setTimer(ms, fn) {
-    const h = setTimeout(fn, ms);
-    return { cancel: () => clearTimeout(h) };
-  },
-};
-
 function setup(options: { wan?: boolean } = {}) {
+  const clock = new SimClock();
   const gossip = fakeGossip(options);
   let leaves = 0;
-  const events = new UserEventStore({ pool: gossip.lan, nodeName: "n1", localServices: () => [{ service: "web", tags: ["v1"] }], clock, logger: nullLogger() });
-  const router = new Router([
-    ...memberRoutes({ gossip, onLeave: () => leaves++ }),
-    ...keyringRoutes({ keyring: gossip.keyring }),
-    ...eventRoutes({ events }),
-    ...coordinateRoutes({ gossip }),
-  ]);
+  const events = new FakeUserEvents(clock);
+  const router = createRoutes(testBackends({ gossip, events, clock, onLeave: () => leaves++ }));
   const call = async (method: string, target: string, body?: string) => {
     const r = await router.handle(makeRequest(method, target, { body }));
     const text = typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body);
     return { status: r.status, text, headers: r.headers, json: () => JSON.parse(text) as unknown };
   };
-  return { gossip, call, events, leaves: () => leaves };
+  return { gossip, call, events, clock, leaves: () => leaves };
 }
 
 test("members: Consul's JSON, sorted; ?wan needs a server", async () => {
@@ -107,39 +91,44 @@ test("keyring: list JSON, install/use/remove bodies, errors as Consul's", async 
   assert.equal(failed.text, "2 errors occurred:\n\t* dc1 (LAN) error: 1/2 nodes reported failure\n\t* n2: Requested key is not in the keyring\n\n");
 });
 
-test("events: fire returns Consul's JSON; list filters by name and blocks on the index", async () => {
-  const { gossip, call } = setup();
+test("events: fire answers Consul's JSON; a bad filter is a 400; list carries the index of its last event and blocks on it", async () => {
+  const { events, call, clock } = setup();
   const fired = await call("PUT", "/v1/event/fire/deploy?node=^n", "v1");
   assert.equal(fired.status, 200);
   const e = fired.json() as Record<string, unknown>;
   assert.deepEqual(Object.keys(e), ["ID", "Name", "Payload", "NodeFilter", "ServiceFilter", "TagFilter", "Version", "LTime"]);
-  assert.equal(e.Name, "deploy");
-  assert.equal(e.Payload, Buffer.from("v1").toString("base64"));
-  assert.equal(e.NodeFilter, "^n");
-  assert.equal(gossip.lan.fired[0]!.name, "consul:event:deploy");
-  assert.equal((await call("PUT", "/v1/event/fire/x?tag=v1")).status, 400, "tag filter needs a service filter");
-  assert.equal((await call("PUT", "/v1/event/fire/x?node=(")).status, 400);
-  // Filtered out here: another node, another service.
-  await call("PUT", "/v1/event/fire/other?node=^zz$");
-  await call("PUT", "/v1/event/fire/other?service=^db$");
-  await call("PUT", "/v1/event/fire/svc?service=^web$&tag=^v1$");
+  assert.deepEqual([e.Name, e.Payload, e.NodeFilter], ["deploy", Buffer.from("v1").toString("base64"), "^n"]);
+  const refused = await call("PUT", "/v1/event/fire/x?tag=v1");
+  assert.deepEqual([refused.status, refused.text], [400, "Cannot provide tag filter without service filter"]);
+  assert.equal((await call("PUT", "/v1/event/fire/")).status, 400, "a name is needed");
+
+  assert.equal((await call("GET", "/v1/event/list")).headers["X-Consul-Index"], "1", "no events");
+  events.deliver("deploy");
+  const last = events.deliver("other", new TextEncoder().encode("p"));
   const list = await call("GET", "/v1/event/list");
-  assert.deepEqual((list.json() as Array<{ Name: string }>).map((x) => x.Name), ["deploy", "svc"]);
+  assert.deepEqual((list.json() as Array<{ Name: string; Payload: string | null }>).map((x) => [x.Name, x.Payload]), [["deploy", null], ["other", "cA=="]]);
   const index = list.headers["X-Consul-Index"]!;
-  assert.match(index, /^\d+$/);
-  const empty = await call("GET", "/v1/event/list?name=none");
-  assert.equal(empty.headers["X-Consul-Index"], "1");
-  // Blocking: same index waits until a new event arrives.
+  assert.equal(index, uuidToIndex(last.id));
+  assert.deepEqual((await call("GET", "/v1/event/list?name=deploy")).json(), [(list.json() as unknown[])[0]]);
+  assert.equal((await call("GET", "/v1/event/list?index=x")).status, 400);
+
+  // The same index waits for an event that changes the list, up to ?wait.
   const pending = call("GET", `/v1/event/list?index=${index}&wait=5s`);
-  setTimeout(() => gossip.lan.deliver("plain", new TextEncoder().encode("p")), 30);
+  await clock.runFor(1_000);
+  events.deliver("third");
   const woke = await pending;
   assert.notEqual(woke.headers["X-Consul-Index"], index);
-  assert.deepEqual((woke.json() as Array<{ Name: string }>).map((x) => x.Name), ["deploy", "svc", "plain"]);
-  const timedOut = await call("GET", `/v1/event/list?index=${woke.headers["X-Consul-Index"]}&wait=50ms`);
-  assert.equal(timedOut.headers["X-Consul-Index"], woke.headers["X-Consul-Index"]);
-  // A bad Consul payload is dropped, not thrown.
-  gossip.lan.deliver("consul:event:bad", new Uint8Array([0xc1]));
-  assert.equal(((await call("GET", "/v1/event/list")).json() as unknown[]).length, 3);
+  assert.equal((woke.json() as unknown[]).length, 3);
+  const timedOut = call("GET", `/v1/event/list?index=${woke.headers["X-Consul-Index"]}&wait=50ms`);
+  await clock.runFor(50);
+  assert.equal((await timedOut).headers["X-Consul-Index"], woke.headers["X-Consul-Index"]);
+});
+
+test("event index: Consul's uuidToUint64", () => {
+  assert.equal(uuidToIndex("00000000-0000-0000-0000-000000000001"), "1");
+  assert.equal(uuidToIndex("00000000-0000-0001-0000-000000000000"), "1");
+  assert.equal(uuidToIndex("00000000-0000-0002-0000-000000000001"), "3");
+  assert.equal(uuidToIndex("bad"), "1");
 });
 
 test("coordinates: nodes from the LAN pool, datacenters from WAN", async () => {

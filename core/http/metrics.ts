@@ -2,19 +2,15 @@
 // the last finished interval, or Prometheus text with `?format=prometheus`
 // when telemetry.prometheus_retention_time is set (415 otherwise, as Consul).
 import type { Metrics } from "../metrics/metrics.ts";
-import type { Route } from "./routes.ts";
-import { jsonResponse, textResponse, wantsPretty } from "./types.ts";
+import { jsonResponse, textResponse, wantsPretty, type Handler } from "./types.ts";
 
-export function metricsRoutes(options: { metrics: Metrics; prometheus: boolean }): Route[] {
-  return [{
-    pattern: "/v1/agent/metrics",
-    methods: ["GET"],
-    handler: async (req) => {
-      if (req.query.get("format") === "prometheus") {
-        if (!options.prometheus) return textResponse(415, "Prometheus is not enabled since its retention time is not positive");
-        return { status: 200, headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }, body: options.metrics.prometheus() };
-      }
-      return jsonResponse(options.metrics.json(), { pretty: wantsPretty(req) });
-    },
-  }];
+/** GET /v1/agent/metrics[?format=prometheus] */
+export function metricsHandler(options: { metrics: Metrics; prometheus: boolean }): Handler {
+  return async (req) => {
+    if (req.query.get("format") === "prometheus") {
+      if (!options.prometheus) return textResponse(415, "Prometheus is not enabled since its retention time is not positive");
+      return { status: 200, headers: { "Content-Type": "text/plain; version=0.0.4; charset=utf-8" }, body: options.metrics.prometheus() };
+    }
+    return jsonResponse(options.metrics.json(), { pretty: wantsPretty(req) });
+  };
 }

@@ -14,8 +14,24 @@ export {
 export { errorResponse, HttpError, statusForError } from "./http_error.ts";
 export { dirEntryToJson, kvMaxValueBytes, kvsHandler } from "./kvs.ts";
 export type { DirEntryJson } from "./kvs.ts";
-export { createRoutes, defaultMaxBodyBytes, Router } from "./routes.ts";
-export type { Route, RouteDeps, RouteLookup } from "./routes.ts";
+export type {
+  GossipBackend,
+  GossipPoolBackend,
+  HttpBackends,
+  KeyringBackend,
+  KeyringPoolResponse,
+  LocalAgentBackend,
+  LocalStateView,
+  MonitorBackend,
+  PoolMember,
+  PoolMemberStatus,
+  UserEvent,
+  UserEventsBackend,
+} from "./backends.ts";
+export { allowAll, cleanPath, defaultMaxBodyBytes, Router } from "./router.ts";
+export type { AuthzAccess, AuthzDecision, AuthzRequirement, AuthzResource, Route, RouteAuthorizer, RouteAuthz, RouteLookup } from "./router.ts";
+export { createRoutes } from "./routes.ts";
+export { memberStatusCode, poolStatsStrings } from "./members.ts";
 export { createHttpServer, ListenError, listenErrorMessage } from "./serve_node.ts";
 export type { HttpServer, HttpServerOptions } from "./serve_node.ts";
 export { statusLeaderHandler, statusPeersHandler } from "./status.ts";
@@ -23,16 +39,13 @@ export { maxTxnOps, parseTxnOps, txnHandler, txnReplyToJson } from "./txn.ts";
 export type { TxnResponseJson } from "./txn.ts";
 export { hasFlag, jsonResponse, makeRequest, textResponse } from "./types.ts";
 export type { Handler, HttpRequest, HttpResponse } from "./types.ts";
-export { catalogRoutes } from "./catalog_routes.ts";
 export { decodeCheck, decodeRegister, parseNodeMeta } from "./catalog.ts";
 export { parsePassing } from "./health.ts";
 export { decodeSessionCreate, defaultSessionLockDelayMs, parseLockDelay, serfCheckId } from "./session.ts";
 export {
   operatorRaftConfigurationHandler,
-  operatorRaftMethods,
   operatorRaftPeerHandler,
-  operatorRaftRoutes,
   operatorRaftTransferLeaderHandler,
   raftConfigurationJson,
 } from "./operator_raft.ts";
-export type { OperatorRaftBackend, RaftConfigurationJson } from "./operator_raft.ts";
+export type { RaftConfigurationJson } from "./operator_raft.ts";

@@ -3,18 +3,19 @@
 // at `?loglevel` (default info) even when that is below the agent's own level.
 // The recent records at the agent's level come first, then new ones until
 // the client goes away. A client that cannot keep up loses lines, counted.
-import type { FanoutSink, LogRecord, LogSink, RecentSink } from "../log/mod.ts";
+import type { LogRecord, LogSink } from "../log/mod.ts";
 import { formatJson, formatText, levelRank, parseLogLevel } from "../log/mod.ts";
-import type { Route } from "./routes.ts";
-import { hasFlag, textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
+import type { MonitorBackend } from "./backends.ts";
+import { hasFlag, textResponse, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
 const maxQueued = 1_024;
 
-export function monitorRoutes(options: { sink: FanoutSink; recent: RecentSink }): Route[] {
-  return [{ pattern: "/v1/agent/monitor", methods: ["GET"], handler: async (req) => monitor(options, req) }];
+/** GET /v1/agent/monitor[?loglevel=][&logjson] */
+export function monitorHandler(options: MonitorBackend): Handler {
+  return async (req) => monitor(options, req);
 }
 
-function monitor(options: { sink: FanoutSink; recent: RecentSink }, req: HttpRequest): HttpResponse {
+function monitor(options: MonitorBackend, req: HttpRequest): HttpResponse {
   const raw = req.query.get("loglevel") || "info";
   const level = parseLogLevel(raw);
   if (!level) return textResponse(400, `Unknown log level: ${raw}`);

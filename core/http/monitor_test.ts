@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CaptureSink, createLogger, FanoutSink, RecentSink } from "../log/mod.ts";
-import { monitorRoutes } from "./monitor.ts";
-import { Router } from "./routes.ts";
+import { testBackends } from "./_test_env.ts";
+import { createRoutes } from "./routes.ts";
 import { makeRequest } from "./types.ts";
 
 function setup() {
@@ -12,7 +12,7 @@ function setup() {
   sink.add(agentOut, "info");
   sink.add(recent, "info");
   const logger = createLogger({ sink, level: sink.threshold, now: () => 0 });
-  const router = new Router(monitorRoutes({ sink, recent }));
+  const router = createRoutes(testBackends({ monitor: { sink, recent } }));
   return { sink, agentOut, logger, router };
 }
 

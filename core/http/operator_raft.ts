@@ -2,20 +2,9 @@
 // configuration, removing a peer, and leadership transfer. The agent's
 // router answers these on the leader (or any server with ?stale).
 import { BadRequestError } from "../errors.ts";
+import { operatorRaftMethods, type OperatorRaftRpc } from "../rpc/methods.ts";
 import type { RaftConfigurationReply } from "../server/operator.ts";
 import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
-
-/** Operator method names on the server RPC (core/agent/server_node.ts serves them). */
-export const operatorRaftMethods = {
-  getConfiguration: "Operator.RaftGetConfiguration",
-  removePeer: "Operator.RaftRemovePeer",
-  transferLeader: "Operator.RaftTransferLeader",
-} as const;
-
-/** Routes a call by method name (core/rpc/forward.ts `RpcRouter` fits). */
-export interface OperatorRaftBackend {
-  callRaw(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown>;
-}
 
 /** Consul's `structs.RaftConfigurationResponse` JSON. */
 export interface RaftConfigurationJson {
@@ -39,14 +28,14 @@ export function raftConfigurationJson(reply: unknown): RaftConfigurationJson {
   };
 }
 
-export function operatorRaftConfigurationHandler(backend: OperatorRaftBackend): (req: HttpRequest) => Promise<HttpResponse> {
+export function operatorRaftConfigurationHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
     const reply = await backend.callRaw(operatorRaftMethods.getConfiguration, { allowStale: req.query.has("stale") });
     return jsonResponse(raftConfigurationJson(reply), { pretty: wantsPretty(req) });
   };
 }
 
-export function operatorRaftPeerHandler(backend: OperatorRaftBackend): (req: HttpRequest) => Promise<HttpResponse> {
+export function operatorRaftPeerHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
     const id = req.query.get("id") ?? "";
     const address = req.query.get("address") ?? "";
@@ -58,19 +47,10 @@ export function operatorRaftPeerHandler(backend: OperatorRaftBackend): (req: Htt
   };
 }
 
-export function operatorRaftTransferLeaderHandler(backend: OperatorRaftBackend): (req: HttpRequest) => Promise<HttpResponse> {
+export function operatorRaftTransferLeaderHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
     const id = req.query.get("id") ?? "";
     const reply = (await backend.callRaw(operatorRaftMethods.transferLeader, id !== "" ? { id } : {})) as { success?: boolean } | undefined;
     return jsonResponse({ Success: reply?.success === true }, { pretty: wantsPretty(req) });
   };
-}
-
-/** Route entries for the agent's Router (`router.add(...)` each). */
-export function operatorRaftRoutes(backend: OperatorRaftBackend): Array<{ pattern: string; methods: readonly string[]; handler: (req: HttpRequest) => Promise<HttpResponse> }> {
-  return [
-    { pattern: "/v1/operator/raft/configuration", methods: ["GET"], handler: operatorRaftConfigurationHandler(backend) },
-    { pattern: "/v1/operator/raft/peer", methods: ["DELETE"], handler: operatorRaftPeerHandler(backend) },
-    { pattern: "/v1/operator/raft/transfer-leader", methods: ["POST"], handler: operatorRaftTransferLeaderHandler(backend) },
-  ];
 }

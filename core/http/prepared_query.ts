@@ -10,7 +10,6 @@ import { preparedQueryToJson } from "../state/prepared_query_json.ts";
 import { parseWriteOptions } from "./blocking.ts";
 import { callOptions, field, isJsonObject, listArgs, parseJsonBody, readResponse, str, strList, type JsonObject } from "./catalog.ts";
 import { HttpError } from "./http_error.ts";
-import type { Route } from "./routes.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 type H = (req: HttpRequest) => Promise<HttpResponse>;
@@ -92,13 +91,13 @@ function emptyOk(): HttpResponse {
   return { status: 200, headers: {}, body: "" };
 }
 
-export interface QueryRouteDeps {
+export interface QueryHandlerDeps {
   rpc: Rpc;
   nodeName: () => string;
   datacenter: string;
 }
 
-function executeArgs(req: HttpRequest, id: string, deps: QueryRouteDeps): PreparedQueryExecuteArgs {
+function executeArgs(req: HttpRequest, id: string, deps: QueryHandlerDeps): PreparedQueryExecuteArgs {
   const { query } = listArgs(req);
   return {
     queryIdOrName: id,
@@ -109,7 +108,7 @@ function executeArgs(req: HttpRequest, id: string, deps: QueryRouteDeps): Prepar
   };
 }
 
-export function queryGeneralHandler(deps: QueryRouteDeps): H {
+export function queryGeneralHandler(deps: QueryHandlerDeps): H {
   return async (req) => {
     if (req.method === "POST") {
       const query = decodePreparedQuery(parseJsonBody(req, "PreparedQuery"));
@@ -125,7 +124,7 @@ function onlyGet(req: HttpRequest): void {
   if (req.method !== "GET") throw new HttpError(405, `method ${req.method} not allowed`, { headers: { Allow: "OPTIONS,GET" } });
 }
 
-export function querySpecificHandler(deps: QueryRouteDeps): H {
+export function querySpecificHandler(deps: QueryHandlerDeps): H {
   const { rpc } = deps;
   return async (req) => {
     let id = req.path.slice(queryPrefix.length);
@@ -161,11 +160,4 @@ export function querySpecificHandler(deps: QueryRouteDeps): H {
     await rpc.call("PreparedQuery.Apply", { op: "delete", query, ...parseWriteOptions(req) }, callOptions(req));
     return emptyOk();
   };
-}
-
-export function queryRoutes(deps: QueryRouteDeps): Route[] {
-  return [
-    { pattern: "/v1/query", methods: ["GET", "POST"], handler: queryGeneralHandler(deps) },
-    { pattern: queryPrefix, methods: ["GET", "PUT", "DELETE"], handler: querySpecificHandler(deps) },
-  ];
 }

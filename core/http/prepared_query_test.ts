@@ -4,14 +4,14 @@ import { createLocalRpc } from "../rpc/local.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "../server/dev.ts";
-import { bodyJson, bodyText, testAgent } from "./_test_env.ts";
+import { bodyJson, bodyText, testBackends } from "./_test_env.ts";
 import { createRoutes } from "./routes.ts";
 import { makeRequest } from "./types.ts";
 
 async function world() {
   const d = await createDevServer({ clock: new SimClock(), rng: new Rng(5) });
   const rpc = createLocalRpc(d.server);
-  const router = createRoutes({ rpc, agent: testAgent });
+  const router = createRoutes(testBackends({ rpc }));
   const req = (method: string, target: string, body?: unknown) =>
     router.handle(makeRequest(method, target, body === undefined ? {} : { body: typeof body === "string" ? body : JSON.stringify(body) }));
   for (const [node, status] of [["n1", "passing"], ["n2", "critical"]] as const) {

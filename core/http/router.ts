@@ -1,23 +1,67 @@
-// The route table (consul agent/http_register.go): method + path pattern →
-// handler. A pattern ending in "/" matches every path under it (Go ServeMux
-// semantics, longest pattern wins); any other pattern matches exactly.
+// The router (Go's ServeMux, as Consul's agent/http.go uses it): method +
+// path pattern → route. A pattern ending in "/" matches every path under it
+// (longest pattern wins); any other pattern matches exactly. Every route
+// names what the caller's token needs (its authorization rule); the Router
+// asks a RouteAuthorizer before the handler runs. The table of /v1 routes
+// is routes.ts.
+import { PermissionDeniedError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
-import type { CoordinateSource } from "../gossip/near.ts";
 import { nullLogger } from "../log/mod.ts";
 import type { Metrics } from "../metrics/metrics.ts";
-import type { Rpc } from "../rpc/mod.ts";
-import { agentSelfHandler, type AgentInfo } from "./agent.ts";
-import { catalogRoutes } from "./catalog_routes.ts";
 import { errorResponse } from "./http_error.ts";
-import { kvMaxValueBytes, kvPrefix, kvsHandler } from "./kvs.ts";
-import { queryRoutes } from "./prepared_query.ts";
-import { snapshotRoutes } from "./snapshot.ts";
-import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
-import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
 import { textResponse, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** Body limit for routes that do not name one. */
 export const defaultMaxBodyBytes = 512 * 1024;
+
+/** ACL resource families a route may need (consul acl.Authorizer: KeyRead, NodeWrite, OperatorRead, ...). */
+export type AuthzResource = "acl" | "agent" | "event" | "key" | "keyring" | "node" | "operator" | "query" | "service" | "session";
+
+/**
+ * `read` and `write` on one named resource, or on the family when no name is
+ * given; `list`: the route lists a family or a key prefix (Consul filters
+ * such answers by read on each item, and asks key:list for KV listings when
+ * the policy enables it).
+ */
+export type AuthzAccess = "read" | "write" | "list";
+
+/** What a request needs from the caller's token before its handler runs. */
+export type AuthzRequirement =
+  /** Nothing at the route: public (status), or the endpoint checks each item it touches (txn). */
+  | { readonly resource: "none" }
+  | {
+    readonly resource: AuthzResource;
+    readonly access: AuthzAccess;
+    /**
+     * The resource's name when the path carries it (a key, node, service or
+     * event name); absent when the names come from the body (catalog
+     * register, agent service register) or the rule covers the family.
+     */
+    readonly name?: string;
+  };
+
+/**
+ * A route's rule: one requirement, or one derived from the request (method,
+ * query) and `rest`, the path after a prefix pattern ("/v1/kv/" + rest; ""
+ * for an exact pattern).
+ */
+export type RouteAuthz = AuthzRequirement | ((req: HttpRequest, rest: string) => AuthzRequirement);
+
+export type AuthzDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason?: string };
+
+/**
+ * The hook the Router calls with each request and its route's requirement,
+ * before the handler. A refusal is answered 403 and the handler never runs.
+ * Resolving the request's token is the authorizer's business.
+ */
+export interface RouteAuthorizer {
+  authorize(req: HttpRequest, need: AuthzRequirement): AuthzDecision | Promise<AuthzDecision>;
+}
+
+const allowed: AuthzDecision = { allowed: true };
+
+/** Without ACLs every request is allowed. */
+export const allowAll: RouteAuthorizer = { authorize: () => allowed };
 
 export interface Route {
   /** "/v1/kv/" (prefix) or "/v1/status/leader" (exact). */
@@ -26,6 +70,8 @@ export interface Route {
   handler: Handler;
   /** Largest request body; larger → 413 (enforced while reading by serve_node). */
   maxBodyBytes?: number;
+  /** What the caller's token needs; checked by the Router's RouteAuthorizer before the handler. */
+  authz: RouteAuthz;
 }
 
 export type RouteLookup =
@@ -37,18 +83,20 @@ export class Router {
   /** Prefix routes, longest first. */
   #prefixes: Route[] = [];
   readonly #logger: Logger;
+  readonly #authorizer: RouteAuthorizer;
   /** consul.api.http timings (method, route path) when set. */
   metrics: Metrics | undefined;
   /** Each route's `path` label, as Consul writes it: "/v1/kv/" → "v1.kv._". */
   readonly #pathLabels = new WeakMap<Route, string>();
 
-  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics } = {}) {
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer } = {}) {
     this.#logger = options.logger ?? nullLogger();
+    this.#authorizer = options.authorizer ?? allowAll;
     this.metrics = options.metrics;
     for (const r of routes) this.add(r);
   }
 
-  /** Register a route; later layers (catalog, health, ...) add theirs here. */
+  /** Register a route (createRoutes registers the whole table at once). */
   add(route: Route): void {
     if (!route.pattern.startsWith("/")) throw new TypeError(`Route pattern must start with "/": "${route.pattern}"`);
     if (route.pattern.endsWith("/")) {
@@ -62,7 +110,12 @@ export class Router {
   }
 
   patterns(): string[] {
-    return [...this.#exact.keys(), ...this.#prefixes.map((r) => r.pattern)].sort();
+    return this.routes().map((r) => r.pattern);
+  }
+
+  /** Every route, by pattern. */
+  routes(): Route[] {
+    return [...this.#exact.values(), ...this.#prefixes].sort((a, b) => (a.pattern < b.pattern ? -1 : a.pattern > b.pattern ? 1 : 0));
   }
 
   #match(path: string): Route | undefined {
@@ -98,12 +151,16 @@ export class Router {
     return { kind: "route", route, maxBodyBytes: route.maxBodyBytes ?? defaultMaxBodyBytes };
   }
 
-  /** Run a route's handler; errors become Consul's plain-text answers. Never throws. */
+  /** Authorize, then run the route's handler; errors become Consul's plain-text answers. Never throws. */
   async dispatch(route: Route, req: HttpRequest): Promise<HttpResponse> {
     const metrics = this.metrics;
     const start = metrics?.now() ?? 0;
     let r: HttpResponse;
     try {
+      const need = typeof route.authz === "function" ? route.authz(req, route.pattern.endsWith("/") ? req.path.slice(route.pattern.length) : "") : route.authz;
+      let decision = this.#authorizer.authorize(req, need);
+      if (decision instanceof Promise) decision = await decision;
+      if (!decision.allowed) throw new PermissionDeniedError(decision.reason);
       r = await route.handler(req);
     } catch (err) {
       r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
@@ -164,32 +221,4 @@ function formatBytes(n: number): string {
   if (n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
   if (n % 1024 === 0) return `${n / 1024} KiB`;
   return `${n} B`;
-}
-
-export interface RouteDeps {
-  rpc: Rpc;
-  agent: AgentInfo;
-  logger?: Logger;
-  /** LAN coordinates for `?near` sorting (from the agent's gossip pool). */
-  coordinates?: CoordinateSource;
-  /** KV value limit (Consul kv_max_value_size), default 512 KiB. */
-  kvMaxValueBytes?: number;
-  metrics?: Metrics;
-}
-
-/** Cairn's /v1 routes for KV, txn, status and agent/self. */
-export function createRoutes(deps: RouteDeps): Router {
-  const { rpc } = deps;
-  const logger = deps.logger ?? nullLogger();
-  const maxValueBytes = deps.kvMaxValueBytes ?? kvMaxValueBytes;
-  return new Router([
-    { pattern: kvPrefix, methods: ["GET", "PUT", "DELETE"], handler: kvsHandler({ rpc, maxValueBytes }), maxBodyBytes: maxValueBytes },
-    { pattern: "/v1/txn", methods: ["PUT"], handler: txnHandler({ rpc, maxValueBytes }), maxBodyBytes: txnMaxRequestBytes },
-    { pattern: "/v1/status/leader", methods: ["GET"], handler: statusLeaderHandler({ rpc }) },
-    { pattern: "/v1/status/peers", methods: ["GET"], handler: statusPeersHandler({ rpc }) },
-    { pattern: "/v1/agent/self", methods: ["GET"], handler: agentSelfHandler({ agent: deps.agent }) },
-    ...catalogRoutes({ rpc, nodeName: () => deps.agent.nodeName, coordinates: deps.coordinates }),
-    ...snapshotRoutes({ rpc }),
-    ...queryRoutes({ rpc, nodeName: () => deps.agent.nodeName, datacenter: deps.agent.datacenter }),
-  ], { logger, metrics: deps.metrics });
 }

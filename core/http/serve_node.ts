@@ -8,7 +8,7 @@ import { errorMessage, ListenError, listenErrorText } from "../errors.ts";
 export { ListenError };
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
-import { bodyTooLargeResponse, type Router } from "./routes.ts";
+import { bodyTooLargeResponse, type Router } from "./router.ts";
 import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
 
 export interface HttpServerOptions {

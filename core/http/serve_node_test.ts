@@ -4,7 +4,7 @@ import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import { createServer as createNetServer, connect } from "node:net";
 import { systemClock } from "../clock/mod.ts";
 import { FakeRpc } from "./_fake_rpc.ts";
-import { testAgent } from "./_test_env.ts";
+import { testBackends } from "./_test_env.ts";
 import { createRoutes } from "./routes.ts";
 import { createHttpServer, ListenError, type HttpServer } from "./serve_node.ts";
 
@@ -16,7 +16,7 @@ let port = 0;
 const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 
 before(async () => {
-  server = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }) });
+  server = createHttpServer({ router: createRoutes(testBackends({ rpc })) });
   port = (await server.listen({ host: "127.0.0.1", port: 0 })).port;
 });
 
@@ -168,7 +168,7 @@ test("serve_node: a blocking query is answered when the key changes", async () =
 test("serve_node: listening on a busy port says which port and what to do", async () => {
   const blocker = createNetServer();
   const busy = await new Promise<number>((resolve) => blocker.listen(0, "127.0.0.1", () => resolve((blocker.address() as { port: number }).port)));
-  const other = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }) });
+  const other = createHttpServer({ router: createRoutes(testBackends({ rpc })) });
   try {
     await assert.rejects(other.listen({ host: "127.0.0.1", port: busy }), (err: unknown) => {
       assert.ok(err instanceof ListenError);
@@ -183,7 +183,7 @@ test("serve_node: listening on a busy port says which port and what to do", asyn
 });
 
 test("serve_node: close cancels blocking queries and stops listening", async () => {
-  const s = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }) });
+  const s = createHttpServer({ router: createRoutes(testBackends({ rpc })) });
   const p = (await s.listen({ host: "127.0.0.1", port: 0 })).port;
   const waitingBefore = rpc.waiting();
   const pending = new Promise<number>((resolve) => {
@@ -217,7 +217,7 @@ test("serve_node: a malformed request line gets a 400 and the connection closes"
 test("serve_node: requests are logged at trace with status and latency", async () => {
   const { CaptureSink, createLogger } = await import("../log/mod.ts");
   const sink = new CaptureSink();
-  const s = createHttpServer({ router: createRoutes({ rpc, agent: testAgent }), logger: createLogger({ sink, level: "trace" }) });
+  const s = createHttpServer({ router: createRoutes(testBackends({ rpc })), logger: createLogger({ sink, level: "trace" }) });
   const p = (await s.listen({ host: "127.0.0.1", port: 0 })).port;
   try {
     const r = await fetch(`http://127.0.0.1:${p}/v1/status/leader`);

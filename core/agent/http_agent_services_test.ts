@@ -1,13 +1,14 @@
+// The agent's local services and checks (LocalAgent, syncing to a fake
+// catalog) behind the HTTP table's /v1/agent/* routes.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { FakeCatalogRpc } from "../agent/local/_fake_catalog_rpc.ts";
-import { LocalAgent } from "../agent/local/local_agent.ts";
-import { nullLogger } from "../log/mod.ts";
+import { createRoutes } from "../http/mod.ts";
+import { testBackends } from "../http/_test_env.ts";
+import { makeRequest, type HttpResponse } from "../http/types.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
-import { agentServicesRoutes } from "./agent_services.ts";
-import { Router } from "./routes.ts";
-import { makeRequest, type HttpResponse } from "./types.ts";
+import { FakeCatalogRpc } from "./local/_fake_catalog_rpc.ts";
+import { LocalAgent } from "./local/local_agent.ts";
 
 function setup(options: { enableScriptChecks?: boolean; reload?: () => Promise<void> } = {}) {
   const clock = new SimClock();
@@ -22,7 +23,7 @@ function setup(options: { enableScriptChecks?: boolean; reload?: () => Promise<v
     probes: { http: () => async () => ({ status: "passing", output: "fake" }), tcp: () => async () => ({ status: "passing", output: "fake" }), script: () => async () => ({ status: "passing", output: "fake" }) },
   });
   local.start();
-  const router = new Router(agentServicesRoutes({ local, datacenter: "dc1", reload: options.reload, clock }), { logger: nullLogger() });
+  const router = createRoutes(testBackends({ local, reload: options.reload, clock }));
   const call = (method: string, target: string, body?: unknown, headers?: Record<string, string>) =>
     router.handle(makeRequest(method, target, { body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body), headers }));
   return { clock, rpc, local, router, call };

@@ -1,32 +1,30 @@
 // Fuzz: HTTP requests. In process, valid requests to every /v1 family
 // (paths, query strings, headers, JSON and raw bodies) are mutated and sent
-// through the real routes over a dev server (real Raft, FSM and state
-// store). Every answer must be a well-formed status with valid header
-// values, never a 500 carrying a stack trace (a 500 only for our own errors,
-// as Consul answers state errors); a refused write must leave the
-// state as it was; nothing may hang. Over a real socket, a node:http server
-// from serve_node.ts gets garbage request lines, broken chunked bodies, huge
-// and conflicting headers and mutated raw requests: each gets a well-formed
-// 4xx (or the connection closes), never a hang, and the server keeps
-// serving. FUZZ_SEED=n replays one seed.
+// through the real route table over a dev server (real Raft, FSM and state
+// store) and a real LocalAgent. Every answer must be a well-formed status
+// with valid header values, never a 500 carrying a stack trace (a 500 only
+// for our own errors, as Consul answers state errors); a refused write must
+// leave the state as it was; nothing may hang. Over a real socket, a
+// node:http server from serve_node.ts gets garbage request lines, broken
+// chunked bodies, huge and conflicting headers and mutated raw requests:
+// each gets a well-formed 4xx (or the connection closes), never a hang, and
+// the server keeps serving. FUZZ_SEED=n replays one seed.
 
 import assert from "node:assert/strict";
 import { validateHeaderName, validateHeaderValue } from "node:http";
 import { connect } from "node:net";
 import { test } from "node:test";
-import { LocalAgent } from "../agent/local/local_agent.ts";
 import { CairnError } from "../errors.ts";
+import { createHttpServer, createRoutes, type HttpRequest, type HttpResponse, type Router } from "../http/mod.ts";
+import { bodyTooLargeResponse } from "../http/router.ts";
+import { testAgent, testBackends } from "../http/_test_env.ts";
 import { createLocalRpc } from "../rpc/local.ts";
 import { createDevServer, type DevServer } from "../server/dev.ts";
 import { fuzzSeeds, hex, mutateBytes, mutateText, mutateValue, oddChars, replayHint } from "../sim/fuzz.ts";
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { tableList } from "../state/schema.ts";
-import { agentServicesRoutes } from "./agent_services.ts";
-import { testAgent } from "./_test_env.ts";
-import { bodyTooLargeResponse, createRoutes, type Router } from "./routes.ts";
-import { createHttpServer } from "./serve_node.ts";
-import type { HttpRequest, HttpResponse } from "./types.ts";
+import { LocalAgent } from "./local/local_agent.ts";
 
 interface Sample {
   method: string;
@@ -241,7 +239,6 @@ async function world(seed: number): Promise<{ clock: SimClock; dev: DevServer; r
   const rng = new Rng(seed);
   const dev = await createDevServer({ clock, rng: rng.fork(), id: testAgent.nodeId });
   const rpc = createLocalRpc(dev.server);
-  const router = createRoutes({ rpc, agent: testAgent });
   const local = new LocalAgent({
     node: { node: testAgent.nodeName, id: testAgent.nodeId, address: "127.0.0.1", taggedAddresses: {}, meta: {} },
     clock,
@@ -250,7 +247,7 @@ async function world(seed: number): Promise<{ clock: SimClock; dev: DevServer; r
     probes: { http: () => async () => ({ status: "passing", output: "fake" }), tcp: () => async () => ({ status: "passing", output: "fake" }), script: () => async () => ({ status: "passing", output: "fake" }) },
   });
   local.start();
-  for (const r of agentServicesRoutes({ local, datacenter: "dc1", clock })) router.add(r);
+  const router = createRoutes(testBackends({ rpc, local, clock }));
   // Some state for reads to find.
   await router.handle({ method: "PUT", path: "/v1/catalog/register", query: new URLSearchParams(), headers: {}, body: bodyBytes({ Node: "n1", Address: "10.0.0.1", Service: { Service: "web", Port: 80, Tags: ["v1"] } }) });
   await router.handle({ method: "PUT", path: "/v1/kv/app/config", query: new URLSearchParams(), headers: {}, body: bodyBytes("v") });
