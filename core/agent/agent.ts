@@ -4,10 +4,9 @@
 import { systemClock, type Clock } from "../clock/mod.ts";
 import type { AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
-import { createRoutes, createHttpServer, memberStatus, type AgentInfo } from "../http/mod.ts";
+import { createRoutes, createHttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
-import { agentServicesRoutes } from "../http/agent_services.ts";
 import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
@@ -23,13 +22,6 @@ import { UserEventStore } from "./user_events.ts";
 import { Leader } from "../server/leader/leader.ts";
 import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
-import { memberRoutes, memberStatusCode, poolStatsStrings } from "../http/members.ts";
-import { keyringRoutes } from "../http/keyring.ts";
-import { eventRoutes } from "../http/event.ts";
-import { coordinateRoutes } from "../http/coordinate.ts";
-import { metricsRoutes } from "../http/metrics.ts";
-import { monitorRoutes } from "../http/monitor.ts";
-import { operatorRaftRoutes } from "../http/operator_raft.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -155,21 +147,20 @@ export async function startAgent(
       const router = createRoutes({
         rpc,
         agent: agentInfo,
-        logger: logger.named("agent.http"),
-        kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
-        coordinates: () => gossip.lan.coordinates(),
+        local,
+        gossip,
+        events,
+        // A client has no Raft of its own: it asks a server, as Consul's does.
+        operator: serverNode?.router ?? devServer?.operator ?? clientRpc!.router,
+        monitor: { sink, recent },
         metrics: telemetry.metrics,
+        prometheus: config.telemetry.prometheusRetentionTimeMs > 0,
+        clock,
+        reload,
+        onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }),
+        kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
+        logger: logger.named("agent.http"),
       });
-      for (const route of agentServicesRoutes({ local, datacenter: config.datacenter, reload, clock })) router.add(route);
-      // A client has no Raft of its own: it asks a server, as Consul's does.
-      const operatorBackend = serverNode?.router ?? devServer?.operator ?? clientRpc!.router;
-      for (const route of operatorRaftRoutes(operatorBackend)) router.add(route);
-      for (const route of memberRoutes({ gossip, onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }) })) router.add(route);
-      for (const route of keyringRoutes({ keyring: gossip.keyring })) router.add(route);
-      for (const route of eventRoutes({ events })) router.add(route);
-      for (const route of coordinateRoutes({ gossip })) router.add(route);
-      for (const route of monitorRoutes({ sink, recent })) router.add(route);
-      for (const route of metricsRoutes({ metrics: telemetry.metrics, prometheus: config.telemetry.prometheusRetentionTimeMs > 0 })) router.add(route);
       const http = createHttpServer({ router, logger: logger.named("agent.http") });
       httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
       closers.add("http", () => http.close({ graceMs: httpGraceMs }));
