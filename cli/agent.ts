@@ -2,8 +2,8 @@
 // the order given, flags on top), validation, then the agent runtime.
 import { consulTags } from "../core/agent/gossip.ts";
 import { runAgent } from "../core/agent/mod.ts";
-import { validateConfig } from "../core/config/mod.ts";
-import type { AgentConfig, ConfigLayer } from "../core/config/mod.ts";
+import { configFormats, keyRows, validateConfig } from "../core/config/mod.ts";
+import type { AgentConfig, ConfigFormat, ConfigLayer } from "../core/config/mod.ts";
 import { loadConfig } from "../core/config/load_node.ts";
 import type { ConfigPath } from "../core/config/load_node.ts";
 import { errorMessage } from "../core/errors.ts";
@@ -27,13 +27,20 @@ const flags: readonly FlagSpec[] = [
     name: "config-dir",
     kind: "list",
     valueName: "dir",
-    usage: "Path to a directory to read configuration files from. Files ending in .json, .yaml or .yml are read in lexical order. Can be specified multiple times.",
+    usage:
+      "Path to a directory to read configuration files from. Files ending in .hcl, .json, .yaml or .yml are read in lexical order; other files are skipped with a warning. Can be specified multiple times.",
   },
   {
     name: "config-file",
     kind: "list",
     valueName: "file",
-    usage: "Path to a JSON or YAML file to read configuration from. Can be specified multiple times; later files override earlier ones.",
+    usage: "Path to an HCL, JSON or YAML file to read configuration from. Can be specified multiple times; later files override earlier ones.",
+  },
+  {
+    name: "config-format",
+    kind: "string",
+    valueName: "string",
+    usage: "Config files are in this format irrespective of their extension. Must be 'hcl', 'json' or 'yaml'.",
   },
   { name: "data-dir", kind: "string", valueName: "path", usage: "Path to a data directory to store agent state." },
   { name: "datacenter", kind: "string", valueName: "name", usage: "Datacenter of the agent." },
@@ -45,6 +52,7 @@ const flags: readonly FlagSpec[] = [
   { name: "enable-script-checks", kind: "bool", usage: "Enables health check scripts." },
   { name: "encrypt", kind: "string", valueName: "key", usage: "Provides the gossip encryption key." },
   { name: "http-port", kind: "int", valueName: "int", usage: "Sets the HTTP API port to listen on." },
+  { name: "hcl", kind: "list", valueName: "string", usage: "HCL configuration fragment. This HCL fragment is appended to the configuration and allows to specify the full range of options of a config file on the command line. This option can be specified multiple times." },
   { name: "join", kind: "list", valueName: "address", usage: "Address of an agent to join at start time. Can be specified multiple times." },
   { name: "join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time. Can be specified multiple times." },
   { name: "log-json", kind: "bool", usage: "Output logs in JSON format." },
@@ -68,16 +76,27 @@ const flags: readonly FlagSpec[] = [
   { name: "ui", kind: "bool", usage: "Accepted for compatibility; cairn has no web UI." },
 ];
 
-const HELP = `
+function help(): string {
+  const rows = keyRows();
+  const all = [...rows.agent, ...rows.service, ...rows.check];
+  const count = (status: string) => all.filter((r) => r.status === status).length;
+  return `
 Usage: cairn agent [options]
 
   Starts the cairn agent and runs until an interrupt is received. The
   agent represents a single node in a cluster.
 
   Configuration comes from defaults, then -dev, then every -config-file and
-  -config-dir in the order given (JSON or YAML, Consul's key names), then the
-  flags below, each overriding what came before.
+  -config-dir in the order given, then the flags below, then every -hcl
+  fragment, each overriding what came before.
+
+  Config files are Consul's: HCL, JSON (or YAML), Consul's key names. Of the
+  ${all.length} keys Consul's agent accepts, cairn implements ${count("implemented")}; ${count("planned")} are
+  planned and ${count("ignored")} have no effect by design (service mesh, Enterprise, HCP,
+  web UI). Those are accepted with one warning each at startup; a key Consul
+  does not know is an error. List them all with "cairn config keys".
 `;
+}
 
 /** Flags that map to config fields, as a layer over the files (only what was given). */
 function flagLayer(p: ParsedFlags): ConfigLayer | string {
@@ -142,11 +161,10 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
   return layer;
 }
 
-/**
- * Build and validate the agent's config from its arguments. Returns the
- * config, or an exit code after printing the reason (`==> …`) or the help.
- */
-export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | number {
+/** Everything loadConfig needs, taken from the arguments once and reused on reload. */
+type LoadOptions = Parameters<typeof loadConfig>[0];
+
+function loadOptionsFromArgs(args: string[], io: CliIo): LoadOptions | number {
   const p = parseCommandFlags(agentCommand, args, flags, io);
   if (typeof p === "number") return p;
   if (p.positionals.length > 0) {
@@ -158,12 +176,25 @@ export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | nu
     io.stderr(`==> ${layer}\n`);
     return 1;
   }
+  let format: ConfigFormat | undefined;
+  if (p.values.has("config-format")) {
+    const f = str(p, "config-format");
+    if (!configFormats.includes(f as ConfigFormat)) {
+      io.stderr(`==> Invalid -config-format "${f}": must be 'hcl', 'json' or 'yaml'\n`);
+      return 1;
+    }
+    format = f as ConfigFormat;
+  }
   const paths: ConfigPath[] = p.occurrences
     .filter((o) => o.name === "config-file" || o.name === "config-dir")
     .map((o) => ({ kind: o.name === "config-dir" ? "dir" : "file", path: o.value }));
+  return { paths, flags: layer, dev: bool(p, "dev"), hcl: list(p, "hcl"), format };
+}
+
+function loadAndValidate(options: LoadOptions, io: CliIo): AgentConfig | number {
   let config: AgentConfig;
   try {
-    config = loadConfig({ paths, flags: layer, dev: bool(p, "dev") });
+    config = loadConfig(options);
   } catch (err) {
     io.stderr(`==> ${errorMessage(err)}\n`);
     return 1;
@@ -176,6 +207,16 @@ export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | nu
   return config;
 }
 
+/**
+ * Build and validate the agent's config from its arguments. Returns the
+ * config, or an exit code after printing the reason (`==> …`) or the help.
+ */
+export function agentConfigFromArgs(args: string[], io: CliIo): AgentConfig | number {
+  const options = loadOptionsFromArgs(args, io);
+  if (typeof options === "number") return options;
+  return loadAndValidate(options, io);
+}
+
 /** A repeating timer that does not keep the process alive. */
 function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
   const t = setInterval(fn, ms);
@@ -186,16 +227,20 @@ function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
 export const agentCommand: Command = {
   name: "agent",
   synopsis: "Runs a cairn agent",
-  help: () => formatHelp(HELP, flags),
+  help: () => formatHelp(help(), flags),
   async run(args: string[], io: CliIo): Promise<number> {
-    const config = agentConfigFromArgs(args, io);
+    const options = loadOptionsFromArgs(args, io);
+    if (typeof options === "number") return options;
+    const config = loadAndValidate(options, io);
     if (typeof config === "number") return config;
+    // SIGHUP and `cairn reload` read the same files, directories and -hcl fragments again (new files too, as Consul does).
+    const reloadConfig = () => loadConfig(options);
     const v8 = io.v8 ? clientV8(config, { ...io.v8, nowMs: () => performance.now(), every: unrefInterval }) : undefined;
     try {
       // A client warms its gossip paths before it joins anything (see core/gossip/warmup.ts);
       // servers tier up to optimised code early anyway (agent_v8.ts).
       if (!config.server) warmUpGossip({ tags: consulTags(config, { nodeId: "00000000-0000-4000-8000-000000000000", pool: "lan" }) });
-      return await runAgent(config, { stdout: io.stdout, stderr: io.stderr }, { onStarted: () => v8?.started() });
+      return await runAgent(config, { stdout: io.stdout, stderr: io.stderr }, { reloadConfig, onStarted: () => v8?.started() });
     } finally {
       v8?.stop();
     }

@@ -125,3 +125,44 @@ test("agent: bad flags and invalid configs print ==> and exit 1", () => {
   assert.equal(agentConfigFromArgs(["-h"], io), 0);
   assert.match(io.stdoutText, /^Usage: cairn agent \[options\]/);
 });
+
+test("agent: .hcl files, -config-format and -hcl fragments", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-agent-hcl-"));
+  try {
+    writeFileSync(join(dir, "a.hcl"), 'data_dir = "/a"\nnode_name = "from-hcl"\nacl { enabled = true }\n');
+    writeFileSync(join(dir, "b.conf"), 'retry_join = ["x"]\n');
+    let c = config([`-config-dir=${dir}`]);
+    assert.equal(c.nodeName, "from-hcl");
+    assert.deepEqual(c.retryJoin, []);
+    assert.deepEqual(
+      c.warnings.map((w) => w.message),
+      [
+        `Skipping "${join(dir, "b.conf")}": config files must end in .hcl, .json, .yaml or .yml (or set -config-format)`,
+        `Config key "acl" from "${join(dir, "a.hcl")}" line 3 has no effect in cairn yet: ACLs are not implemented yet`,
+      ],
+    );
+    // -config-format reads every file of the directory in that format.
+    c = config([`-config-dir=${dir}`, "-config-format=hcl"]);
+    assert.deepEqual(c.retryJoin, ["x"]);
+    // -hcl applies after the flags; it is not a config file.
+    c = config([`-config-file=${join(dir, "a.hcl")}`, "-node=flag", "-hcl", 'node_name = "fragment"', "-hcl=node_meta { rack = \"r1\" }"]);
+    assert.equal(c.nodeName, "fragment");
+    assert.deepEqual(c.nodeMeta, { rack: "r1" });
+    assert.deepEqual(c.configFiles, [join(dir, "a.hcl")]);
+    assert.match(failure(["-dev", "-config-format=toml"]), /^==> Invalid -config-format "toml": must be 'hcl', 'json' or 'yaml'/);
+    assert.match(failure(["-dev", "-hcl", "bogus = 1"]), /^==> Unknown configuration key "bogus" in "-hcl #1" at line 1/);
+    writeFileSync(join(dir, "c.hcl"), 'ports {\n  http = 1\n  htp = 2\n}\n');
+    assert.match(failure([`-config-dir=${dir}`]), /^==> Unknown configuration key "ports\.htp" in ".*c\.hcl" at line 3: did you mean "http"\?/);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test("agent: -h tells how many keys cairn implements and where the list is", () => {
+  const io = testIo();
+  assert.equal(agentConfigFromArgs(["-h"], io), 0);
+  assert.match(io.stdoutText, /Of the\s+\d+ keys Consul's agent accepts, cairn implements \d+;/);
+  assert.match(io.stdoutText, /cairn config keys/);
+  assert.match(io.stdoutText, /-hcl=<string>/);
+  assert.match(io.stdoutText, /-config-format=<string>/);
+});

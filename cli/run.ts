@@ -9,6 +9,7 @@ import type { CliIo, Command } from "./_io.ts";
 import { catalogDatacenters } from "./catalog_datacenters.ts";
 import { catalogNodes } from "./catalog_nodes.ts";
 import { catalogServices } from "./catalog_services.ts";
+import { configKeysCommand } from "./config_keys.ts";
 import { kvDelete } from "./kv_delete.ts";
 import { kvExport } from "./kv_export.ts";
 import { kvGet } from "./kv_get.ts";
@@ -91,6 +92,20 @@ Usage: cairn catalog <subcommand> [options] [args]
   catalogDatacenters,
   catalogNodes,
   catalogServices,
+  parentCommand(
+    "config",
+    "Inspect cairn's configuration keys",
+    `
+Usage: cairn config <subcommand> [options]
+
+  This command has subcommands about the agent's configuration files.
+
+  List every key of Consul's agent configuration and what cairn does with it:
+
+      $ cairn config keys
+`,
+  ),
+  configKeysCommand,
   parentCommand(
     "kv",
     "Interact with the key-value store",
