@@ -208,9 +208,15 @@ export function cleanPath(path: string): string {
   return clean;
 }
 
-/** A decoded path as it goes in a Location header: each segment percent-encoded, RFC 3986 sub-delims kept. */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * A decoded path as it goes in a Location header: each segment
+ * percent-encoded, RFC 3986 sub-delims kept. A lone surrogate (which
+ * encodeURIComponent throws on) becomes U+FFFD, so lookup never throws.
+ */
 function escapePath(path: string): string {
-  return path.split("/").map((seg) => encodeURIComponent(seg).replace(/%(21|24|26|27|28|29|2A|2B|2C|3B|3D|3A|40)/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)))).join("/");
+  return path.split("/").map((seg) => encodeURIComponent(seg.replace(loneSurrogate, "\ufffd")).replace(/%(21|24|26|27|28|29|2A|2B|2C|3B|3D|3A|40)/gi, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16)))).join("/");
 }
 
 export function bodyTooLargeResponse(limitBytes: number): HttpResponse {

@@ -58,6 +58,16 @@ test("router: an unclean path is answered 301 to the clean one, query kept, befo
   assert.equal(router.lookup("GET", "/v1/kv/a").kind, "route");
 });
 
+test("router: lookup never throws, not even on a lone surrogate in an unclean path (found by the HTTP fuzz test)", () => {
+  const r = new Router([]);
+  const found = r.lookup("GET", "/v1/agent/self/\ud800/.", "");
+  assert.equal(found.kind, "response");
+  if (found.kind === "response") {
+    assert.equal(found.response.status, 301);
+    assert.equal(found.response.headers.Location, "/v1/agent/self/%EF%BF%BD");
+  }
+});
+
 test("router: the authorizer gets each request with its route's rule; a refusal is a 403 before the handler runs", async () => {
   const seen: Array<{ path: string; need: AuthzRequirement }> = [];
   let refuse = false;
