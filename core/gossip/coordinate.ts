@@ -1,6 +1,6 @@
 // Vivaldi network coordinates (serf/coordinate: client.go, coordinate.go),
 // pure: RTTs come in, the client's coordinate moves. Serf carries the
-// coordinate in UDP acks (gossip-wire.md §8.9). The random direction used
+// coordinate in UDP acks (docs/gossip-wire.md §8.9). The random direction used
 // when two coordinates coincide comes from the injected Rng.
 
 import type { Rng } from "../sim/rng.ts";

@@ -85,7 +85,7 @@ export function gossipProfile(name: string): GossipProfile | undefined {
 export const serfAgentVsn: readonly number[] = Object.freeze([1, 5, 2, 2, 5, 5]);
 export const consulVsn: readonly number[] = Object.freeze([1, 5, 2, 2, 5, 4]);
 
-/** Serf library defaults (section 8.10); `consulSerfTimings` has Consul's overrides. */
+/** Serf library defaults (docs/gossip-wire.md §8.10); `consulSerfTimings` has Consul's overrides. */
 export interface SerfTimings {
   readonly broadcastTimeoutMs: number;
   readonly leavePropagateDelayMs: number;

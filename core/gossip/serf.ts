@@ -2,7 +2,7 @@
 // coalesce*.go), pure, composed over SwimCore: Lamport clocks, join/leave
 // intents, member statuses alive/leaving/left/failed, reaping, user events
 // with dedupe and coalescing, queries with acks/responses/filters/relays,
-// and Vivaldi coordinates in acks. See gossip-wire.md §8.
+// and Vivaldi coordinates in acks. See docs/gossip-wire.md §8.
 //
 // Messages are decoded values (wire/messages.ts bodies, with "ip:port"
 // strings for addresses and decoded query filters); driver.ts adapts them.

@@ -1,9 +1,9 @@
-// The memberlist SWIM + Lifeguard protocol core, pure (STYLE.md §2):
+// The memberlist SWIM + Lifeguard protocol core, pure (docs/ARCHITECTURE.md, Invariants):
 // `step(input)` takes ticks, packets, streams, join/leave/meta requests with
 // the current time; `ready()` hands back what to send and what happened.
 // No timers, sockets or clocks in here: deadlines are state checked on tick,
 // randomness comes from the injected Rng. Behaviour follows memberlist 0.2.2
-// (state.go, suspicion.go, awareness.go, queue.go), see gossip-wire.md §6.
+// (state.go, suspicion.go, awareness.go, queue.go), see docs/gossip-wire.md §6.
 //
 // Addresses are "ip:port" strings. Message payloads that belong to the layer
 // above (user messages, push/pull user state, node metadata, ack payloads)

@@ -1,5 +1,5 @@
 // The real gossip network: one UDP socket and one TCP listener on the same
-// port (memberlist, gossip-wire.md sections 1, 4 and 5), implementing the
+// port (memberlist, docs/gossip-wire.md sections 1, 4 and 5), implementing the
 // GossipTransport contract of driver.ts with P = Uint8Array:
 //
 // - onPacket(from, bytes): one datagram, decrypted if a keyring is set

@@ -1,4 +1,4 @@
-// memberlist encryption (gossip-wire.md section 5): AES-GCM with a keyring,
+// memberlist encryption (docs/gossip-wire.md section 5): AES-GCM with a keyring,
 // blob = version | nonce(12) | ciphertext | tag(16). Version 1 (no padding) is
 // what we send; version 0 (PKCS#7 padding) is accepted on receipt. UDP uses no
 // additional data; TCP streams use the 5-byte `0x0a | len` header as AAD.

@@ -1,6 +1,6 @@
 // LZW exactly as Go's compress/lzw with order LSB and literal width 8 (the
 // GIF flavour), which memberlist uses for its `compress` messages
-// (gossip-wire.md section 3.6). The encoder reproduces Go's output bit for
+// (docs/gossip-wire.md section 3.6). The encoder reproduces Go's output bit for
 // bit; the decoder follows Go's reader, including the mandatory EOF code.
 
 import type { WireResult } from "./messages.ts";

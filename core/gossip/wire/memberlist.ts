@@ -1,4 +1,4 @@
-// memberlist messages (gossip-wire.md sections 3 and 4): encoders that
+// memberlist messages (docs/gossip-wire.md sections 3 and 4): encoders that
 // reproduce Go's bytes, decoders that never throw, the compound / compress /
 // CRC wrappers for UDP, and the TCP stream framing (push/pull, ping, user,
 // err) parsed incrementally because plaintext streams have no length prefix.

@@ -1,5 +1,5 @@
 // Decoded memberlist + Serf wire messages (memberlist 0.2.2, Serf 0.9.4,
-// go-msgpack 0.5.5), see /work/shared/protocol/gossip-wire.md.
+// go-msgpack 0.5.5), see docs/gossip-wire.md.
 //
 // ANNOUNCEMENT: this file is the contract between the wire codec
 // (core/gossip/wire/*) and the SWIM/Serf protocol core (core/gossip/*.ts).

@@ -1,4 +1,4 @@
-// The go-msgpack 0.5.5 dialect (gossip-wire.md section 2), written by hand
+// The go-msgpack 0.5.5 dialect (docs/gossip-wire.md section 2), written by hand
 // because the exact bytes matter: strings and []byte both use the raw family
 // (0xa0-0xbf, 0xda, 0xdb; never str8 or bin), struct keys are sorted, integers
 // use the smallest unsigned format when non-negative, floats are always 0xcb.

@@ -1,5 +1,5 @@
 // Serf messages carried in memberlist user messages and push/pull user state
-// (gossip-wire.md section 8): encoders matching Go's bytes, decoders that
+// (docs/gossip-wire.md section 8): encoders matching Go's bytes, decoders that
 // never throw, plus tags in memberlist Meta (8.3), query filters (8.6) and
 // Vivaldi coordinates in ack payloads (8.9).
 
