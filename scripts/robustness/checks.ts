@@ -4,7 +4,7 @@
 // (linearizability against lockModel + the two LockIndex invariants).
 import type { KvInput, KvOutput, Operation } from "./history.ts";
 import { checkOperations, formatOperation, kvModel, lostAcknowledgedWrites, type CheckResult, type Model } from "./linearizability.ts";
-import { checkLockInvariants, lockModel, txnModel } from "./models.ts";
+import { checkLockInvariants, lockModel, txnModel, type TxnInput, type TxnOutput } from "./models.ts";
 import type { Histories, Keys } from "./workloads.ts";
 
 export interface Anomaly {
@@ -56,8 +56,50 @@ function runCheck<S, I, O>(name: string, model: Model<S, I, O>, history: Operati
   }
 }
 
+/**
+ * Conditional writes answered "false" (or 409) whose value was read later:
+ * the plainest form of a write applied although its client was told it
+ * failed (e.g. applied, then replayed after a leader change, the replay
+ * failing its own CAS). Sound because every value is written by one op only.
+ */
+export function refusedButApplied(h: Histories, txnKeys: readonly string[]): Anomaly[] {
+  const out: Anomaly[] = [];
+  const kvWriter = new Map<string, Operation<KvInput, KvOutput>>();
+  for (const op of h.kv) if (op.input.op === "write" || op.input.op === "cas") kvWriter.set(`${op.input.key}\u0000${op.input.value}`, op);
+  const seen = new Set<Operation<unknown, unknown>>();
+  for (const r of h.kv) {
+    if (r.input.op !== "read" || r.output === undefined || !("value" in r.output) || r.output.value === null) continue;
+    const w = kvWriter.get(`${r.input.key}\u0000${r.output.value}`);
+    if (!w || seen.has(w) || w.output === undefined || !("ok" in w.output) || w.output.ok) continue;
+    seen.add(w);
+    out.push({
+      kind: "cas-false-took-effect",
+      explanation: `A CAS answered false took effect: its value was read afterwards\n  ${formatOperation(kvModel, w)}\n  ${formatOperation(kvModel, r)}`,
+    });
+  }
+  const txnWriter = new Map<string, Operation<TxnInput, TxnOutput>>();
+  for (const op of h.txn) if (op.input.op === "txn-write") for (const [k, v] of Object.entries(op.input.sets)) txnWriter.set(`${k}\u0000${v}`, op);
+  const model = txnModel(txnKeys);
+  for (const r of h.txn) {
+    if (r.input.op !== "txn-read" || r.output === undefined || !("values" in r.output)) continue;
+    for (const [k, v] of Object.entries(r.output.values)) {
+      const w = v === null ? undefined : txnWriter.get(`${k}\u0000${v}`);
+      if (!w || seen.has(w) || w.output === undefined || !("ok" in w.output) || w.output.ok) continue;
+      seen.add(w);
+      out.push({
+        kind: "txn-409-took-effect",
+        explanation: `A guarded txn answered 409 took effect: its value ${JSON.stringify(v)} for ${k} was read afterwards\n  ${formatOperation(model, w)}\n  ${formatOperation(model, r)}`,
+      });
+    }
+  }
+  return out;
+}
+
 export function checkHistories(h: Histories, options: { keys: Keys; finalKv: Map<string, string | null>; timeoutMs: number }): CheckReport {
   const report: CheckReport = { anomalies: [], inconclusive: [], lines: [] };
+  const refused = refusedButApplied(h, options.keys.txn);
+  report.anomalies.push(...refused);
+  if (refused.length > 0) report.lines.push(`writes answered false/409 that took effect: ${refused.length}`);
   runCheck("kv", kvModel, h.kv, options.timeoutMs, report);
   const lost: Operation<KvInput, KvOutput>[] = lostAcknowledgedWrites(h.kv, options.finalKv);
   if (lost.length > 0) {

@@ -63,7 +63,7 @@ function copyBinary(root: string): { path: string; version: string } {
     copyFileSync(bin, copy);
     chmodSync(copy, 0o755);
     const r = spawnSync(copy, ["version"], { encoding: "utf8", timeout: 20_000 });
-    if (r.status === 0) return { path: copy, version: r.stdout.split("\n").slice(0, 2).join(", ") };
+    if (r.status === 0) return { path: copy, version: r.stdout.split("\n").filter((l) => /^(cairn|Revision)/.test(l)).join(", ") };
     if (attempt >= 5) throw new Error(`The copy of "${bin}" does not run (is a build writing it?): ${r.stderr || r.error}`);
     spawnSync("sleep", ["5"]);
   }
