@@ -15,7 +15,7 @@ import { startDnsServer } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
-import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip.ts";
+import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip/mod.ts";
 import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "./random_node.ts";
 import { UserEventStore } from "./user_events.ts";

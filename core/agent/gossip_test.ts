@@ -11,7 +11,7 @@ import { systemClock } from "../clock/mod.ts";
 import { buildConfig } from "../config/mod.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
-import { consulTags, resolveJoinAddr, startGossip, type AgentGossip, type GossipPool } from "./gossip.ts";
+import { consulTags, resolveJoinAddr, startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
 import { loadKeyring } from "./keyring_node.ts";
 import { formatSerfSnapshot, parseSerfSnapshot } from "./serf_snapshot_node.ts";
 import { UserEventStore } from "./user_events.ts";

@@ -9,7 +9,7 @@ import { decode, encode } from "@msgpack/msgpack";
 import type { Clock } from "../clock/clock.ts";
 import { BadRequestError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
-import type { GossipPool, PoolUserEvent } from "./gossip.ts";
+import type { GossipPool, PoolUserEvent } from "./gossip/mod.ts";
 
 export const userEventPrefix = "consul:event:";
 export const userEventBufferSize = 256;

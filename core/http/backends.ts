@@ -76,7 +76,7 @@ export interface LocalAgentBackend {
 }
 
 // ---------------------------------------------------------------------------
-// Gossip (core/agent/gossip.ts AgentGossip fits)
+// Gossip (core/agent/gossip/ AgentGossip fits)
 
 export type PoolMemberStatus = "alive" | "leaving" | "left" | "failed";
 

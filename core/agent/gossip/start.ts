@@ -1,0 +1,130 @@
+// Starting the pools: bind the transports, restore snapshots and the
+// keyring, build the LAN pool (every agent) and the WAN pool (servers).
+
+import { join as joinPath } from "node:path";
+import type { AgentConfig } from "../../config/types.ts";
+import { errorMessage } from "../../errors.ts";
+import type { Logger } from "../../log/mod.ts";
+import { lanProfile, wanProfile } from "../../gossip/profiles.ts";
+import { createNodeTransport } from "../../gossip/transport_node.ts";
+import type { NodeTransport } from "../../gossip/transport_node.ts";
+import { joinHostPort } from "../../gossip/wire/addr.ts";
+import { Keyring } from "../../gossip/wire/crypto.ts";
+import { Rng } from "../../sim/rng.ts";
+import { loadKeyring } from "../keyring_node.ts";
+import { readSerfSnapshot } from "../serf_snapshot_node.ts";
+import { randomSeed } from "../random_node.ts";
+import type { AgentGossip, GossipDeps, PoolName } from "./types.ts";
+import { consulTags, devProfile, pickAdvertiseAddr, transportLogger } from "./tags.ts";
+import { SerfPool } from "./pool.ts";
+import { agentKeyring } from "./keyring.ts";
+
+// ---------------------------------------------------------------------------
+// Start
+
+async function bindTransport(options: {
+  bindAddr: string;
+  port: number;
+  advertiseAddr: string;
+  keyring: Keyring | undefined;
+  logger: Logger;
+  fallbackToAnyPort: boolean;
+  pool: PoolName;
+}): Promise<NodeTransport> {
+  const make = (port: number) =>
+    createNodeTransport({
+      bindAddr: options.bindAddr,
+      bindPort: port,
+      advertiseAddr: options.advertiseAddr,
+      logger: transportLogger(options.logger.named("memberlist")),
+      keyring: options.keyring,
+      // The driver decodes every datagram anyway and reports garbage back: decode once.
+      dropUndecodablePackets: false,
+    });
+  try {
+    return await make(options.port);
+  } catch (err) {
+    if (!options.fallbackToAnyPort || options.port === 0) {
+      throw new Error(`Failed to start ${options.pool.toUpperCase()} Serf: cannot bind ${joinHostPort(options.bindAddr, options.port)}: ${errorMessage(err)}`);
+    }
+    // -dev on a busy port (several dev agents on one host, as in tests): take any free port.
+    options.logger.warn(`${options.pool.toUpperCase()} gossip port ${options.port} is busy; -dev uses a free port instead`, { error: errorMessage(err) });
+    return await make(0);
+  }
+}
+
+/**
+ * Start the agent's gossip pools from config: LAN on bindAddr:ports.serfLan,
+ * WAN on ports.serfWan for servers; Consul's tags; keyring from `encrypt` or
+ * `<dataDir>/serf/local.keyring`; rejoin from `<dataDir>/serf/local.snapshot`.
+ * Does NOT run start_join/retry_join (see `runStartJoins`/`retryJoin`).
+ * Throws with a clear message if a port cannot be bound.
+ */
+export async function startGossip(config: AgentConfig, deps: GossipDeps): Promise<AgentGossip> {
+  const logger = deps.logger;
+  const persist = !config.dev && config.dataDir !== "";
+  const serfDir = persist ? joinPath(config.dataDir, "serf") : "";
+  const rng = new Rng(randomSeed());
+  const advertise = config.advertiseAddr || pickAdvertiseAddr(config.bindAddr);
+  const pools: SerfPool[] = [];
+
+  const startPool = async (name: PoolName): Promise<SerfPool> => {
+    const log = logger.named(name === "lan" ? "serf.lan" : "serf.wan");
+    const keyringFile = persist ? joinPath(serfDir, name === "lan" ? "local.keyring" : "remote.keyring") : undefined;
+    const snapshotFile = persist ? joinPath(serfDir, name === "lan" ? "local.snapshot" : "remote.snapshot") : undefined;
+    const keyring = loadKeyring({ file: keyringFile, encrypt: config.encrypt, logger: log, pool: name.toUpperCase() });
+    const transport = await bindTransport({
+      bindAddr: config.bindAddr,
+      port: name === "lan" ? config.ports.serfLan : config.ports.serfWan,
+      advertiseAddr: name === "lan" ? advertise : config.advertiseAddrWan || advertise,
+      keyring,
+      logger: log,
+      fallbackToAnyPort: config.dev,
+      pool: name,
+    });
+    const snap = snapshotFile ? readSerfSnapshot(snapshotFile, log) : undefined;
+    const base = name === "lan" ? { ...lanProfile, deadNodeReclaimMs: 30_000 } : wanProfile;
+    const pool = new SerfPool({
+      name,
+      nodeName: name === "lan" ? config.nodeName : `${config.nodeName}.${config.datacenter}`,
+      datacenter: config.datacenter,
+      profile: config.dev ? devProfile(base) : base,
+      reconnectTimeoutMs: name === "lan" ? config.reconnectTimeoutMs : config.reconnectTimeoutWanMs,
+      transport,
+      keyring,
+      keyringFile,
+      snapshotFile,
+      tags: { ...consulTags(config, { nodeId: deps.nodeId, pool: name }), ...deps.tags },
+      nodeId: deps.nodeId,
+      clock: deps.clock,
+      logger: log,
+      rng: rng.fork(),
+      restoreClocks: snap ? { lTime: snap.clock, eventLTime: snap.eventClock, queryLTime: snap.queryClock } : undefined,
+    });
+    pool.start();
+    if (snap) pool.restore(snap, config.rejoinAfterLeave);
+    return pool;
+  };
+
+  try {
+    pools.push(await startPool("lan"));
+    if (config.server) pools.push(await startPool("wan"));
+  } catch (err) {
+    for (const p of pools) await p.stop();
+    throw err;
+  }
+  const lan = pools[0]!;
+  const wan = pools[1];
+  return {
+    lan,
+    wan,
+    keyring: agentKeyring(() => pools),
+    async leave() {
+      if (wan) await wan.leave();
+      await lan.leave();
+    },
+    async stop() {
+      for (const p of pools) await p.stop();
+    },
+  };
+}
