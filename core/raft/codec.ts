@@ -102,6 +102,15 @@ function isIdx(x: unknown): x is number {
   return typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
 }
 
+/**
+ * Largest term a peer's message may carry. Every node adopts a higher term
+ * it hears of, and the next election adds one: a term at
+ * Number.MAX_SAFE_INTEGER would leave every node campaigning at a term no
+ * message can carry (and no stable state can store), a cluster stopped for
+ * good by one message. No real cluster holds 2^52 elections.
+ */
+export const maxMessageTerm = 2 ** 52;
+
 function isStr(x: unknown): x is string {
   return typeof x === "string";
 }
@@ -134,7 +143,7 @@ export function validateSnapshotMeta(x: unknown): SnapshotMeta | undefined {
 
 /** Check an already-decoded value from a peer; undefined when it is not a well-formed RaftMessage. */
 export function validateRaftMessage(x: unknown): RaftMessage | undefined {
-  if (!isObj(x) || !isStr(x.from) || !isStr(x.to) || !isIdx(x.term)) return undefined;
+  if (!isObj(x) || !isStr(x.from) || !isStr(x.to) || !isIdx(x.term) || x.term > maxMessageTerm) return undefined;
   if (x.fromAddress !== undefined && !isStr(x.fromAddress)) return undefined;
   const h = x.fromAddress === undefined
     ? { from: x.from, to: x.to, term: x.term }
