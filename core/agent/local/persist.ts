@@ -1,11 +1,12 @@
 // Persistence of services and checks registered through the HTTP API
 // (consul agent.persistService / persistCheck): one JSON file per entry in
 // `<data-dir>/services/` and `<data-dir>/checks/`, named by a hash of the ID,
-// written to a temporary name, fsynced, then renamed, so a crash leaves the
-// old file or the new one, never half of one. Config-file definitions are
+// written durably (core/durable_node.ts), so a crash leaves the old file or
+// the new one, never half of one. Config-file definitions are
 // not persisted: they come back from the config.
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { writeFileDurableSync } from "../../durable_node.ts";
 import { errorMessage } from "../../errors.ts";
 import { normalizeCheckType } from "../../service_defs/definition.ts";
 import { isHealthStatus, type HealthStatus, type LocalCheck, type LocalService } from "../../service_defs/types.ts";
@@ -70,26 +71,7 @@ function fileName(id: string): string {
 
 function writeAtomic(dir: string, name: string, text: string): void {
   mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `.${name}.tmp`);
-  const fd = openSync(tmp, "w", 0o600);
-  try {
-    writeSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(tmp, join(dir, name));
-  // Make the rename itself durable.
-  try {
-    const dfd = openSync(dir, "r");
-    try {
-      fsyncSync(dfd);
-    } finally {
-      closeSync(dfd);
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic.
-  }
+  writeFileDurableSync(join(dir, name), text, { mode: 0o600 });
 }
 
 const FORMAT_VERSION = 1;
