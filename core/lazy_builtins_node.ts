@@ -3,8 +3,8 @@
 // A static import is evaluated when the executable starts, for every
 // command and every agent: node:fs/promises (which pulls in readline and
 // most of the stream modules), node:child_process, node:dns/promises and
-// node:zlib came to ~0.7 MiB of resident memory (their sources and compiled
-// code) in each client agent, which uses none of them unless it runs a
+// node:zlib held resident memory (their sources and compiled code; see
+// docs/performance.md) in each client agent, which uses none of them unless it runs a
 // script check, resolves a host name or is a server. Only the types are
 // imported statically.
 import type * as ChildProcess from "node:child_process";

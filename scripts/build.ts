@@ -3,7 +3,7 @@
 // injects the blob into a copy of this node binary: dist/cairn. The blob's
 // main script is scripts/sea_main.cjs, which runs the bundle with a V8 code
 // cache recorded by a first build of the executable (scripts/code_cache.ts
-// starts a few agents on 127.0.0.1 for that, ~10 s). Offline.
+// starts a few agents on 127.0.0.1 for that; build times in docs/performance.md). Offline.
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -68,7 +68,7 @@ if (wide) {
 // asset is read through the executable's mapping, so every page of it that
 // the start touches stays in each agent's RSS for the agent's whole life,
 // although the text is then copied into the heap and the cache deserialised.
-// Deflated, that is ~0.5 MiB instead of ~1.8.
+// Deflated, that is much less (docs/performance.md).
 const source = join(dist, "cairn.sea.js");
 const sourceText = Buffer.from(`(function (exports, require, module, __filename, __dirname) {${bundleText}\n})`, "latin1");
 writeFileSync(source, deflateRawSync(sourceText, { level: 9 }));
@@ -88,7 +88,7 @@ async function makeExecutable(assets: Record<string, string>): Promise<void> {
   execFileSync(process.execPath, ["--experimental-sea-config", seaConfig], { stdio: ["ignore", "ignore", "inherit"] });
   // postject rewrites the executable with one 99 MB write, which leaves it in
   // the page cache as large folios; every process mapping it then faults in
-  // whole folios, about 6 MiB more RSS per agent than the same file read back
+  // whole folios, more RSS per agent (docs/performance.md) than the same file read back
   // from disk (or copied) gives, until the cache is dropped. So the blob goes
   // into a scratch copy, and dist/cairn is a kernel copy of that.
   const injected = join(dist, "cairn.injecting");

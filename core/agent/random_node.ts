@@ -1,6 +1,6 @@
 // Random bytes, UUIDs and seeds for the agent without loading node:crypto.
 // Importing node:crypto (or touching globalThis.crypto) initialises OpenSSL:
-// about 1.1 MiB resident in every agent for a node ID written once and a few
+// resident memory in every agent (docs/performance.md) for a node ID written once and a few
 // PRNG seeds. The kernel's CSPRNG, read from /dev/urandom, is the source
 // OpenSSL itself seeds from; node:crypto is loaded only where there is no
 // /dev/urandom (Windows).

@@ -1,7 +1,7 @@
 // Wall-clock timestamps as text, from UTC fields only. Date.prototype's
 // toISOString and toUTCString look up the host time zone and its display
 // names first (V8 11 formats through its local-time path even for UTC), which
-// pages about 1 MiB of ICU time-zone data into every agent that logs a line
+// pages ICU time-zone data (docs/performance.md) into every agent that logs a line
 // or answers an HTTP request. getUTC* never touches the time zone.
 
 const DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"] as const;

@@ -740,8 +740,9 @@ export class SwimCore<T extends GossipTypes = BytesGossipTypes> {
       // A node that knew no one else learns everything in its join reply from the one member
       // that sent it, and can only pass it on to members that member already told: merging it
       // quietly spares the pool a copy of every alive from every joiner (memberlist queues
-      // them all). In a 50-node join storm that was a third of the gossip before convergence,
-      // and the queued copies delayed the alives that were news (scripts/bench/gossip.ts).
+      // them all). In a 50-node join storm that was much of the gossip before convergence,
+      // and the queued copies delayed the alives that were news (scripts/bench/gossip.ts;
+      // docs/performance.md).
       const quiet = kind === "join" && this.numAlive <= 1;
       this.#streamDone(requestId, kind, this.#mergeRemote(from, msg, quiet));
       return;

@@ -7,10 +7,10 @@
 // baseline compiler, the same decode, merge and encode run several times
 // slower, and every agent pays that again in its own process. When 49
 // agents joined one at once on a 2-core machine (scripts/bench/gossip.ts),
-// the storm took 2.9-3.7 CPU-s without this and 1.7-2.5 with it, and
-// all-see-all went from 1.5-2.1 s to 0.94-1.42 s. The cost is ~60 ms of CPU
-// once at start and ~1.2 MiB of resident memory after such a storm (baseline
-// code and feedback, most of which the first real join would have made).
+// the storm took clearly less CPU with this, and all-see-all came sooner.
+// The cost is some CPU once at start and some resident memory after such a
+// storm (baseline code and feedback, most of which the first real join would
+// have made). Figures: docs/performance.md.
 //
 // Nothing leaves the process: the nodes' addresses exist only on the
 // SimNetwork, and the SimClock has no real timers.

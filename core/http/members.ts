@@ -30,7 +30,7 @@ export function memberJson(m: PoolMember): Record<string, unknown> {
  * Each member's JSON, kept until the member changes. Tools poll this endpoint
  * (scripts, dashboards; the gossip bench asks 50 agents ten times a second
  * each during a join storm), and rebuilding and stringifying every member for
- * each call was most of its ~0.4 ms of CPU with 50 members.
+ * each call was most of its CPU with 50 members (docs/performance.md).
  */
 export class MemberJsonCache {
   #byName = new Map<string, { m: PoolMember; json: string }>();

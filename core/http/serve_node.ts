@@ -43,9 +43,9 @@ const emptyBody = new Uint8Array(0);
  * generation, which points at the getter's closure, so every request's
  * objects (the closure context: req, res, parser state, the handler's
  * promises) stayed reachable for young-generation GCs through dead pairs
- * until the next full GC and were all promoted. At 64 connections that was
- * ~2.5 MB promoted per scavenge on the leader: 5-12 ms scavenges every
- * ~100 ms and a full GC every ~2 s.
+ * until the next full GC and were all promoted. At 64 connections that made
+ * the leader's scavenges long and frequent, and full GCs frequent (figures in
+ * docs/performance.md).
  */
 class NodeRequest implements HttpRequest {
   readonly method: string;

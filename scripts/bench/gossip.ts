@@ -25,9 +25,10 @@ const phaseLimitMs = 90_000;
 const steadyMs = 5_000;
 const tick = 100; // /proc clock ticks per second (USER_HZ)
 // How often every agent's member list is read while waiting (both sides alike). Each read of a
-// cairn agent is an HTTP request its own event loop answers (~0.4 ms CPU with 50 members, Consul
-// tags), so polling 50 agents every 20 ms took up to a core of the machine from the gossip being
-// measured (serf's msgpack RPC costs far less); every 100 ms costs ~10% and still resolves 0.1 s.
+// cairn agent is an HTTP request its own event loop answers (CPU of its own with 50 members and
+// Consul tags), so polling 50 agents every 20 ms took much of the machine from the gossip being
+// measured (serf's msgpack RPC costs far less); every 100 ms costs little and still resolves 0.1 s
+// (figures in docs/performance.md).
 const pollMs = Number(process.env.BENCH_POLL_MS ?? 100);
 const trace = !!process.env.BENCH_TRACE; // progress once a second while waiting (BENCH_TRACE_MS=period)
 const traceEveryMs = Number(process.env.BENCH_TRACE_MS ?? 1_000);
@@ -35,8 +36,8 @@ const sides = (process.env.BENCH_SIDES ?? "cairn,serf").split(",");
 // Detection time is mostly luck on both sides: the wait until some member's round-robin probe
 // reaches the killed agent (an exponential with a 1 s mean at N=50), the probe itself (1 s; 0.5 s
 // in cairn, whose TCP fallback ping is refused by a killed agent's host), then the suspicion
-// timeout (4 * log10(N) s: 6.8 s), then gossip of the dead message (~0.3 s in serf, ~0.1 s in
-// cairn). One kill per side compares two such draws, whose spread (~1 s) is larger than the
+// timeout (4 * log10(N) s: 6.8 s), then gossip of the dead message (faster in cairn; see
+// docs/performance.md). One kill per side compares two such draws, whose spread is larger than the
 // difference between the implementations; the median of 9 kills compares the implementations.
 const kills = Math.max(1, Number(process.env.BENCH_KILLS ?? 9));
 const killPauseMs = 3_000;

@@ -16,7 +16,7 @@ export type HttpProbeTarget = Pick<CheckType, "http" | "method" | "header" | "bo
 
 /**
  * node:https, loaded on the first https:// check: importing it sets up TLS
- * (OpenSSL contexts, the tls and https modules), about 1 MiB that an agent
+ * (OpenSSL contexts, the tls and https modules), memory (docs/performance.md) that an agent
  * with no HTTPS check would otherwise carry for its whole life.
  */
 function httpsRequest(): typeof import("node:https").request {

@@ -88,8 +88,8 @@ export class SerfPool implements GossipPool {
     // The LAN pool sends its packets and streams uncompressed (memberlist's EnableCompression off):
     // compression only saves bytes (packets are filled to the UDP buffer size before compressing), and
     // LZW was the largest CPU cost of a join storm: byte loops over every packet and push/pull, hot
-    // enough for V8 to optimise them on every agent. Measured with 50 agents joining at once
-    // (scripts/bench/gossip.ts): 4.9 -> 2.8 CPU-s, all-see-all 2.7 -> 1.9 s. Received compressed
+    // enough for V8 to optimise them on every agent. Without it, 50 agents joining at once
+    // (scripts/bench/gossip.ts) used much less CPU and saw each other sooner (docs/performance.md). Received compressed
     // messages (Consul, serf) are still decoded. The WAN pool keeps compression (fewer, farther peers).
     const codec = serfWireCodec({ compress: opts.name === "wan", onWireError: () => void this.#wireErrors++ });
     this.core = new SerfCore({

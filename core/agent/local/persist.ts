@@ -63,7 +63,7 @@ export class MemoryDefinitionStore implements DefinitionStore {
 }
 
 // node:crypto is loaded on the first save or removal: importing it at start
-// initialises OpenSSL (about 1.1 MiB) in every agent, most of which never
+// initialises OpenSSL (memory: docs/performance.md) in every agent, most of which never
 // register a service through the API.
 function fileName(id: string): string {
   return `${process.getBuiltinModule("node:crypto").createHash("sha256").update(id).digest("hex").slice(0, 40)}.json`;

@@ -5,10 +5,10 @@ type Slice = (this: Uint8Array, start: number, end: number) => string;
 
 /**
  * One char per byte. The codec keys its caches with it (every part of every
- * packet, every push/pull entry), and TextDecoder("latin1") goes through ICU:
- * 4 µs for a 220-byte alive message, against 0.5 µs for Node's
- * Buffer#latin1Slice (1.4 µs for the documented Buffer#toString path, which
- * other runtimes get).
+ * packet, every push/pull entry), and TextDecoder("latin1") goes through ICU,
+ * several times slower than Node's Buffer#latin1Slice (the documented
+ * Buffer#toString path, which other runtimes get, lies between; figures in
+ * docs/performance.md).
  */
 export const byteKey: (bytes: Uint8Array) => string = pickByteKey();
 

@@ -660,7 +660,7 @@ export function decodeAliveGeneric(bytes: Uint8Array): WireResult<Alive> {
  * values, other keys, wide forms), which the general decoder then reads or
  * refuses as before. Each node decodes every member's alive and entry at
  * least once: in a 50-agent join storm the general decoder's value trees
- * for them took ~4% of the CPU.
+ * for them were a visible share of the CPU (docs/performance.md).
  */
 function readMemberFields(bytes: Uint8Array, pos: number, nameKey: "Node" | "Name"): PushNodeState | undefined {
   const r: ByteReader = { bytes, pos };

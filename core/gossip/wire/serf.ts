@@ -425,7 +425,7 @@ export function decodeSerfMessageGeneric(bytes: Uint8Array): WireResult<SerfMess
  * anything else (nil fields, events, unknown or wide values), which the
  * general decoder then reads or refuses as before. Every push/pull carries
  * one, and the general decoder built a value for each of the ring's slots:
- * 3% of a 50-agent join storm's CPU went to it.
+ * a measurable share of a 50-agent join storm's CPU went to it (docs/performance.md).
  */
 function decodePushPullFast(bytes: Uint8Array): MessagePushPull | undefined {
   const r: ByteReader = { bytes, pos: 1 };
@@ -510,7 +510,8 @@ export function decodeTagsGeneric(meta: Uint8Array): WireResult<Map<string, stri
  * nothing after it) read straight from the bytes; undefined for anything
  * else, which the general decoder then accepts or refuses as before. Every
  * member's tags are decoded once per member by every node, 2,500 times in a
- * 50-node join storm, and the general decoder's value tree cost ~20 µs each.
+ * 50-node join storm, and the general decoder's value tree was costly each time
+ * (docs/performance.md).
  */
 function decodeTagsFast(meta: Uint8Array): Map<string, string> | undefined {
   const r: ByteReader = { bytes: meta, pos: 1 };
