@@ -47,7 +47,9 @@ async function waitForLeader(s: Server): Promise<void> {
 /** The server must exit non-zero on its own, saying what is wrong with `file`. */
 async function assertRefuses(dir: string, file: string, what: string): Promise<void> {
   const s = await start(dir);
-  const code = await Promise.race([s.proc.exited, new Promise<string>((r) => setTimeout(() => r("still running after 30 s"), 30_000))]);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const code = await Promise.race([s.proc.exited, new Promise<string>((r) => (timer = setTimeout(() => r("still running after 30 s"), 30_000)))]);
+  clearTimeout(timer);
   const output = s.proc.output();
   await s.proc.kill("SIGKILL");
   assert.notEqual(code, 0, `${what}: exit code ${code}\n${output.slice(-3000)}`);
