@@ -59,14 +59,21 @@ export function addressBase(runNumber: number): string {
 function copyBinary(root: string): { path: string; version: string } {
   if (bin.endsWith(".cjs") || bin.endsWith(".ts")) return { path: bin, version: bin };
   const copy = join(root, "cairn");
-  for (let attempt = 1; ; attempt++) {
-    copyFileSync(bin, copy);
+  let why = "";
+  for (let attempt = 1; attempt <= 12; attempt++) {
+    if (attempt > 1) spawnSync("sleep", ["5"]);
+    try {
+      copyFileSync(bin, copy);
+    } catch (err) {
+      why = String(err);
+      continue;
+    }
     chmodSync(copy, 0o755);
     const r = spawnSync(copy, ["version"], { encoding: "utf8", timeout: 20_000 });
     if (r.status === 0) return { path: copy, version: r.stdout.split("\n").filter((l) => /^(cairn|Revision)/.test(l)).join(", ") };
-    if (attempt >= 5) throw new Error(`The copy of "${bin}" does not run (is a build writing it?): ${r.stderr || r.error}`);
-    spawnSync("sleep", ["5"]);
+    why = r.stderr || String(r.error);
   }
+  throw new Error(`No runnable copy of "${bin}" within a minute (is a build writing it?): ${why}`);
 }
 
 export class Cluster {
