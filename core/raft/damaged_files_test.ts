@@ -229,11 +229,10 @@ test("damaged Raft snapshots: a damaged one is skipped for an older one with a w
 // between exist nowhere: RaftCore logs "stored log has a gap" and drops the
 // log, commitTo() clamps the stored commit index, and the node serves the
 // older state as if it were current (here 12 acknowledged writes vanish).
-// It must refuse to start instead. The fix belongs in createRaftNode
-// (core/raft/driver.ts): when the log's first index is past the snapshot's
-// index + 1, or the stored commit index is past both the log and the
-// snapshot, throw a CorruptionError saying which entries are missing.
-test("a damaged newest snapshot with the log compacted past the older one stops the start instead of serving old state", { todo: "core/raft/driver.ts createRaftNode must check the snapshot and log meet (see the comment)" }, async () => {
+// createRaftNode (core/raft/driver.ts) refuses to start instead: the log's
+// first index is past the snapshot's index + 1, so it throws a
+// CorruptionError saying which entries are missing.
+test("a damaged newest snapshot with the log compacted past the older one stops the start instead of serving old state", async () => {
   await withDir(async (dir) => {
     const lone = { localAddress: "a:1", send() {}, onMessage() {}, close: async () => {} };
     const start = async () => {

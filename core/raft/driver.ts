@@ -5,7 +5,7 @@
 // Proposals that arrive while a sync is running land in the next Ready, so
 // one fsync covers many writes (group commit).
 import type { Clock, Timer } from "../clock/clock.ts";
-import { FsmError, LeadershipLostError, NotLeaderError, errorMessage } from "../errors.ts";
+import { CorruptionError, FsmError, LeadershipLostError, NotLeaderError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
@@ -709,6 +709,14 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
   const first = await o.logStore.firstIndex();
   const last = await o.logStore.lastIndex();
   const snapIndex = snap?.meta.index ?? 0;
+  // A damaged newest snapshot makes the store fall back to an older one; if
+  // the log was compacted past it, the entries between exist nowhere, and
+  // starting would silently serve old state. Stop and say so.
+  if (first > 0 && first > snapIndex + 1) {
+    throw new CorruptionError(
+      `Raft log starts at index ${first}, but the newest readable snapshot ends at ${snapIndex}: entries ${snapIndex + 1} to ${first - 1} are missing (a damaged snapshot was skipped; see the warning naming it)`,
+    );
+  }
   let entries = first > 0 && last > snapIndex ? await o.logStore.getEntries(Math.max(first, snapIndex + 1), last + 1) : [];
   if (snap && first > 0 && first <= snapIndex && snapIndex <= last) {
     // A crash between storing a leader's snapshot and dropping the old log
