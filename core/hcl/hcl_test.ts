@@ -55,7 +55,7 @@ test("hcl: strings: Go escapes, interpolations kept as written", () => {
     ['"$5 and {braces}"', "$5 and {braces}"],
     ['""', ""],
   ];
-  for (const [literal, want] of table) assert.equal(value(`a = ${literal}`).a, want, literal);
+  for (const [literal, want] of table) assert.equal((value(`a = ${literal}`) as { a: string }).a, want, literal);
 });
 
 test("hcl: heredocs", () => {
