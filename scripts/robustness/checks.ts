@@ -95,11 +95,152 @@ export function refusedButApplied(h: Histories, txnKeys: readonly string[]): Ano
   return out;
 }
 
+/** One observation of a key's value: a read, or the acknowledgement of the write that set it. */
+interface Seen {
+  key: string;
+  /** null = absent (not unique, so never the value that comes back). */
+  value: string | null;
+  call: number;
+  return: number;
+  text: string;
+  /** An acknowledgement only proves the value was installed before `return`. */
+  isAck: boolean;
+}
+
+/**
+ * A value that came back: it was installed by `return` of observation A (its
+ * write's acknowledgement or a read), read B (called after that) saw another
+ * value, and read C (called after B returned) saw it again. Each value is
+ * written by one operation, so it was installed twice (a write applied twice)
+ * or C was a stale read: either way not linearizable. Checked per key, as a
+ * sweep over reads by call time.
+ */
+function reappeared(seen: Seen[], kind: string): Anomaly[] {
+  const out: Anomaly[] = [];
+  const byKey = new Map<string, Seen[]>();
+  for (const x of seen) {
+    let l = byKey.get(x.key);
+    if (!l) byKey.set(x.key, (l = []));
+    l.push(x);
+  }
+  for (const list of byKey.values()) {
+    // For each value: the observation that proves it earliest (A), and its last read (C).
+    const first = new Map<string, Seen>();
+    const last = new Map<string, Seen>();
+    for (const x of list) {
+      if (x.value === null) continue;
+      const f = first.get(x.value);
+      if (!f || x.return < f.return) first.set(x.value, x);
+      const l = last.get(x.value);
+      if (!x.isAck && (!l || x.call > l.call)) last.set(x.value, x);
+    }
+    // B is any read; look for a value v != B's with first(v).return < B.call and B.return < last(v).call.
+    const candidates = [...first.entries()].filter(([v]) => last.has(v)).sort((a, b) => a[1].return - b[1].return);
+    const reads = list.filter((x) => !x.isAck).sort((a, b) => a.call - b.call);
+    // The two values with the latest last-read among those proven before B.call (two, so one differs from B's).
+    let top: Array<[string, Seen]> = [];
+    let i = 0;
+    const flagged = new Set<string>();
+    for (const b of reads) {
+      while (i < candidates.length && candidates[i]![1].return < b.call) {
+        const [v] = candidates[i++]!;
+        top = [...top, [v, last.get(v)!] as [string, Seen]].sort((x, y) => y[1].call - x[1].call).slice(0, 2);
+      }
+      const hit = top.find(([v, c]) => v !== b.value && c.call > b.return);
+      if (!hit || flagged.has(hit[0])) continue;
+      flagged.add(hit[0]);
+      const [v, c] = hit;
+      const a = first.get(v)!;
+      out.push({
+        kind,
+        explanation: `Value ${JSON.stringify(v)} of ${b.key} came back after another value was read (a write applied twice, or a stale read):\n` +
+          `  A ${a.isAck ? "acknowledged" : "read"}: ${a.text}\n  B then read:  ${b.text}\n  C then read:  ${c.text}`,
+      });
+      if (out.length >= 10) return out;
+    }
+  }
+  return out;
+}
+
+function ack<I, O>(op: Operation<I, O>): boolean {
+  const o = op.output as { ok?: boolean } | undefined;
+  return Number.isFinite(op.return) && o?.ok === true;
+}
+
+/** Values read again after another value was read, on the KV keys and on each txn key. */
+export function reinstatedValues(h: Histories, txnKeys: readonly string[]): Anomaly[] {
+  const kvSeen: Seen[] = [];
+  for (const op of h.kv) {
+    const text = formatOperation(kvModel, op);
+    if (op.input.op === "read" && op.output !== undefined && "value" in op.output) {
+      kvSeen.push({ key: op.input.key, value: op.output.value, call: op.call, return: op.return, text, isAck: false });
+    } else if ((op.input.op === "write" || op.input.op === "cas") && ack(op)) {
+      kvSeen.push({ key: op.input.key, value: op.input.value, call: op.call, return: op.return, text, isAck: true });
+    }
+  }
+  const model = txnModel(txnKeys);
+  const txnSeen: Seen[] = [];
+  for (const op of h.txn) {
+    const text = formatOperation(model, op);
+    if (op.input.op === "txn-read" && op.output !== undefined && "values" in op.output) {
+      for (const k of txnKeys) txnSeen.push({ key: k, value: op.output.values[k] ?? null, call: op.call, return: op.return, text, isAck: false });
+    } else if (op.input.op === "txn-write" && ack(op)) {
+      for (const [k, v] of Object.entries(op.input.sets)) txnSeen.push({ key: k, value: v, call: op.call, return: op.return, text, isAck: true });
+    }
+  }
+  return [...reappeared(kvSeen, "kv-value-came-back"), ...reappeared(txnSeen, "txn-value-came-back"), ...txnCameBack(h.txn, model, txnKeys)];
+}
+
+/**
+ * The txn form that uses atomicity: a read that shows any value of txn T
+ * proves all of T was installed; if it (or a read called after it returned)
+ * shows another value on a key T set, T's value there was overwritten, and a
+ * read called after that returned must not show it again.
+ */
+function txnCameBack(history: Operation<TxnInput, TxnOutput>[], model: ReturnType<typeof txnModel>, keys: readonly string[]): Anomaly[] {
+  const reads = history.filter((op) => op.input.op === "txn-read" && op.output !== undefined && "values" in op.output)
+    .sort((a, b) => a.call - b.call);
+  const values = (op: Operation<TxnInput, TxnOutput>) => (op.output as { values: Record<string, string | null> }).values;
+  const writerOf = new Map<string, Operation<TxnInput, TxnOutput>>();
+  for (const op of history) if (op.input.op === "txn-write") for (const v of Object.values(op.input.sets)) writerOf.set(v, op);
+  // Per txn: the earliest-returning read that shows any of its values.
+  const firstSeen = new Map<Operation<TxnInput, TxnOutput>, Operation<TxnInput, TxnOutput>>();
+  for (const r of reads) {
+    for (const k of keys) {
+      const w = writerOf.get(values(r)[k] ?? "");
+      if (w && (!firstSeen.has(w) || r.return < firstSeen.get(w)!.return)) firstSeen.set(w, r);
+    }
+  }
+  const out: Anomaly[] = [];
+  for (const [t, a] of firstSeen) {
+    if (t.input.op !== "txn-write") continue;
+    for (const [k, v] of Object.entries(t.input.sets)) {
+      // B: a, or a read called after a returned, that shows another value on k.
+      const b = reads.find((r) => (r === a || r.call > a.return) && values(r)[k] !== v);
+      if (!b) continue;
+      const c = reads.find((r) => r.call > b.return && values(r)[k] === v);
+      if (!c) continue;
+      out.push({
+        kind: "txn-value-came-back",
+        explanation: `Value ${JSON.stringify(v)} of ${k} came back after it was overwritten (a txn applied twice, or a stale read):\n` +
+          `  the txn:      ${formatOperation(model, t)}\n  A installed:  ${formatOperation(model, a)}\n` +
+          `  B overwrote:  ${formatOperation(model, b)}\n  C came back:  ${formatOperation(model, c)}`,
+      });
+      if (out.length >= 10) return out;
+      break;
+    }
+  }
+  return out;
+}
+
 export function checkHistories(h: Histories, options: { keys: Keys; finalKv: Map<string, string | null>; timeoutMs: number }): CheckReport {
   const report: CheckReport = { anomalies: [], inconclusive: [], lines: [] };
   const refused = refusedButApplied(h, options.keys.txn);
   report.anomalies.push(...refused);
   if (refused.length > 0) report.lines.push(`writes answered false/409 that took effect: ${refused.length}`);
+  const back = reinstatedValues(h, options.keys.txn);
+  report.anomalies.push(...back);
+  if (back.length > 0) report.lines.push(`values read again after another value was read (write applied twice, or stale read): ${back.length}`);
   runCheck("kv", kvModel, h.kv, options.timeoutMs, report);
   const lost: Operation<KvInput, KvOutput>[] = lostAcknowledgedWrites(h.kv, options.finalKv);
   if (lost.length > 0) {

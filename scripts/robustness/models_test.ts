@@ -4,7 +4,7 @@
 // flagged, and correct ones (with outcome-unknown writes) are not.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkHistories } from "./checks.ts";
+import { checkHistories, refusedButApplied, reinstatedValues } from "./checks.ts";
 import type { KvInput, KvOutput, Operation } from "./history.ts";
 import { checkOperations } from "./linearizability.ts";
 import { checkLockInvariants, lockModel, txnModel, type LockInput, type LockOutput, type TxnInput, type TxnOutput } from "./models.ts";
@@ -31,8 +31,8 @@ test("kv: a replayed PUT that reinstates an older value over a newer acknowledge
     op(3, 60, 70, { op: "read", key: ka }, { value: "k1-0" }),
   ];
   const r = checkHistories(histories({ kv }), { keys, finalKv: new Map([[ka, "k1-0"]]), timeoutMs: 10_000 });
-  assert.deepEqual(r.anomalies.map((a) => a.kind), ["kv-not-linearizable", "lost-acknowledged-write"]);
-  assert.match(r.anomalies[0]!.explanation, /k1-0/);
+  assert.deepEqual(r.anomalies.map((a) => a.kind).sort(), ["kv-not-linearizable", "kv-value-came-back", "lost-acknowledged-write"]);
+  assert.match(r.anomalies.find((a) => a.kind === "kv-not-linearizable")!.explanation, /k1-0/);
 });
 
 test("kv: a CAS answered false although it took effect is flagged; the same CAS with an unknown outcome is not", () => {
@@ -43,7 +43,7 @@ test("kv: a CAS answered false although it took effect is flagged; the same CAS 
   const read = op<KvInput, KvOutput>(3, 60, 70, { op: "read", key: ka }, { value: "k2-1" });
   const answeredFalse = [...base, op<KvInput, KvOutput>(2, 31, 50, { op: "cas", key: ka, expect: "k1-0", value: "k2-1" }, { ok: false }), read];
   const unknown = [...base, op<KvInput, KvOutput>(2, 31, Infinity, { op: "cas", key: ka, expect: "k1-0", value: "k2-1" }), read];
-  assert.equal(checkHistories(histories({ kv: answeredFalse }), { keys, finalKv: new Map(), timeoutMs: 10_000 }).anomalies.length, 1);
+  assert.deepEqual(checkHistories(histories({ kv: answeredFalse }), { keys, finalKv: new Map(), timeoutMs: 10_000 }).anomalies.map((a) => a.kind).sort(), ["cas-false-took-effect", "kv-not-linearizable"]);
   assert.deepEqual(checkHistories(histories({ kv: unknown }), { keys, finalKv: new Map([[ka, "k2-1"]]), timeoutMs: 10_000 }).anomalies, []);
 });
 
@@ -111,4 +111,42 @@ test("lock: a replayed acquire after a release is flagged; a correct acquire/rel
 test("clientKinds: every workload gets a client from three clients up", () => {
   assert.deepEqual(clientKinds(10), ["kv", "kv", "kv", "kv", "kv", "lock", "lock", "lock", "txn", "txn"]);
   assert.deepEqual(new Set(clientKinds(3)), new Set(["kv", "lock", "txn"]));
+});
+
+test("diagnostics: a value read again after another value was read is named; overlapping reads are not", () => {
+  const kv: KvOp[] = [
+    op(1, 0, 10, { op: "write", key: ka, value: "k1-0" }, { ok: true }),
+    op(2, 20, 30, { op: "write", key: ka, value: "k2-0" }, { ok: true }),
+    op(3, 40, 50, { op: "read", key: ka }, { value: "k2-0" }),
+    op(3, 60, 70, { op: "read", key: ka }, { value: "k1-0" }),
+  ];
+  const kinds = (h: KvOp[]) => reinstatedValues(histories({ kv: h }), keys.txn).map((a) => a.kind);
+  assert.deepEqual(kinds(kv), ["kv-value-came-back"]);
+  // The same reads overlapping in time prove nothing.
+  assert.deepEqual(kinds([kv[0]!, kv[1]!, op(3, 40, 65, { op: "read", key: ka }, { value: "k2-0" }), op(4, 60, 70, { op: "read", key: ka }, { value: "k1-0" })]), []);
+});
+
+test("diagnostics: a txn applied twice is named through the txn's other keys", () => {
+  const [a, b] = keys.txn as [string, string];
+  const rest = Object.fromEntries(keys.txn.slice(2).map((k) => [k, null]));
+  const h: Operation<TxnInput, TxnOutput>[] = [
+    op(9, 0, 100, { op: "txn-write", sets: { [a]: "t9-1-a", [b]: "t9-1-b" } }, { ok: true }),
+    op(8, 5, 40, { op: "txn-write", sets: { [b]: "t8-1-b" } }, { ok: true }),
+    // T9 installed (a shows it), b already overwritten by t8-1.
+    op(8, 50, 60, { op: "txn-read" }, { values: { [a]: "t9-1-a", [b]: "t8-1-b", ...rest } }),
+    op(8, 110, 120, { op: "txn-write", sets: { [a]: "t8-2-a" } }, { ok: true }),
+    // T9 again: b is back.
+    op(9, 130, 140, { op: "txn-read" }, { values: { [a]: "t8-2-a", [b]: "t9-1-b", ...rest } }),
+  ];
+  assert.deepEqual(reinstatedValues(histories({ txn: h }), keys.txn).map((x) => x.kind), ["txn-value-came-back"]);
+  assert.equal(checkOperations(txnModel(keys.txn), h).result, "illegal");
+});
+
+test("diagnostics: a CAS answered false whose value is read is named", () => {
+  const kv: KvOp[] = [
+    op(1, 0, 10, { op: "write", key: ka, value: "k1-0" }, { ok: true }),
+    op(2, 20, 30, { op: "cas", key: ka, expect: "k1-0", value: "k2-0" }, { ok: false }),
+    op(3, 40, 50, { op: "read", key: ka }, { value: "k2-0" }),
+  ];
+  assert.deepEqual(refusedButApplied(histories({ kv }), keys.txn).map((a) => a.kind), ["cas-false-took-effect"]);
 });
