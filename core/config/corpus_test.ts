@@ -77,7 +77,6 @@ test("corpus: a server config builds and validates, and warns once per key it ca
       "acl",
       "tls",
       "auto_encrypt",
-      "autopilot",
       "connect",
       "ports.https",
       "ports.grpc_tls",

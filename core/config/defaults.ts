@@ -36,6 +36,7 @@ export function defaultConfig(): AgentConfig {
     leaveOnTerminate: false,
     skipLeaveOnInterrupt: false,
     performance: { raftMultiplier: 5 },
+    autopilot: { cleanupDeadServers: true, lastContactThresholdMs: 200, maxTrailingLogs: 250, minQuorum: 0, serverStabilizationTimeMs: 10_000 },
     raftSnapshotThreshold: 16_384,
     raftSnapshotIntervalMs: 30_000,
     raftTrailingLogs: 10_240,

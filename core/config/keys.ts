@@ -66,7 +66,6 @@ const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
 const ACL = "ACLs are not implemented yet";
 const TLS = "TLS is not implemented yet";
-const AUTOPILOT = "autopilot is not implemented yet";
 const WATCHES = "watches from config files are not implemented yet";
 const LOG_FILE = "logging to a file is not implemented yet";
 const SYSLOG = "syslog output is not implemented yet";
@@ -261,9 +260,14 @@ export const AGENT_KEYS: KeyTable = {
     keys: { tls: { inert: [false] }, dns_san: {}, ip_san: {}, allow_tls: { inert: [false] } },
   }),
   auto_reload_config: planned("reloading when config files change is not implemented yet; send SIGHUP or run `cairn reload`", { inert: [false] }),
-  autopilot: planned(AUTOPILOT, {
+  autopilot: impl(undefined, {
+    note: "the initial autopilot configuration; once a leader has stored it, `operator autopilot set-config` changes it",
     keys: {
-      ...leaves("cleanup_dead_servers", "last_contact_threshold", "max_trailing_logs", "min_quorum", "server_stabilization_time"),
+      cleanup_dead_servers: impl("bool"),
+      last_contact_threshold: impl("duration"),
+      max_trailing_logs: impl("uint"),
+      min_quorum: impl("uint"),
+      server_stabilization_time: impl("duration"),
       disable_upgrade_migration: ignored(ENTERPRISE),
       redundancy_zone_tag: ignored(ENTERPRISE),
       upgrade_version_tag: ignored(ENTERPRISE),

@@ -64,7 +64,6 @@ test("key table: every implemented value lands on a field of AgentConfig", () =>
 
 test("key table: the keys issue #17 found fatal or silent are accepted with a warning", () => {
   const planned = [
-    "autopilot { cleanup_dead_servers = true }",
     'watches = [{ type = "key", key = "x", args = ["/bin/true"] }]',
     'primary_datacenter = "dc1"',
     'tls { defaults { ca_file = "/ca.pem" } }',
@@ -130,7 +129,6 @@ test("warnings: exactly one per key, naming every file and line that set it", ()
   // A block inside an implemented block warns under its own path; a key of another status inside a planned block warns too.
   assert.deepEqual(uses('limits { rpc_rate = 10.5, kv_max_value_size = 1024 }\nautopilot { upgrade_version_tag = "v" }'), [
     "limits.rpc_rate:planned",
-    "autopilot:planned",
     "autopilot.upgrade_version_tag:ignored",
   ]);
   // Deprecated names say what Consul uses now.

@@ -49,6 +49,15 @@ export interface PerformanceConfig {
   raftMultiplier: number;
 }
 
+/** `autopilot {}`: the configuration a leader stores when the cluster has none yet (Consul's autopilot defaults). */
+export interface AutopilotAgentConfig {
+  cleanupDeadServers: boolean;
+  lastContactThresholdMs: number;
+  maxTrailingLogs: number;
+  minQuorum: number;
+  serverStabilizationTimeMs: number;
+}
+
 export interface TelemetryConfig {
   /** How long Prometheus gauges are kept; 0 turns `/v1/agent/metrics?format=prometheus` off (Consul's default). */
   prometheusRetentionTimeMs: number;
@@ -98,6 +107,7 @@ export interface AgentConfig {
   leaveOnTerminate: boolean;
   skipLeaveOnInterrupt: boolean;
   performance: PerformanceConfig;
+  autopilot: AutopilotAgentConfig;
   /** Take a Raft snapshot once this many entries were applied since the last one (Consul raft_snapshot_threshold). Default 16,384. */
   raftSnapshotThreshold: number;
   /**
