@@ -16,6 +16,7 @@ import { StateStore } from "../state/store.ts";
 import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "../state/catalog_commands.ts";
+import { applyAutopilotCommand } from "../state/autopilot.ts";
 import { applyPreparedQueryCommand } from "../state/prepared_query.ts";
 import { parseRequestId } from "../state/requests.ts";
 import { kvsLockDelayUntil } from "../state/session_ops.ts";
@@ -31,6 +32,8 @@ export const MessageType = {
   CoordinateBatchUpdate: 6,
   PreparedQuery: 7,
   Txn: 8,
+  /** The autopilot configuration (Consul AutopilotRequestType). */
+  Autopilot: 9,
   /**
    * cairn's own: replace the whole state with a snapshot's (`PUT
    * /v1/snapshot`). Consul restores beside the log; here the state travels
@@ -140,6 +143,7 @@ export class Fsm {
     this.register(MessageType.Deregister, (c, cmd) => applyDeregisterCommand(c.state, c.index, cmd));
     this.register(MessageType.Session, (c, cmd) => applySessionCommand(c.state, c.index, cmd));
     this.register(MessageType.PreparedQuery, (c, cmd) => applyPreparedQueryCommand(c.state, c.index, cmd));
+    this.register(MessageType.Autopilot, (c, cmd) => applyAutopilotCommand(c.state, c.index, cmd));
   }
 
   /** The current store (replaced by restore: read it again after a watch fires). */

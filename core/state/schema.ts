@@ -11,6 +11,8 @@ import { preparedQueriesSchema } from "./prepared_query.ts";
 import type { PreparedQuery } from "../rpc/methods.ts";
 import { sessionsSchema } from "./session.ts";
 import type { Session } from "./session.ts";
+import { autopilotSchema } from "./autopilot.ts";
+import type { AutopilotConfig } from "./autopilot.ts";
 import { Table } from "./table.ts";
 import { tombstonesSchema } from "./tombstones.ts";
 import type { Tombstone } from "./tombstones.ts";
@@ -27,6 +29,8 @@ export interface Tables {
   /** Secondary index: node + "\x00" + lower(service ID, "" for node checks) + "\x00" + lower(check ID) → checks key. */
   checks_by_service: Table<IndexRow>;
   prepared_queries: Table<PreparedQuery>;
+  /** One row: the autopilot configuration. */
+  autopilot: Table<AutopilotConfig>;
 }
 
 export function createTables(): Tables {
@@ -40,6 +44,7 @@ export function createTables(): Tables {
     services_by_name: new Table(servicesByNameSchema),
     checks_by_service: new Table(checksByServiceSchema),
     prepared_queries: new Table(preparedQueriesSchema),
+    autopilot: new Table(autopilotSchema),
   };
 }
 
