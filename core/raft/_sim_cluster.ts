@@ -406,9 +406,16 @@ export async function runScenario(o: ClusterOptions & { membership?: boolean }):
       c.leader()?.node!.transferLeadership();
     } else if (roll === 7 && o.membership) {
       const l = c.leader();
-      if (l && nextAdd < c.servers.length) {
+      const nonvoters = l ? l.node!.configuration().servers.filter((x) => x.suffrage === "nonvoter") : [];
+      if (l && nonvoters.length > 0 && r.chance(0.5)) {
+        // Autopilot's promotion: the same server again, now as a voter.
+        const s = r.pick(nonvoters);
+        l.node!.addVoter(s.id, s.address).then(() => {}, () => {});
+      } else if (l && nextAdd < c.servers.length) {
+        // Half join as voters, half as non-voters (promoted later, as autopilot adds servers).
         const s = c.servers[nextAdd]!;
-        l.node!.addVoter(s.id, s.id).then(() => {}, () => {});
+        const add = r.chance(0.5) ? l.node!.addNonvoter(s.id, s.id) : l.node!.addVoter(s.id, s.id);
+        add.then(() => {}, () => {});
         nextAdd++;
       } else if (l && r.chance(0.3)) {
         const voters = l.node!.configuration().servers.filter((x) => x.suffrage === "voter");

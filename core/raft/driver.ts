@@ -138,6 +138,8 @@ export class RaftNode implements Consensus {
   #lastSnapshotIndex: number;
   #storeCompacted: number;
   #lastContact: number;
+  /** When each peer was last heard from (any message), for autopilot's last contact. */
+  #peerContact = new Map<ServerId, number>();
   #role: Role;
   #addresses = new Map<ServerId, string>();
   /** Proposals by log index (not a Map: see index_queue.ts). */
@@ -252,6 +254,13 @@ export class RaftNode implements Consensus {
   }
 
   /** Addresses of the voters in the latest configuration. */
+  /** Ms since `id` was last heard from (0 for this server); undefined: never since start. */
+  peerLastContactMs(id: ServerId): number | undefined {
+    if (id === this.id) return 0;
+    const at = this.#peerContact.get(id);
+    return at === undefined ? undefined : Math.max(0, this.#o.clock.now() - at);
+  }
+
   peers(): string[] {
     return this.core.configuration().servers.filter((s) => s.suffrage === "voter").map((s) => s.address);
   }
@@ -376,6 +385,7 @@ export class RaftNode implements Consensus {
     if (msg.type === "append" || msg.type === "heartbeat" || msg.type === "snapshot") {
       if (msg.term >= this.core.term) this.#lastContact = this.#o.clock.now();
     }
+    this.#peerContact.set(msg.from, this.#o.clock.now());
     try {
       this.core.step({ kind: "message", msg });
     } catch (err) {

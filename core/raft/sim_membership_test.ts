@@ -1,6 +1,7 @@
 // The simulation of sim_test.ts while the configuration changes one server
 // at a time: 3 voters grow to 5 (new servers start empty and catch up by
-// snapshot) and voters are removed, under the same faults. SIM_SEED=n replays.
+// snapshot; some join as non-voters and are promoted later, as autopilot
+// adds them) and voters are removed, under the same faults. SIM_SEED=n replays.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { seeds } from "../sim/rng.ts";
