@@ -22,7 +22,7 @@ const flags: readonly FlagSpec[] = [
   { name: "bind", kind: "string", valueName: "addr", usage: "Sets the bind address for cluster communication." },
   { name: "bootstrap", kind: "bool", usage: "Sets server to bootstrap mode." },
   { name: "bootstrap-expect", kind: "uint", valueName: "int", usage: "Sets server to expect bootstrap mode." },
-  { name: "client", kind: "string", valueName: "addr", usage: "Sets the address to bind for client access. This includes RPC, DNS and HTTP." },
+  { name: "client", kind: "string", valueName: "addr", usage: "Sets the address to bind for client access. This includes RPC, DNS and HTTP. A space-separated list binds each." },
   {
     name: "config-dir",
     kind: "list",
@@ -46,6 +46,7 @@ const flags: readonly FlagSpec[] = [
   { name: "datacenter", kind: "string", valueName: "name", usage: "Datacenter of the agent." },
   { name: "dev", kind: "bool", usage: "Starts the agent in development mode: one in-memory server on loopback." },
   { name: "disable-host-node-id", kind: "bool", usage: "Accepted for compatibility; ignored." },
+  { name: "disable-keyring-file", kind: "bool", usage: "Disables the backing up of the keyring to a file." },
   { name: "dns-port", kind: "int", valueName: "int", usage: "DNS port to use." },
   { name: "domain", kind: "string", valueName: "domain", usage: "Domain to use for DNS interface." },
   { name: "enable-local-script-checks", kind: "bool", usage: "Enables health check scripts from configuration file." },
@@ -55,8 +56,12 @@ const flags: readonly FlagSpec[] = [
   { name: "hcl", kind: "list", valueName: "string", usage: "HCL configuration fragment. This HCL fragment is appended to the configuration and allows to specify the full range of options of a config file on the command line. This option can be specified multiple times." },
   { name: "join", kind: "list", valueName: "address", usage: "Address of an agent to join at start time. Can be specified multiple times." },
   { name: "join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time. Can be specified multiple times." },
+  { name: "log-file", kind: "string", valueName: "path", usage: "Path to the file the logs get written to. A path ending in / is a directory holding consul.log." },
   { name: "log-json", kind: "bool", usage: "Output logs in JSON format." },
   { name: "log-level", kind: "string", valueName: "level", usage: "Log level of the agent (trace, debug, info, warn, err)." },
+  { name: "log-rotate-bytes", kind: "uint", valueName: "int", usage: "Maximum number of bytes that should be written to a log file." },
+  { name: "log-rotate-duration", kind: "duration", valueName: "duration", usage: "Time after which log rotation needs to be performed." },
+  { name: "log-rotate-max-files", kind: "int", valueName: "int", usage: "Maximum number of log file archives to keep (0 keeps all, -1 none)." },
   { name: "node", kind: "string", valueName: "name", usage: "Name of this node. Must be unique in the cluster." },
   { name: "node-id", kind: "string", valueName: "id", usage: "A unique ID for this node across space and time. Defaults to a randomly-generated ID that persists in the data-dir." },
   { name: "node-meta", kind: "list", valueName: "key:value", usage: "An arbitrary metadata key/value pair for this node, of the format `key:value`. Can be specified multiple times." },
@@ -69,6 +74,8 @@ const flags: readonly FlagSpec[] = [
   { name: "retry-join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time with retries enabled. Can be specified multiple times." },
   { name: "retry-max", kind: "uint", valueName: "int", usage: "Maximum number of join attempts. Defaults to 0, which will retry indefinitely." },
   { name: "retry-max-wan", kind: "uint", valueName: "int", usage: "Maximum number of join -wan attempts. Defaults to 0, which will retry indefinitely." },
+  { name: "serf-lan-bind", kind: "string", valueName: "addr", usage: "Address to bind Serf LAN listeners to." },
+  { name: "serf-wan-bind", kind: "string", valueName: "addr", usage: "Address to bind Serf WAN listeners to." },
   { name: "serf-lan-port", kind: "int", valueName: "int", usage: "Sets the Serf LAN port to listen on." },
   { name: "serf-wan-port", kind: "int", valueName: "int", usage: "Sets the Serf WAN port to listen on." },
   { name: "server", kind: "bool", usage: "Switches agent to server mode." },
@@ -118,6 +125,8 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
   setStr("datacenter", (v) => (layer.datacenter = v));
   setStr("bind", (v) => (layer.bindAddr = v));
   setStr("advertise", (v) => (layer.advertiseAddr = v));
+  setStr("serf-lan-bind", (v) => (layer.serfLanBindAddr = v));
+  setStr("serf-wan-bind", (v) => (layer.serfWanBindAddr = v));
   setStr("advertise-wan", (v) => (layer.advertiseAddrWan = v));
   setStr("client", (v) => (layer.clientAddr = v));
   const ports: NonNullable<ConfigLayer["ports"]> = {};
@@ -136,6 +145,7 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
   setNum("retry-max", (v) => (layer.retryMax = v));
   setNum("retry-max-wan", (v) => (layer.retryMaxWan = v));
   setStr("encrypt", (v) => (layer.encrypt = v));
+  setBool("disable-keyring-file", (v) => (layer.disableKeyringFile = v));
   setBool("rejoin", (v) => (layer.rejoinAfterLeave = v));
   if (has("log-level")) {
     const level = parseLogLevel(str(p, "log-level"));
@@ -143,6 +153,10 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
     layer.logLevel = level;
   }
   setBool("log-json", (v) => (layer.logJson = v));
+  setStr("log-file", (v) => (layer.logFile = v));
+  setNum("log-rotate-bytes", (v) => (layer.logRotateBytes = v));
+  setNum("log-rotate-duration", (v) => (layer.logRotateDurationMs = v));
+  setNum("log-rotate-max-files", (v) => (layer.logRotateMaxFiles = v));
   setStr("domain", (v) => (layer.domain = v));
   setStr("alt-domain", (v) => (layer.altDomain = v));
   if (has("recursor")) layer.recursors = list(p, "recursor");

@@ -64,8 +64,10 @@ test("agent flags map onto AgentConfig", () => {
   assert.equal(c.advertiseAddr, "10.0.0.6");
   assert.equal(c.clientAddr, "0.0.0.0");
   assert.deepEqual(c.ports, { http: 18500, dns: 18600, serfLan: 18301, serfWan: 18302, server: 18300 });
-  assert.deepEqual(c.startJoin, ["10.0.0.1"]);
-  assert.deepEqual(c.retryJoin, ["10.0.0.2", "10.0.0.3"]);
+  // Consul 1.15+: -join is an alias of -retry-join, its addresses after the -retry-join ones.
+  assert.deepEqual(c.startJoin, []);
+  assert.deepEqual(c.retryJoin, ["10.0.0.2", "10.0.0.3", "10.0.0.1"]);
+  assert.ok(c.warnings.some((w) => w.message === "The -join flag is deprecated. Use the -retry-join flag instead"));
   assert.equal(c.retryIntervalMs, 5000);
   assert.equal(c.retryMax, 4);
   assert.equal(c.rejoinAfterLeave, true);
@@ -165,4 +167,25 @@ test("agent: -h tells how many keys cairn implements and where the list is", () 
   assert.match(io.stdoutText, /cairn config keys/);
   assert.match(io.stdoutText, /-hcl=<string>/);
   assert.match(io.stdoutText, /-config-format=<string>/);
+});
+
+test("agent: -log-file and rotation, -pid-file, -client list, -disable-keyring-file, -serf-*-bind; log_file keys in a file", () => {
+  const c = config(["-dev", "-log-file=/var/log/cairn/", "-log-rotate-bytes=1048576", "-log-rotate-duration=1h", "-log-rotate-max-files=-1", "-pid-file=/run/cairn.pid"]);
+  assert.equal(c.logFile, "/var/log/cairn/");
+  assert.equal(c.logRotateBytes, 1_048_576);
+  assert.equal(c.logRotateDurationMs, 3_600_000);
+  assert.equal(c.logRotateMaxFiles, -1);
+  assert.equal(c.pidFile, "/run/cairn.pid");
+  const c3 = config(["-dev", "-client", "127.0.0.1 ::1", "-disable-keyring-file", "-serf-lan-bind=10.0.0.7", "-serf-wan-bind=10.0.0.8"]);
+  assert.equal(c3.clientAddr, "127.0.0.1 ::1");
+  assert.equal(c3.disableKeyringFile, true);
+  assert.equal(c3.serfLanBindAddr, "10.0.0.7");
+  assert.equal(c3.serfWanBindAddr, "10.0.0.8");
+  const c2 = config(["-dev", "-hcl", 'log_file = "/tmp/x.log"\nlog_rotate_max_files = 3\nlog_rotate_duration = "30m"\nstart_join = ["10.0.0.9"]']);
+  assert.equal(c2.logFile, "/tmp/x.log");
+  assert.equal(c2.logRotateMaxFiles, 3);
+  assert.equal(c2.logRotateDurationMs, 1_800_000);
+  assert.deepEqual(c2.retryJoin, ["10.0.0.9"]);
+  assert.ok(c2.warnings.some((w) => w.message === "The 'start_join' configuration field is deprecated. Use the 'retry_join' field instead"));
+  assert.ok(!c2.warnings.some((w) => /log_|pid_file/.test(w.message)), "implemented keys draw no warning");
 });

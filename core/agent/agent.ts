@@ -7,6 +7,8 @@ import { errorMessage } from "../errors.ts";
 import { createRoutes, createHttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
+import { LogFileSink } from "../log/file_sink_node.ts";
+import { rmSync, writeFileSync } from "node:fs";
 import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
@@ -15,7 +17,7 @@ import { startDnsServer } from "../dns/mod.ts";
 import { revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
-import { retryJoin, startGossip, startJoin, type AgentGossip } from "./gossip/mod.ts";
+import { retryJoin, startGossip, type AgentGossip } from "./gossip/mod.ts";
 import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "./random_node.ts";
 import { UserEventStore } from "./user_events.ts";
@@ -58,6 +60,23 @@ export async function startAgent(
   // The last records at the agent's level, replayed to a `monitor` that connects later.
   const recent = new RecentSink();
   sink.add(recent, config.logLevel);
+  // log_file (Consul's logging/logfile.go): the same lines, in a file rotated by size and age.
+  let fileSink: LogFileSink | undefined;
+  if (config.logFile) {
+    try {
+      fileSink = new LogFileSink({
+        path: config.logFile,
+        json: config.logJson,
+        rotateBytes: config.logRotateBytes,
+        rotateDurationMs: config.logRotateDurationMs,
+        maxFiles: config.logRotateMaxFiles,
+        now: () => clock.wallNow(),
+      });
+    } catch (err) {
+      throw new Error(`Failed to setup logging: ${errorMessage(err)}`);
+    }
+    sink.add(fileSink, config.logLevel);
+  }
   const logger = createLogger({ sink, level: sink.threshold, now: () => clock.wallNow() });
   // Once at startup, as Consul logs its config builder's warnings: keys that have no effect in cairn, skipped files.
   for (const w of config.warnings) logger.named("agent").warn(w.message);
@@ -65,6 +84,13 @@ export async function startAgent(
   const nodeId = config.nodeId || (config.dev ? randomUUID() : await readOrCreateNodeId(config.dataDir));
   const seed = randomSeed();
   const closers = new Closers(logger.named("agent"));
+  if (fileSink) {
+    const f = fileSink;
+    closers.add("log file", () => {
+      sink.delete(f);
+      f.close();
+    });
+  }
   let httpGraceMs = 0;
   try {
     return await startComponents();
@@ -75,6 +101,16 @@ export async function startAgent(
   }
 
   async function startComponents(): Promise<RunningAgent> {
+    // pid_file: written at start, removed at stop (Consul's storePid/deletePid).
+    if (config.pidFile) {
+      const pidFile = config.pidFile;
+      try {
+        writeFileSync(pidFile, String(process.pid), { mode: 0o666 });
+      } catch (err) {
+        throw new Error(`Could not open pid file "${pidFile}": ${errorMessage(err)}`);
+      }
+      closers.add("pid file", () => rmSync(pidFile, { force: true }));
+    }
     // Gossip first: servers discover each other through the LAN pool, clients find servers there.
     const gossip = await startGossip(config, { logger: logger.named("agent"), clock, nodeId });
     closers.add("gossip", () => gossip.stop());
@@ -131,6 +167,7 @@ export async function startAgent(
       const next = reloadConfig();
       // Consul reloads log_level too.
       if (consoleSink) sink.add(consoleSink, next.logLevel);
+      if (fileSink) sink.add(fileSink, next.logLevel);
       sink.add(recent, next.logLevel);
       local.reload({ services: next.services, checks: next.checks });
       await local.syncChanges();
@@ -161,13 +198,23 @@ export async function startAgent(
         kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
         logger: logger.named("agent.http"),
       });
-      const http = createHttpServer({ router, logger: logger.named("agent.http") });
-      httpAddr = await http.listen({ host: config.addresses.http || config.clientAddr, port: config.ports.http });
-      closers.add("http", () => http.close({ graceMs: httpGraceMs }));
+      // client_addr (or addresses.http) may be a space-separated list (`-client "127.0.0.1 ::1"`): one listener each, one port.
+      for (const host of listenHosts(config.addresses.http || config.clientAddr)) {
+        const http = createHttpServer({ router, logger: logger.named("agent.http") });
+        const addr = await http.listen({ host, port: httpAddr?.port ?? config.ports.http });
+        httpAddr ??= addr;
+        closers.add("http", () => http.close({ graceMs: httpGraceMs }));
+      }
     }
 
-    const dns = await startDnsServer({ config, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0 });
-    if (dns) closers.add("dns", () => dns.server.close());
+    let dnsAddr: { host: string; port: number } | undefined;
+    for (const host of listenHosts(config.addresses.dns || config.clientAddr)) {
+      const dnsConfig = { ...config, addresses: { ...config.addresses, dns: host }, ports: { ...config.ports, dns: dnsAddr?.port ?? config.ports.dns } };
+      const dns = await startDnsServer({ config: dnsConfig, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0 });
+      if (!dns) break;
+      dnsAddr ??= dns.addr;
+      closers.add("dns", () => dns.server.close());
+    }
 
     printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
     logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
@@ -194,10 +241,8 @@ export async function startAgent(
       closers.add("leader duties", () => leader.stop());
     }
 
-    // -join: every address must work or the agent does not start; -retry-join keeps trying in the background.
+    // -retry-join keeps trying in the background; -join and start_join are its aliases (Consul 1.15+), merged in buildConfig.
     const joinLog = logger.named("agent");
-    await startJoin(gossip.lan, config.startJoin, joinLog);
-    if (gossip.wan) await startJoin(gossip.wan, config.startJoinWan, joinLog);
     const retrySpecs = [
       { pool: gossip.lan, addrs: config.retryJoin, intervalMs: config.retryIntervalMs, maxAttempts: config.retryMax },
       ...(gossip.wan ? [{ pool: gossip.wan, addrs: config.retryJoinWan, intervalMs: config.retryIntervalWanMs, maxAttempts: config.retryMaxWan }] : []),
@@ -213,7 +258,7 @@ export async function startAgent(
       config,
       logger,
       httpAddr,
-      dnsAddr: dns?.addr,
+      dnsAddr,
       local,
       reload,
       gossip,
@@ -225,6 +270,12 @@ export async function startAgent(
       },
     };
   }
+}
+
+/** The addresses in a client_addr-style value: Consul takes a space-separated list. */
+export function listenHosts(value: string): string[] {
+  const hosts = value.split(/\s+/).filter((h) => h !== "");
+  return hosts.length ? hosts : [value];
 }
 
 /** What `/v1/agent/self` and friends say about this agent. */
@@ -266,7 +317,7 @@ function describeAgent(o: { config: AgentConfig; nodeId: string; gossip: AgentGo
     debugConfig: () => ({
       DevMode: config.dev,
       DataDir: config.dataDir,
-      ClientAddrs: [config.clientAddr],
+      ClientAddrs: listenHosts(config.clientAddr),
       HTTPPort: config.ports.http,
       DNSPort: config.ports.dns,
       SerfPortLAN: config.ports.serfLan,
@@ -292,7 +343,7 @@ function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; 
     ["Node name", `'${config.nodeName}'`],
     ["Datacenter", `'${config.datacenter}'`],
     ["Server", `${config.server} (Bootstrap: ${config.bootstrap})`],
-    ["Client Addr", `[${config.clientAddr}] (HTTP: ${facts.httpPort}, DNS: ${config.ports.dns})`],
+    ["Client Addr", `[${listenHosts(config.clientAddr).join(" ")}] (HTTP: ${facts.httpPort}, DNS: ${config.ports.dns})`],
     ["Cluster Addr", `${config.advertiseAddr || config.bindAddr} (LAN: ${config.ports.serfLan}, WAN: ${config.ports.serfWan})`],
     ["Gossip Encryption", String(config.encrypt !== "")],
   ];

@@ -2,6 +2,9 @@
 // the closer stack (core/agent/closers.ts) stops it in reverse order.
 import assert from "node:assert/strict";
 import { createSocket } from "node:dgram";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createServer } from "node:net";
 import { test } from "node:test";
 import { buildConfig } from "../config/mod.ts";
@@ -60,9 +63,55 @@ test("agent: a start that fails at its last listener releases every socket it ha
   assert.ok(await canBind(ports.serfLan), "the gossip ports (TCP and UDP) are free again");
 });
 
-test("agent: a -join that fails after everything started releases every socket too", async () => {
+test("agent: -join to a dead address does not stop the start (an alias of -retry-join since Consul 1.15)", async () => {
   const ports = { http: await freePort(), dns: await freePort(), serfLan: await freePort() };
   const dead = await freePort();
-  await assert.rejects(startAgent(config(ports, { startJoin: [`127.0.0.1:${dead}`] }), { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() }));
+  const agent = await startAgent(config(ports, { startJoin: [`127.0.0.1:${dead}`], retryIntervalMs: 60_000 }), { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
+  await agent.stop();
   for (const [name, port] of Object.entries(ports)) assert.ok(await canBind(port), `${name} port ${port} is free again`);
+});
+
+test("agent: pid_file is written at start and removed at stop; log_file gets the log", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "cairn-agent-files-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const ports = { http: await freePort(), dns: await freePort(), serfLan: await freePort() };
+  const pidFile = join(dir, "cairn.pid");
+  const agent = await startAgent(config(ports, { pidFile, logFile: `${dir}/` }), { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
+  try {
+    assert.equal(readFileSync(pidFile, "utf8"), String(process.pid));
+    assert.match(readFileSync(join(dir, "consul.log"), "utf8"), /\[INFO\] +agent: started/);
+  } finally {
+    await agent.stop();
+  }
+  assert.equal(existsSync(pidFile), false, "the pid file is gone after stop");
+});
+
+test("agent: a pid_file that cannot be written stops the start with its path", async () => {
+  const ports = { http: await freePort(), dns: await freePort(), serfLan: await freePort() };
+  await assert.rejects(
+    startAgent(config(ports, { pidFile: "/nonexistent-dir/cairn.pid" }), { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() }),
+    /Could not open pid file "\/nonexistent-dir\/cairn.pid"/,
+  );
+  for (const [name, port] of Object.entries(ports)) assert.ok(await canBind(port), `${name} port ${port} is free again`);
+});
+
+test("agent: a space-separated client_addr (-client \"a b\") serves HTTP and DNS on each address", async () => {
+  const ports = { http: await freePort(), dns: await freePort(), serfLan: await freePort() };
+  const agent = await startAgent(config(ports, { clientAddr: "127.0.0.1 127.0.0.2" }), { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink() });
+  try {
+    for (const host of ["127.0.0.1", "127.0.0.2"]) {
+      const res = await fetch(`http://${host}:${ports.http}/v1/status/leader`);
+      assert.equal(res.status, 200, `HTTP on ${host}`);
+      await res.body?.cancel();
+      const udp = createSocket("udp4");
+      const taken = await new Promise<boolean>((resolve) => {
+        udp.once("error", () => resolve(true));
+        udp.bind(ports.dns, host, () => resolve(false));
+      });
+      udp.close();
+      assert.equal(taken, true, `DNS on ${host}:${ports.dns}`);
+    }
+  } finally {
+    await agent.stop();
+  }
 });

@@ -147,6 +147,9 @@ function decodeLeaf(ctx: Ctx, path: string, kind: DecodeKind, v: unknown, line: 
     case "uint":
       if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) fail(ctx, path, "a whole number ≥ 0", v, line);
       return v;
+    case "int":
+      if (typeof v !== "number" || !Number.isSafeInteger(v)) fail(ctx, path, "a whole number", v, line);
+      return v;
     case "port":
       if (typeof v !== "number" || !Number.isSafeInteger(v)) fail(ctx, path, "a port number", v, line);
       return v;

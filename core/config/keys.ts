@@ -17,6 +17,8 @@ export type DecodeKind =
   | "string"
   | "bool"
   | "uint"
+  /** any whole number, negative too */
+  | "int"
   | "port"
   | "duration"
   | "strings"
@@ -67,7 +69,6 @@ const STREAMING = "cairn answers blocking queries without Consul's streaming bac
 const ACL = "ACLs are not implemented yet";
 const TLS = "TLS is not implemented yet";
 const WATCHES = "watches from config files are not implemented yet";
-const LOG_FILE = "logging to a file is not implemented yet";
 const SYSLOG = "syslog output is not implemented yet";
 const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
@@ -300,7 +301,7 @@ export const AGENT_KEYS: KeyTable = {
   disable_coordinates: planned("turning network coordinates off is not implemented yet", { inert: [false] }),
   disable_host_node_id: ignored("cairn always uses a random node ID, never one derived from the host", { inert: [true] }),
   disable_http_unprintable_char_filter: planned("the HTTP unprintable-character filter switch is not implemented yet", { inert: [false] }),
-  disable_keyring_file: planned("keeping the gossip keyring out of the data directory is not implemented yet", { inert: [false] }),
+  disable_keyring_file: impl("bool"),
   disable_remote_exec: planned("remote exec (`consul exec`) is not implemented; it is always off", { inert: [true] }),
   disable_update_check: impl(undefined, { note: "cairn never checks for updates" }),
   discard_check_output: planned("discarding check output is not implemented yet", { inert: [false] }),
@@ -342,8 +343,8 @@ export const AGENT_KEYS: KeyTable = {
   enable_script_checks: impl("bool"),
   enable_syslog: planned(SYSLOG, { inert: [false] }),
   encrypt: impl("string"),
-  encrypt_verify_incoming: planned("relaxing gossip encryption for a key rollout is not implemented yet", { inert: [true] }),
-  encrypt_verify_outgoing: planned("relaxing gossip encryption for a key rollout is not implemented yet", { inert: [true] }),
+  encrypt_verify_incoming: impl("bool"),
+  encrypt_verify_outgoing: impl("bool"),
   gossip_lan: planned(GOSSIP_TUNING, { keys: GOSSIP_KEYS }),
   gossip_wan: planned(GOSSIP_TUNING, { keys: GOSSIP_KEYS }),
   http_config: planned("HTTP API options are not implemented yet", {
@@ -371,12 +372,12 @@ export const AGENT_KEYS: KeyTable = {
     },
   }),
   locality: ignored(MESH, { keys: leaves("region", "zone") }),
-  log_file: planned(LOG_FILE),
+  log_file: impl("string"),
   log_json: impl("bool"),
   log_level: impl("logLevel"),
-  log_rotate_bytes: planned(LOG_FILE),
-  log_rotate_duration: planned(LOG_FILE),
-  log_rotate_max_files: planned(LOG_FILE),
+  log_rotate_bytes: impl("uint"),
+  log_rotate_duration: impl("duration"),
+  log_rotate_max_files: impl("int"),
   log_sublevels: planned("per-subsystem log levels are not implemented yet"),
   max_query_time: planned("max_query_time is not configurable yet"),
   node_id: impl("string"),
@@ -391,7 +392,7 @@ export const AGENT_KEYS: KeyTable = {
       rpc_hold_timeout: impl("duration", { to: "$limits.rpcHoldTimeoutMs" }),
     },
   }),
-  pid_file: planned("writing a PID file is not implemented yet", { decode: "string" }),
+  pid_file: impl("string"),
   ports: impl(undefined, {
     keys: {
       dns: impl("port"),
@@ -439,9 +440,9 @@ export const AGENT_KEYS: KeyTable = {
   rpc: ignored(STREAMING, { keys: { enable_streaming: {} } }),
   segment: ignored(ENTERPRISE),
   segments: ignored(ENTERPRISE),
-  serf_lan: planned("a separate LAN gossip bind address is not implemented yet; gossip binds to bind_addr"),
+  serf_lan: impl("string", { to: "serfLanBindAddr" }),
   serf_lan_allowed_cidrs: planned("gossip source-address filtering is not implemented yet"),
-  serf_wan: planned("a separate WAN gossip bind address is not implemented yet; gossip binds to bind_addr"),
+  serf_wan: impl("string", { to: "serfWanBindAddr" }),
   serf_wan_allowed_cidrs: planned("gossip source-address filtering is not implemented yet"),
   server: impl("bool"),
   server_name: planned(TLS),
@@ -451,8 +452,8 @@ export const AGENT_KEYS: KeyTable = {
   session_ttl_min: planned("session_ttl_min is not configurable yet"),
   skip_leave_on_interrupt: impl("bool"),
   snapshot_agent: ignored(ENTERPRISE),
-  start_join: impl("strings"),
-  start_join_wan: impl("strings"),
+  start_join: impl("strings", { note: "an alias of retry_join since Consul 1.15 (logged as deprecated)" }),
+  start_join_wan: impl("strings", { note: "an alias of retry_join_wan since Consul 1.15 (logged as deprecated)" }),
   syslog_facility: planned(SYSLOG),
   tagged_addresses: planned("extra node tagged addresses are not implemented yet"),
   telemetry: impl(undefined, {

@@ -185,8 +185,9 @@ export function keyWarnings(found: readonly { file: string; uses: readonly KeyUs
 
 /**
  * defaults < dev layer (if dev) < files in order < flags < `-hcl` snippets
- * (Consul applies them last). `leaveOnTerminate` and `skipLeaveOnInterrupt`
- * default by mode when nobody set them; the domain gets its trailing dot;
+ * (Consul applies them last). `startJoin` and `startJoinWan` move into
+ * `retryJoin` and `retryJoinWan` (Consul 1.15+); `leaveOnTerminate` and
+ * `skipLeaveOnInterrupt` default by mode when nobody set them; the domain gets its trailing dot;
  * `warnings` lists the planned and ignored keys, one entry per key, and any
  * `warnings` passed in. Throws ConfigError; does not validate.
  */
@@ -218,6 +219,16 @@ export function buildConfig(options: {
   const config = mergeLayers(defaultConfig(), layers);
   config.configFiles = files;
   config.warnings = [...(options.warnings ?? []), ...keyWarnings(found)];
+  // Consul 1.15+ (hashicorp/consul#15598): -join/start_join are aliases of -retry-join/retry_join, merged after them, with a warning.
+  for (const [from, to, key, flag] of [["startJoin", "retryJoin", "start_join", "join"], ["startJoinWan", "retryJoinWan", "start_join_wan", "join-wan"]] as const) {
+    if (config[from].length === 0) continue;
+    config[to] = [...config[to], ...config[from]];
+    config[from] = [];
+    const byFlag = (flags[from]?.length ?? 0) > 0;
+    const byFile = layers.some((l) => l !== flags && (l[from]?.length ?? 0) > 0);
+    if (byFlag) config.warnings.push({ sources: [], message: `The -${flag} flag is deprecated. Use the -retry-${flag} flag instead` });
+    if (byFile) config.warnings.push({ key, sources: [], message: `The '${key}' configuration field is deprecated. Use the '${key.replace("start_", "retry_")}' field instead` });
+  }
   const setsLeave = layers.some((l) => l.leaveOnTerminate !== undefined);
   if (!setsLeave) config.leaveOnTerminate = !config.server;
   const setsSkip = layers.some((l) => l.skipLeaveOnInterrupt !== undefined);

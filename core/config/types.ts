@@ -84,6 +84,10 @@ export interface AgentConfig {
   bootstrap: boolean;
   bootstrapExpect: number;
   bindAddr: string;
+  /** `serf_lan`: bind address of LAN gossip; empty = bindAddr. */
+  serfLanBindAddr: string;
+  /** `serf_wan`: bind address of WAN gossip; empty = bindAddr. */
+  serfWanBindAddr: string;
   clientAddr: string;
   /** Empty: the agent picks the bind address (or a private IP when bound to 0.0.0.0). */
   advertiseAddr: string;
@@ -102,8 +106,22 @@ export interface AgentConfig {
   rejoinAfterLeave: boolean;
   /** Base64 gossip key; empty = no encryption. */
   encrypt: string;
+  /** With a key: refuse plaintext gossip. False while rolling encryption onto a live pool. */
+  encryptVerifyIncoming: boolean;
+  /** With a key: encrypt what we send. False while rolling encryption onto a live pool. */
+  encryptVerifyOutgoing: boolean;
+  /** Keep the gossip keyring out of `<dataDir>/serf/` (the key comes from `encrypt` on every start). */
+  disableKeyringFile: boolean;
   logLevel: LogLevel;
   logJson: boolean;
+  /** `log_file`: also write the log here (a path ending in `/` is a directory holding consul.log); empty = no file. */
+  logFile: string;
+  /** Rotate the log file once it holds this many bytes; 0 = no size limit. */
+  logRotateBytes: number;
+  /** Rotate the log file after this long; 0 = Consul's default, 24 h. */
+  logRotateDurationMs: number;
+  /** Rotated log files to keep: 0 = all, -1 = none. */
+  logRotateMaxFiles: number;
   leaveOnTerminate: boolean;
   skipLeaveOnInterrupt: boolean;
   performance: PerformanceConfig;

@@ -30,6 +30,8 @@ async function bindTransport(options: {
   logger: Logger;
   fallbackToAnyPort: boolean;
   pool: PoolName;
+  verifyIncoming: boolean;
+  verifyOutgoing: boolean;
 }): Promise<NodeTransport> {
   const make = (port: number) =>
     createNodeTransport({
@@ -38,6 +40,8 @@ async function bindTransport(options: {
       advertiseAddr: options.advertiseAddr,
       logger: transportLogger(options.logger.named("memberlist")),
       keyring: options.keyring,
+      verifyIncoming: options.verifyIncoming,
+      verifyOutgoing: options.verifyOutgoing,
       // The driver decodes every datagram anyway and reports garbage back: decode once.
       dropUndecodablePackets: false,
     });
@@ -70,17 +74,22 @@ export async function startGossip(config: AgentConfig, deps: GossipDeps): Promis
 
   const startPool = async (name: PoolName): Promise<SerfPool> => {
     const log = logger.named(name === "lan" ? "serf.lan" : "serf.wan");
-    const keyringFile = persist ? joinPath(serfDir, name === "lan" ? "local.keyring" : "remote.keyring") : undefined;
+    // disable_keyring_file: the keyring lives in memory only; `encrypt` supplies it on every start.
+    const keyringFile = persist && !config.disableKeyringFile ? joinPath(serfDir, name === "lan" ? "local.keyring" : "remote.keyring") : undefined;
     const snapshotFile = persist ? joinPath(serfDir, name === "lan" ? "local.snapshot" : "remote.snapshot") : undefined;
     const keyring = loadKeyring({ file: keyringFile, encrypt: config.encrypt, logger: log, pool: name.toUpperCase() });
     const transport = await bindTransport({
-      bindAddr: config.bindAddr,
+      // serf_lan / serf_wan override bind_addr for their pool (the advertised address still follows bind_addr, as in Consul).
+      bindAddr: (name === "lan" ? config.serfLanBindAddr : config.serfWanBindAddr) || config.bindAddr,
       port: name === "lan" ? config.ports.serfLan : config.ports.serfWan,
       advertiseAddr: name === "lan" ? advertise : config.advertiseAddrWan || advertise,
       keyring,
       logger: log,
       fallbackToAnyPort: config.dev,
       pool: name,
+      // encrypt_verify_incoming / _outgoing: relaxed while gossip encryption is rolled onto a live pool.
+      verifyIncoming: config.encryptVerifyIncoming,
+      verifyOutgoing: config.encryptVerifyOutgoing,
     });
     const snap = snapshotFile ? readSerfSnapshot(snapshotFile, log) : undefined;
     const base = name === "lan" ? { ...lanProfile, deadNodeReclaimMs: 30_000 } : wanProfile;
