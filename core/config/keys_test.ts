@@ -70,9 +70,9 @@ test("key table: the keys issue #17 found fatal or silent are accepted with a wa
     'acl { enabled = true, default_policy = "deny" }',
     'gossip_lan { probe_interval = "2s" }',
     'http_config { response_headers { "X-Frame-Options" = "DENY" } }',
-    'dns_config { recursor_strategy = "random" }',
-    "limits { http_max_conns_per_client = 200 }",
-    "dns_config { disable_compression = true }",
+    "disable_coordinates = true",
+    "limits { rpc_max_conns_per_client = 200 }",
+    "dns_config { use_cache = true }",
   ];
   for (const text of planned) {
     const got = uses(text);

@@ -34,6 +34,12 @@ export interface DnsConfig {
   udpAnswerLimit: number;
   aRecordLimit: number;
   recursorTimeoutMs: number;
+  /** Order in which recursors are asked: "sequential" (as listed) or "random" (shuffled per query). */
+  recursorStrategy: "sequential" | "random";
+  /** Write names uncompressed (RFC 1035 4.1.4 compression is on by default, as in Consul). */
+  disableCompression: boolean;
+  /** Node meta TXT records in the additional section (SRV and node A answers). */
+  enableAdditionalNodeMetaTxt: boolean;
   soa: SoaConfig;
 }
 
@@ -42,6 +48,8 @@ export interface LimitsConfig {
   rpcHoldTimeoutMs: number;
   kvMaxValueSizeBytes: number;
   txnMaxReqLenBytes: number;
+  /** Concurrent HTTP connections one client IP may hold; more are answered 429. 0 = no limit. */
+  httpMaxConnsPerClient: number;
 }
 
 export interface PerformanceConfig {
@@ -143,6 +151,16 @@ export interface AgentConfig {
   dnsConfig: DnsConfig;
   limits: LimitsConfig;
   telemetry: TelemetryConfig;
+  /** Blocking wait when a query gives no `?wait` (Consul default_query_time). */
+  defaultQueryTimeMs: number;
+  /** Longest blocking wait (Consul max_query_time). */
+  maxQueryTimeMs: number;
+  /** Check output is cut to this many bytes (a check's own output_max_size may only lower it). */
+  checkOutputMaxSize: number;
+  /** Checks report no output at all. */
+  discardCheckOutput: boolean;
+  /** A check whose output changed but not its status is synced at most this often; 0 syncs every change. */
+  checkUpdateIntervalMs: number;
   enableScriptChecks: boolean;
   enableLocalScriptChecks: boolean;
   reconnectTimeoutMs: number;

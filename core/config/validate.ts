@@ -52,6 +52,9 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     if (!NODE_META_KEY.test(key) || key.length > 128) bad(`node_meta.${key}`, `Invalid node_meta key "${key}"`);
   }
   if (c.retryIntervalMs <= 0) bad("retry_interval", "retry_interval must be positive");
+  if (c.dnsConfig.recursorStrategy !== "sequential" && c.dnsConfig.recursorStrategy !== "random") {
+    bad("dns_config.recursor_strategy", `Invalid dns_config.recursor_strategy "${String(c.dnsConfig.recursorStrategy)}": use "sequential" or "random"`);
+  }
   if (c.dnsConfig.udpAnswerLimit < 0) bad("dns_config.udp_answer_limit", "dns_config.udp_answer_limit must be ≥ 0");
   if (c.domain === "." || c.domain === "") bad("domain", "domain must not be empty");
   if (c.altDomain !== "" && c.altDomain === c.domain) bad("alt_domain", "alt_domain must differ from domain");

@@ -73,6 +73,8 @@ export interface DnsAnswerConfig {
   aRecordLimit: number;
   soa: SoaConfig;
   hasRecursors: boolean;
+  /** Node meta TXT records in the additional section (Consul enable_additional_node_meta_txt); absent: true. */
+  enableAdditionalNodeMetaTxt?: boolean;
 }
 
 /** What to look up before answering. */
@@ -358,7 +360,7 @@ function nodeAnswer(question: DnsQuestion, parsed: { domain: string }, node: Nod
   a.answers.push(...addressRecords(node.address, question.type, question.name, ttl));
   const meta = metaRecords(node.meta ?? {}, question.name, ttl);
   if (question.type === "TXT" || question.type === "ANY") a.answers.push(...meta);
-  else if (a.answers.length > 0) a.additionals.push(...meta);
+  else if (a.answers.length > 0 && ctx.config.enableAdditionalNodeMetaTxt !== false) a.additionals.push(...meta);
   return a.answers.length > 0 ? a : withSoa(a, parsed.domain, ctx);
 }
 
@@ -457,7 +459,8 @@ function instanceRecords(
         ttl,
         data: { priority: 1, weight: clampU16(weight), port: clampU16(inst.service.port), target: srv.target },
       });
-      const extras = [...srv.extras, ...(isValidName(nodeName) ? metaRecords(inst.node.meta ?? {}, nodeName, ttl) : [])];
+      const withMeta = cfg.enableAdditionalNodeMetaTxt !== false && isValidName(nodeName);
+      const extras = [...srv.extras, ...(withMeta ? metaRecords(inst.node.meta ?? {}, nodeName, ttl) : [])];
       a.additionals.push(...extras);
       perAnswer.push(extras.length);
     }

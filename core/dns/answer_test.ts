@@ -367,3 +367,23 @@ test("fitAnswer: a single record too big for UDP leaves an empty truncated answe
   });
   assert.equal(tcp.answers.length, 1);
 });
+
+test("enable_additional_node_meta_txt = false: no meta TXT in the additional section (node A, service SRV), still in TXT answers", async () => {
+  const w = world({ enableAdditionalNodeMetaTxt: false });
+  const foo = makeNode("foo", "10.1.2.3", { rack: "r1" });
+  w.backend.nodes.push(foo);
+  w.backend.instances.push(makeInstance(foo, "web", { port: 80 }));
+  const a = await w.ask("foo.node.consul.", "A");
+  assert.deepEqual(datas(a.answers), ["10.1.2.3"]);
+  assert.deepEqual(datas(a.additionals, "TXT"), [], "no meta in additionals");
+  const txt = await w.ask("foo.node.consul.", "TXT");
+  assert.deepEqual(datas(txt.answers), [["rack=r1"]], "a TXT question still gets the meta");
+  const srv = await w.ask("web.service.consul.", "SRV");
+  assert.equal(srv.answers.length, 1);
+  assert.deepEqual(datas(srv.additionals, "TXT"), [], "no meta after SRV");
+  assert.equal(datas(srv.additionals, "A").length, 1, "the target's A record stays");
+
+  const on = world();
+  on.backend.instances.push(makeInstance(makeNode("foo", "10.1.2.3", { rack: "r1" }), "web", { port: 80 }));
+  assert.deepEqual(datas((await on.ask("web.service.consul.", "SRV")).additionals, "TXT"), [["rack=r1"]], "default: meta after SRV");
+});

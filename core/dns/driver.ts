@@ -73,6 +73,7 @@ export function dnsAnswerConfig(config: AgentConfig): DnsAnswerConfig {
     aRecordLimit: d.aRecordLimit,
     soa: d.soa,
     hasRecursors: config.recursors.length > 0,
+    enableAdditionalNodeMetaTxt: d.enableAdditionalNodeMetaTxt,
   };
 }
 

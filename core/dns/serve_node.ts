@@ -8,6 +8,7 @@ import { Buffer } from "node:buffer";
 import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { connect, createServer, type Server as TcpServer, type Socket as TcpSocket } from "node:net";
 import * as dnsPacket from "dns-packet";
+import { compressMessage } from "./compress.ts";
 import { ListenError, listenErrorText } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
@@ -44,6 +45,10 @@ export interface DnsServerOptions {
   /** `host`, `host:port`, `[v6]:port`; port 53 when omitted. */
   recursors?: string[];
   recursorTimeoutMs?: number;
+  /** "sequential" (default): recursors in the order listed; "random": a fresh shuffle per query (Consul recursor_strategy). */
+  recursorStrategy?: RecursorStrategy;
+  /** Write every name in full (Consul dns_config.disable_compression); default: compressed. */
+  disableCompression?: boolean;
   /** Longest TCP query frame accepted (default 4096 bytes). */
   maxTcpQueryBytes?: number;
   /** Close TCP connections idle this long (default 10 s). */
@@ -86,6 +91,16 @@ export interface DnsServer {
 
 const rcodeNumbers: Record<DnsRcode, number> = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NXDOMAIN: 3, NOTIMP: 4, REFUSED: 5 };
 
+export type RecursorStrategy = "sequential" | "random";
+
+/**
+ * The order to ask recursors in (Consul RecursorStrategy.Indexes): as listed,
+ * or a random permutation per query.
+ */
+export function recursorOrder<T>(recursors: readonly T[], strategy: RecursorStrategy, rng: Rng): T[] {
+  return strategy === "random" ? rng.shuffle([...recursors]) : [...recursors];
+}
+
 /** A recursor address as host and port. */
 export function parseRecursor(text: string): { host: string; port: number } | undefined {
   const t = text.trim();
@@ -115,6 +130,8 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
     return parsed;
   }).filter((r): r is { host: string; port: number } => r !== undefined);
   const recursorTimeoutMs = options.recursorTimeoutMs ?? 2_000;
+  const recursorStrategy = options.recursorStrategy ?? "sequential";
+  const compress = options.disableCompression !== true;
   const maxTcpQueryBytes = options.maxTcpQueryBytes ?? 4096;
   const tcpIdleTimeoutMs = options.tcpIdleTimeoutMs ?? 10_000;
   const maxTcpConnections = options.maxTcpConnections ?? 1024;
@@ -169,7 +186,8 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
         ? additionals
         : [...additionals, { type: "OPT", name: ".", udpPayloadSize: ednsSize, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] } as dnsPacket.Answer],
     };
-    return dnsPacket.encode(packet);
+    const raw = dnsPacket.encode(packet);
+    return compress ? compressMessage(raw) : raw;
   }
 
   async function handle(query: Uint8Array, transport: "udp" | "tcp"): Promise<Uint8Array | undefined> {
@@ -271,7 +289,7 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
 
   async function forward(query: Uint8Array, id: number, transport: "udp" | "tcp"): Promise<Uint8Array | undefined> {
     counters.forwarded++;
-    for (const r of recursors) {
+    for (const r of recursorOrder(recursors, recursorStrategy, pick)) {
       const reply = await askRecursor(r, query, id, recursorTimeoutMs);
       // A TCP client cannot retry a truncated answer: ask the same recursor over TCP.
       if (reply && transport === "tcp" && reply[2]! & 0x02) {
@@ -417,13 +435,14 @@ export function createDnsServer(options: DnsServerOptions): DnsServer {
  * in order, each with the timeout; the first answer's CNAME, A and AAAA
  * records, or [] when none answered.
  */
-export function createRecursorLookup(options: { recursors: string[]; timeoutMs?: number; logger?: Logger; rng?: Rng }): (name: string) => Promise<DnsRecord[]> {
+export function createRecursorLookup(options: { recursors: string[]; timeoutMs?: number; strategy?: RecursorStrategy; logger?: Logger; rng?: Rng }): (name: string) => Promise<DnsRecord[]> {
   const logger = options.logger ?? nullLogger();
   const recursors = options.recursors.map(parseRecursor).filter((r): r is { host: string; port: number } => r !== undefined);
   const timeoutMs = options.timeoutMs ?? 2_000;
   const ids = options.rng ?? new Rng(Date.now() >>> 0);
+  const strategy = options.strategy ?? "sequential";
   return async (name) => {
-    for (const r of recursors) {
+    for (const r of recursorOrder(recursors, strategy, ids)) {
       const id = ids.int(0x10000);
       const query = dnsPacket.encode({ type: "query", id, flags: dnsPacket.RECURSION_DESIRED, questions: [{ type: "A", name }] });
       const reply = await askRecursor(r, query, id, timeoutMs);

@@ -33,7 +33,7 @@ function decode(bytes: Uint8Array): Reply {
   return dnsPacket.decode(Buffer.from(bytes)) as unknown as Reply;
 }
 
-async function startServer(options: { recursors?: string[]; recursorTimeoutMs?: number; maxTcpQueryBytes?: number } = {}) {
+async function startServer(options: { recursors?: string[]; recursorTimeoutMs?: number; maxTcpQueryBytes?: number; disableCompression?: boolean } = {}) {
   const backend = new FakeBackend();
   const n1 = makeNode("n1", "10.0.0.1", { rack: "r1" });
   backend.nodes.push(n1);
@@ -374,4 +374,21 @@ test("recursors: a truncated UDP answer to a TCP client is fetched again over TC
     udp.close();
     await new Promise<void>((r) => tcpServer.close(() => r()));
   }
+});
+
+test("names are compressed by default (as Consul's); disable_compression writes them in full; both decode the same", async () => {
+  const ask = async (options: { disableCompression?: boolean }) => {
+    let bytes: Buffer | undefined;
+    await withServer(async ({ port }) => {
+      bytes = await udpAsk(port, query("web.service.consul.", "SRV", { edns: 4096 }));
+    }, options);
+    return bytes!;
+  };
+  const compressed = await ask({});
+  const full = await ask({ disableCompression: true });
+  const hasPointer = (b: Buffer) => b.subarray(12).some((x) => (x & 0xc0) === 0xc0);
+  assert.ok(compressed.length < full.length * 0.8, `${compressed.length} vs ${full.length} bytes`);
+  assert.equal(hasPointer(full), false, "no pointers when compression is off");
+  const strip = (r: Reply) => ({ ...r, answers: r.answers.map((a) => a.name + JSON.stringify(a.data)).sort(), additionals: r.additionals.map((a) => a.name + JSON.stringify(a.data)).sort() });
+  assert.deepEqual(strip(decode(compressed)), strip(decode(full)));
 });

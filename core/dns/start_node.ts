@@ -47,7 +47,7 @@ export async function startDnsServer(options: {
     wallNow: () => clock.wallNow(),
     logger: options.logger,
     recurse: config.recursors.length > 0
-      ? createRecursorLookup({ recursors: config.recursors, timeoutMs: config.dnsConfig.recursorTimeoutMs, logger: options.logger })
+      ? createRecursorLookup({ recursors: config.recursors, timeoutMs: config.dnsConfig.recursorTimeoutMs, strategy: config.dnsConfig.recursorStrategy, logger: options.logger })
       : undefined,
   });
   const server = createDnsServer({
@@ -55,6 +55,8 @@ export async function startDnsServer(options: {
     logger: options.logger,
     recursors: config.recursors,
     recursorTimeoutMs: config.dnsConfig.recursorTimeoutMs,
+    recursorStrategy: config.dnsConfig.recursorStrategy,
+    disableCompression: config.dnsConfig.disableCompression,
   });
   const addr = await server.listen({ host: config.addresses.dns || config.clientAddr, port: config.ports.dns });
   options.logger.info("DNS server listening", { addr: `${addr.host}:${addr.port}`, domain: config.domain });
