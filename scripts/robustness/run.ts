@@ -8,6 +8,8 @@
 //   --faults LIST   kill,pause,partition,disk (default all)
 //   --clients N     concurrent clients (default 10)
 //   --keep          keep every run's directory, not only failing ones
+//   --snapshot-every N  servers snapshot every N Raft entries (default: their
+//                   own setting), so restarts and catch-up go through snapshots
 // Each run prints its seed first; a run with an anomaly prints the directory
 // holding its history, the checker's explanation and every server's log.
 // Exit status 1 when any run found an anomaly.
@@ -27,10 +29,11 @@ interface Flags {
   faults: FaultKind[];
   clients: number;
   keep: boolean;
+  snapshotEvery?: number;
 }
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: npm run robustness -- [--runs N] [--seconds S] [--servers 3|5] [--seed N] [--faults kill,pause,partition,disk] [--clients N] [--keep]`);
+  console.error(`${msg}\nusage: npm run robustness -- [--runs N] [--seconds S] [--servers 3|5] [--seed N] [--faults kill,pause,partition,disk] [--clients N] [--keep] [--snapshot-every N]`);
   process.exit(1);
 }
 
@@ -57,6 +60,7 @@ function parseFlags(argv: string[]): Flags {
       case "--seed": f.seed = num("seed", value()) >>> 0; break;
       case "--clients": f.clients = Math.max(1, num("clients", value())); break;
       case "--keep": f.keep = true; break;
+      case "--snapshot-every": f.snapshotEvery = Math.max(1, num("snapshot-every", value())); break;
       case "--faults": {
         const v = value() ?? "";
         const list = v === "" || v === "none" ? [] : v.split(",").map((x) => x.trim());
@@ -92,7 +96,7 @@ async function main(): Promise<void> {
     const seed = flags.seed !== undefined ? (flags.seed + i) >>> 0 : randomInt(1, 2 ** 31);
     const servers = flags.servers ?? (i % 2 === 0 ? 3 : 5);
     console.log(`\n=== run ${i + 1}/${flags.runs}: seed ${seed}, ${servers} servers, ${flags.seconds} s, faults ${faults.join(",") || "none"} ===`);
-    const r = await runOnce({ seed, servers, seconds: flags.seconds, faults, clients: flags.clients, keep: flags.keep, runNumber: i + 1 });
+    const r = await runOnce({ seed, servers, seconds: flags.seconds, faults, clients: flags.clients, keep: flags.keep, runNumber: i + 1, ...(flags.snapshotEvery ? { snapshotEvery: flags.snapshotEvery } : {}) });
     printResult(r);
     results.push(r);
   }

@@ -10,7 +10,7 @@ import { checkHistories, type Anomaly } from "./checks.ts";
 import { Cluster } from "./cluster.ts";
 import { Nemesis, type FaultKind } from "./nemesis.ts";
 import { canMountTmpfs, canUseNft, keepDir } from "./resources.ts";
-import { finalReads, kvClient, lockClient, txnClient, workloadKeys, type Findings, type Histories, type WorkloadKind, type WorkloadOptions } from "./workloads.ts";
+import { finalReads, replicaDivergence, kvClient, lockClient, txnClient, workloadKeys, type Findings, type Histories, type WorkloadKind, type WorkloadOptions } from "./workloads.ts";
 
 export interface RunOptions {
   seed: number;
@@ -25,6 +25,12 @@ export interface RunOptions {
   runNumber: number;
   /** Client request timeout, ms (default 10 000). */
   requestTimeoutMs?: number;
+  /**
+   * Snapshot every this many Raft entries (raft_snapshot_threshold, checked
+   * each second, 64 trailing logs), so restarts and lagging followers go
+   * through snapshots; default off (the servers' own defaults).
+   */
+  snapshotEvery?: number;
   /** Max pause between one client's operations, ms (default 10). */
   thinkMs?: number;
   /** Time budget of each linearizability check, ms (default 120 000). */
@@ -74,7 +80,8 @@ export function usableFaults(wanted: readonly FaultKind[]): FaultKind[] {
 
 function replayCommand(o: RunOptions): string {
   return `npm run robustness -- --seed ${o.seed} --servers ${o.servers} --seconds ${o.seconds} --faults ${o.faults.join(",")}` +
-    (o.clients !== undefined && o.clients !== 10 ? ` --clients ${o.clients}` : "");
+    (o.clients !== undefined && o.clients !== 10 ? ` --clients ${o.clients}` : "") +
+    (o.snapshotEvery ? ` --snapshot-every ${o.snapshotEvery}` : "");
 }
 
 function historyJson(value: unknown): string {
@@ -93,7 +100,8 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   const tmpfsServers = o.faults.includes("disk")
     ? setupRng.shuffle(Array.from({ length: o.servers }, (_, i) => i)).slice(0, o.servers >= 5 ? 2 : 1)
     : [];
-  const cluster = await Cluster.create({ servers: o.servers, runNumber: o.runNumber, tmpfsServers, tmpfsBytes: 64 * 1024 * 1024 });
+  const config = o.snapshotEvery ? { raft_snapshot_threshold: o.snapshotEvery, raft_snapshot_interval: "1s", raft_trailing_logs: 64 } : undefined;
+  const cluster = await Cluster.create({ servers: o.servers, runNumber: o.runNumber, tmpfsServers, tmpfsBytes: 64 * 1024 * 1024, ...(config ? { config } : {}) });
   const t0 = performance.now();
   const now = () => performance.now() - t0;
   const stamp = () => `${(now() / 1000).toFixed(1).padStart(6)}s`;
@@ -105,6 +113,7 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
   const nemesis = new Nemesis({ cluster, rng: nemesisRng, faults: o.faults, now, log: note });
   let failure: string | undefined;
   let finalKv = new Map<string, string | null>();
+  let diverged: string[] = [];
   try {
     for (const s of cluster.servers) cluster.start(s);
     const leader = await cluster.waitForLeader({ timeoutMs: 60_000 });
@@ -136,6 +145,8 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
     const finalLeader = await cluster.waitForLeader({ timeoutMs: 60_000 });
     note(`${stamp()} leader ${finalLeader.name}; final reads`);
     finalKv = await finalReads(wo, 1000, { deadlineMs: now() + 60_000 });
+    diverged = await replicaDivergence(wo, { timeoutMs: 20_000 });
+    note(`${stamp()} replicas: ${diverged.length === 0 ? "all equal the leader's view" : diverged.join("; ")}`);
     nemesis.checkCrashes();
   } catch (err) {
     failure = err instanceof Error ? err.stack ?? err.message : String(err);
@@ -155,6 +166,8 @@ export async function runOnce(o: RunOptions): Promise<RunResult> {
     anomalies.push({ kind: "run-failed", explanation: failure });
   }
   for (const d of findings.direct) anomalies.push({ kind: "client-saw", explanation: d });
+  for (const d of diverged) anomalies.push({ kind: "replica-diverged", explanation: d });
+  if (failure === undefined) lines.push(diverged.length === 0 ? "replicas: every server's ?stale view equals the leader's" : `replicas: ${diverged.length} DIVERGED`);
   // A server that exits (or halts) with no fault that allows it, or cannot start on its data dir, fails the run.
   for (const c of nemesis.crashes) anomalies.push({ kind: "server-failed", explanation: c });
   if (findings.direct.length > 0) lines.push(`clients: ${findings.direct.length} direct anomalies, e.g. ${findings.direct[0]}`);

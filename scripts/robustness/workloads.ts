@@ -345,3 +345,53 @@ export async function finalReads(o: WorkloadOptions, clientId: number, options: 
   o.histories.lock.push({ clientId, input: { op: "lock-read" }, call: call2, return: o.now(), output: { entry } });
   return final;
 }
+
+interface TreeEntry {
+  Key: string;
+  Value: string | null;
+  ModifyIndex: number;
+  LockIndex: number;
+  Session?: string;
+}
+
+function renderTree(list: TreeEntry[]): string {
+  return list.map((e) => `${e.Key}=${decodeValue(e.Value)}@${e.ModifyIndex}/lock${e.LockIndex}/${e.Session ?? "-"}`).sort().join(" ");
+}
+
+/**
+ * Every replica converges on the same data: once writes have stopped, each
+ * running server's local (?stale) view of the suite's keys must come to equal
+ * the leader's ?consistent one, ModifyIndex, LockIndex and Session included.
+ * A replica that applied the log differently (say, deduplicated a write its
+ * peers applied) stays different. Returns one line per diverged server.
+ */
+export async function replicaDivergence(o: WorkloadOptions, options: { timeoutMs: number }): Promise<string[]> {
+  const read = async (s: Server, mode: "consistent" | "stale"): Promise<string | undefined> => {
+    const r = await httpRequest(o.cluster.url(s, `/v1/kv/robust/?recurse&${mode}`), { timeoutMs: 5_000 });
+    if (r.kind === "reply" && r.status === 404) return "";
+    if (r.kind !== "reply" || r.status !== 200) return undefined;
+    return renderTree(JSON.parse(r.body) as TreeEntry[]);
+  };
+  const deadline = o.now() + options.timeoutMs;
+  let truth: string | undefined;
+  let views = new Map<Server, string | undefined>();
+  while (o.now() < deadline) {
+    const t = o.targets();
+    truth = t.length > 0 ? await read(t[0]!, "consistent") : undefined;
+    if (truth !== undefined) {
+      views = new Map(await Promise.all(t.map(async (s) => [s, await read(s, "stale")] as const)));
+      if ([...views.values()].every((v) => v === truth)) return [];
+    }
+    await sleep(250);
+  }
+  if (truth === undefined) return [`no ?consistent read of robust/ succeeded within ${options.timeoutMs} ms`];
+  return [...views].filter(([, v]) => v !== truth).map(([s, v]) => {
+    const want = new Set(truth!.split(" "));
+    const got = new Set((v ?? "").split(" "));
+    const missing = [...want].filter((x) => !got.has(x)).slice(0, 5);
+    const extra = [...got].filter((x) => !want.has(x)).slice(0, 5);
+    return v === undefined
+      ? `${s.name}: no ?stale answer`
+      : `${s.name} differs from the leader's ?consistent view: leader has ${missing.join(" ")}; ${s.name} has ${extra.join(" ")}`;
+  });
+}
