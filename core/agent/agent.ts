@@ -24,6 +24,7 @@ import { UserEventStore } from "./user_events.ts";
 import { Leader } from "../server/leader/leader.ts";
 import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
+import { applyWatches, createAgentWatches, type WatchManager } from "./watches.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -161,10 +162,12 @@ export async function startAgent(
     const reloadConfig = options.reloadConfig ?? (() => {
       const sources = readConfigSources(config.configFiles.map((path) => ({ kind: "file" as const, path })));
       const layers = sources.map((src) => parseConfigText(src.text, { file: src.name, format: src.format }));
-      return { ...config, services: layers.flatMap((l) => l.services ?? []), checks: layers.flatMap((l) => l.checks ?? []) };
+      return { ...config, services: layers.flatMap((l) => l.services ?? []), checks: layers.flatMap((l) => l.checks ?? []), watches: layers.flatMap((l) => l.watches ?? []) };
     });
+    let watches: WatchManager | undefined;
     const reload = async (): Promise<void> => {
       const next = reloadConfig();
+      await applyWatches(watches, next.watches);
       // Consul reloads log_level too.
       if (consoleSink) sink.add(consoleSink, next.logLevel);
       if (fileSink) sink.add(fileSink, next.logLevel);
@@ -219,6 +222,10 @@ export async function startAgent(
     printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
     logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
     local.startSync();
+    // Watches ask this agent's own HTTP API (consul reloadWatches), so they start once it listens.
+    watches = createAgentWatches(httpAddr, { clock, logger: logger.named("agent.watch") });
+    if (watches) closers.add("watches", () => watches!.stop());
+    await applyWatches(watches, config.watches);
     // Leader duties (servers and -dev): catalog and Raft peers from gossip, session TTLs, tombstone GC.
     const raftSide = serverNode ?? devServer;
     if (raftSide) {

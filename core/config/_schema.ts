@@ -13,6 +13,7 @@ import { ConfigError } from "../errors.ts";
 import type { SourcePosition } from "../hcl/mod.ts";
 import { parseLogLevel } from "../log/mod.ts";
 import { parseDuration } from "./duration.ts";
+import { decodeWatches } from "./_watches.ts";
 import { AGENT_KEYS, type DecodeKind, type KeySpec, type KeyStatus, type KeyTable } from "./keys.ts";
 import type { ConfigLayer } from "./types.ts";
 
@@ -190,7 +191,8 @@ function decodeLeaf(ctx: Ctx, path: string, kind: DecodeKind, v: unknown, line: 
     }
     case "definition":
     case "definitions":
-      throw new TypeError(`decodeLeaf: ${kind} is decoded by decodeDefinitions`);
+    case "watches":
+      throw new TypeError(`decodeLeaf: ${kind} is decoded by decodeDefinitions or decodeWatches`);
   }
 }
 
@@ -238,6 +240,11 @@ function decodeObject(ctx: Ctx, table: KeyTable, obj: Record<string, unknown>, w
     const tableKey = w.key ? `${w.key}.${name}` : name;
     const status = spec.status ?? w.status;
     if (status !== w.status) note(ctx, tableKey, status, spec, value, line, false);
+    if (spec.decode === "watches") {
+      const watches = decodeWatches({ file: ctx.file, lineOf: (c, k) => lineOf(ctx, c, k) }, spec.keys ?? {}, value, { path, line });
+      if (w.target !== undefined) setPath(out, join(w.target, spec.to ?? camel(name)), watches, true);
+      continue;
+    }
     if (spec.decode === "definition" || spec.decode === "definitions") {
       if (w.target !== undefined) decodeDefinitions(ctx, spec, value, { path, key: tableKey, line, to: join(w.target, spec.to ?? camel(name)) }, out);
       continue;

@@ -82,6 +82,7 @@ export function defaultConfig(): AgentConfig {
     pidFile: "",
     services: [],
     checks: [],
+    watches: [],
     configFiles: [],
     warnings: [],
   };

@@ -28,7 +28,9 @@ export type DecodeKind =
   /** one service or check definition, appended to the list named by `to` */
   | "definition"
   /** a list of definitions */
-  | "definitions";
+  | "definitions"
+  /** the `watches` list: each entry checked like Consul's watch.Parse, typed (WatchConfig) */
+  | "watches";
 
 export interface KeySpec {
   /** Undefined: the status of the enclosing block. */
@@ -68,7 +70,6 @@ const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
 const ACL = "ACLs are not implemented yet";
 const TLS = "TLS is not implemented yet";
-const WATCHES = "watches from config files are not implemented yet";
 const SYSLOG = "syslog output is not implemented yet";
 const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
@@ -92,6 +93,34 @@ function ignored(note: string, more: Omit<KeySpec, "status" | "note"> = {}): Key
 function leaves(...names: string[]): Record<string, KeySpec> {
   return Object.fromEntries(names.map((n) => [n, {}]));
 }
+
+// ---- watches (consul api/watch watch.go, funcs.go; agent/agent.go makeWatchPlan) ----
+
+export const WATCH_KEYS: KeyTable = {
+  type: impl(undefined, { note: "key, keyprefix, services, nodes, service, checks or event" }),
+  datacenter: impl(),
+  token: impl(),
+  stale: impl(),
+  key: impl(undefined, { note: "type key" }),
+  prefix: impl(undefined, { note: "type keyprefix" }),
+  service: impl(undefined, { note: "types service and checks" }),
+  tag: impl(undefined, { note: "types service and checks (with state)" }),
+  passingonly: impl(undefined, { note: "type service" }),
+  state: impl(undefined, { note: "type checks" }),
+  name: impl(undefined, { note: "type event" }),
+  handler_type: impl(undefined, { note: "script (default) or http" }),
+  args: impl(undefined, { note: "the script handler's command, run without a shell; the data as JSON on stdin, CONSUL_INDEX set" }),
+  handler: impl(undefined, { note: "a command line run through the shell (deprecated by Consul)", replacedBy: "args" }),
+  http_handler_config: impl(undefined, {
+    keys: {
+      path: impl(undefined, { note: "the URL the http handler calls" }),
+      method: impl(undefined, { note: "default POST" }),
+      header: impl(undefined, { note: "name → list of values" }),
+      timeout: impl(undefined, { note: "default 10s" }),
+      tls_skip_verify: impl(),
+    },
+  }),
+};
 
 // ---- service and check definitions (matched like Consul's decoding: any case, `_` optional) ----
 
@@ -518,7 +547,7 @@ export const AGENT_KEYS: KeyTable = {
   verify_incoming_rpc: planned(TLS, { replacedBy: "tls.internal_rpc.verify_incoming", inert: [false] }),
   verify_outgoing: planned(TLS, { replacedBy: "tls.defaults.verify_outgoing", inert: [false] }),
   verify_server_hostname: planned(TLS, { replacedBy: "tls.internal_rpc.verify_server_hostname", inert: [false] }),
-  watches: planned(WATCHES),
+  watches: impl("watches", { keys: WATCH_KEYS, note: "run a handler (script or HTTP) when a view changes; reloaded with the config" }),
   xds: ignored(MESH, { keys: leaves("update_max_per_second") }),
   // Not meant for users, but Consul reads them from files (tests tune Raft through `consul`).
   ae_interval: ignored(INTERNAL),

@@ -64,7 +64,6 @@ test("key table: every implemented value lands on a field of AgentConfig", () =>
 
 test("key table: the keys issue #17 found fatal or silent are accepted with a warning", () => {
   const planned = [
-    'watches = [{ type = "key", key = "x", args = ["/bin/true"] }]',
     'primary_datacenter = "dc1"',
     'tls { defaults { ca_file = "/ca.pem" } }',
     'acl { enabled = true, default_policy = "deny" }',

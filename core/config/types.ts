@@ -171,10 +171,43 @@ export interface AgentConfig {
   services: Record<string, unknown>[];
   /** Check definitions exactly as written (`check` and `checks`). */
   checks: Record<string, unknown>[];
+  /** The `watches` list, checked and typed (core/agent/watches.ts runs them). */
+  watches: WatchConfig[];
   /** Files that contributed, in the order they were applied. */
   configFiles: string[];
   /** Logged once at startup: planned and ignored keys (one per key), skipped files. */
   warnings: ConfigWarning[];
+}
+
+/** One entry of `watches` (Consul's watch parameters; core/watch's WatchParams plus the handler). */
+export interface WatchConfig {
+  type: "key" | "keyprefix" | "services" | "nodes" | "service" | "checks" | "event";
+  datacenter?: string;
+  token?: string;
+  stale?: boolean;
+  key?: string;
+  prefix?: string;
+  service?: string;
+  tag?: string[];
+  passingonly?: boolean;
+  state?: string;
+  name?: string;
+  handlerType: "script" | "http";
+  /** Script handler: the command, run without a shell. */
+  args?: string[];
+  /** Script handler, deprecated form: a command line for the shell. */
+  handler?: string;
+  httpHandlerConfig?: WatchHttpHandlerConfig;
+}
+
+export interface WatchHttpHandlerConfig {
+  path: string;
+  /** Default POST. */
+  method: string;
+  header: Record<string, string[]>;
+  /** Default 10 s. */
+  timeoutMs: number;
+  tlsSkipVerify: boolean;
 }
 
 /** A key that was accepted but has no effect, or a file that was skipped. */
