@@ -240,6 +240,7 @@ export async function startAgent(
         datacenter: config.datacenter,
         sessionTimers: raftSide.server.sessionTimers,
         raft: () => serverNode?.raft,
+        autopilot: serverNode?.autopilot,
         selfId: nodeId,
         onLeadershipGained: () => local.antiEntropy?.syncFullSoon(),
       });

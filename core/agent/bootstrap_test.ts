@@ -61,4 +61,10 @@ test("reconcileAction: the leader adds alive servers and removes servers that le
   assert.deepEqual(reconcileAction([server("a"), server("b", { id: "id-b2" })], config, opts), { op: "removeServer", id: "id-b", name: "b" });
   const replaced = { servers: [config.servers[0]!] };
   assert.deepEqual(reconcileAction([server("a"), server("b", { id: "id-b2" })], replaced, opts), { op: "addVoter", id: "id-b2", address: "10.0.0.2:8300", name: "b" });
+  // With autopilot a new server joins as a non-voter, and a non-voter is left for autopilot to promote.
+  const ap = { ...opts, nonvoters: true };
+  assert.deepEqual(reconcileAction([server("a"), server("b"), server("c")], config, ap), { op: "addNonvoter", id: "id-c", address: "10.0.0.3:8300", name: "c" });
+  const withC = { servers: [...config.servers, { id: "id-c", address: "10.0.0.3:8300", suffrage: "nonvoter" as const }] };
+  assert.equal(reconcileAction([server("a"), server("b"), server("c")], withC, ap), undefined);
+  assert.deepEqual(reconcileAction([server("a"), server("b"), server("c")], withC, opts)?.op, "addVoter");
 });

@@ -10,8 +10,9 @@ import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
+import { defaultConfig } from "../config/defaults.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { CorruptionError, NoLeaderError, RpcError, errorMessage } from "../errors.ts";
+import { CairnError, CorruptionError, NoLeaderError, RpcError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
@@ -24,7 +25,10 @@ import { createRpcServer, RpcClientPool, type RpcServer } from "../rpc/transport
 import type { Consensus } from "../server/consensus.ts";
 import { createDevServer } from "../server/dev.ts";
 import { Fsm } from "../server/fsm.ts";
+import { Autopilot } from "../server/leader/autopilot.ts";
 import { raftOperatorEndpoints, raftStats, type RaftOperatorEndpoints } from "../server/operator.ts";
+import { autopilotEndpoints, type AutopilotEndpoints } from "../server/operator_autopilot.ts";
+import { version } from "../version.ts";
 import { Server } from "../server/server.ts";
 import type { Rng } from "../sim/rng.ts";
 import {
@@ -48,9 +52,18 @@ export type { RaftConfigurationReply, RaftServerInfo } from "../server/operator.
 /** Operator methods served over the server RPC (outside the typed KV/catalog contract). */
 export const operatorMethods = operatorRaftMethods;
 
-/** Answer an operator method from `ops`, or undefined when `method` is not one. */
-export function callRaftOperator(ops: RaftOperatorEndpoints, method: string, args: unknown): Promise<unknown> | undefined {
+/** Answer an operator method from `ops` (and `autopilot`, on servers that run it), or undefined when `method` is not one. */
+export function callRaftOperator(ops: RaftOperatorEndpoints, method: string, args: unknown, autopilot?: AutopilotEndpoints): Promise<unknown> | undefined {
   switch (method) {
+    case operatorMethods.autopilotGetConfiguration:
+    case operatorMethods.autopilotSetConfiguration:
+    case operatorMethods.serverHealth:
+      if (!autopilot) return Promise.reject(new CairnError("autopilot_unavailable", "Autopilot does not run on this agent"));
+      return method === operatorMethods.autopilotGetConfiguration
+        ? autopilot.getConfiguration(args)
+        : method === operatorMethods.autopilotSetConfiguration
+          ? autopilot.setConfiguration(args)
+          : autopilot.serverHealth(args);
     case operatorMethods.getConfiguration:
       return ops.getConfiguration(args);
     case operatorMethods.removePeer:
@@ -116,6 +129,9 @@ export class ServerNode {
   readonly #stores: { log: FileLogStore; stable: FileStableStore; snaps: FileSnapshotStore };
   readonly #transport: TcpRaftTransport;
   readonly #operator: RaftOperatorEndpoints;
+  readonly #autopilotOps: AutopilotEndpoints;
+  /** Autopilot: the leader duty runs it; the operator endpoints report its health. */
+  readonly autopilot: Autopilot;
   #lan: LanPoolLike | undefined;
   #wan: LanPoolLike | undefined;
   #unsubscribe: (() => void) | undefined;
@@ -183,6 +199,17 @@ export class ServerNode {
       raftMultiplier: o.config.performance.raftMultiplier,
       logger: this.#log,
     });
+    this.autopilot = new Autopilot({
+      raft: () => this.#consensus.node,
+      lan: () => this.#lan,
+      state: () => this.fsm.state,
+      // Configs built in code before autopilot {} existed have no such field.
+      initial: { ...(o.config.autopilot ?? defaultConfig().autopilot) },
+      clock: o.clock,
+      nodeName: o.config.nodeName,
+      version,
+    });
+    this.#autopilotOps = autopilotEndpoints({ autopilot: this.autopilot, consensus: this.#consensus, clock: o.clock });
   }
 
   /** The Raft node, once bootstrapped or restored. */
@@ -312,7 +339,7 @@ export class ServerNode {
   // ---------------------------------------------------------------- operator
 
   #handleLocal(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> {
-    return callRaftOperator(this.#operator, method, args)
+    return callRaftOperator(this.#operator, method, args, this.#autopilotOps)
       ?? (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
   }
 

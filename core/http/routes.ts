@@ -40,6 +40,7 @@ import { kvMaxValueBytes, kvsHandler } from "./kvs.ts";
 import { forceLeaveHandler, joinHandler, leaveHandler, membersHandler } from "./members.ts";
 import { metricsHandler } from "./metrics.ts";
 import { monitorHandler } from "./monitor.ts";
+import { operatorAutopilotConfigurationHandler, operatorAutopilotHealthHandler, operatorAutopilotStateHandler } from "./operator_autopilot.ts";
 import { operatorRaftConfigurationHandler, operatorRaftPeerHandler, operatorRaftTransferLeaderHandler } from "./operator_raft.ts";
 import { queryGeneralHandler, querySpecificHandler } from "./prepared_query.ts";
 import { Router, type AuthzAccess, type AuthzRequirement, type AuthzResource, type RouteAuthz } from "./router.ts";
@@ -155,6 +156,9 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/operator/raft/configuration", methods: GET, handler: operatorRaftConfigurationHandler(operator), authz: on("operator", "read") },
     { pattern: "/v1/operator/raft/peer", methods: ["DELETE"], handler: operatorRaftPeerHandler(operator), authz: on("operator", "write") },
     { pattern: "/v1/operator/raft/transfer-leader", methods: ["POST"], handler: operatorRaftTransferLeaderHandler(operator), authz: on("operator", "write") },
+    { pattern: "/v1/operator/autopilot/configuration", methods: ["GET", "PUT"], handler: operatorAutopilotConfigurationHandler(operator), authz: readOrWrite("operator") },
+    { pattern: "/v1/operator/autopilot/health", methods: GET, handler: operatorAutopilotHealthHandler(operator), authz: on("operator", "read") },
+    { pattern: "/v1/operator/autopilot/state", methods: GET, handler: operatorAutopilotStateHandler(operator), authz: on("operator", "read") },
     { pattern: "/v1/operator/keyring", methods: ["GET", "POST", "PUT", "DELETE"], handler: keyringHandler({ keyring: gossip.keyring }), authz: readOrWrite("keyring") },
 
     // Prepared queries.

@@ -431,7 +431,8 @@ export interface Rpc {
 }
 
 /**
- * Operator methods outside the typed contract (consul Operator.Raft*): a
+ * Operator methods outside the typed contract (consul Operator.Raft*,
+ * Operator.Autopilot*, Operator.ServerHealth): a
  * server serves them by name (core/agent/server_node.ts) and callers send
  * them with `callRaw`, untyped; the HTTP layer shapes args and replies.
  */
@@ -439,6 +440,9 @@ export const operatorRaftMethods = {
   getConfiguration: "Operator.RaftGetConfiguration",
   removePeer: "Operator.RaftRemovePeer",
   transferLeader: "Operator.RaftTransferLeader",
+  autopilotGetConfiguration: "Operator.AutopilotGetConfiguration",
+  autopilotSetConfiguration: "Operator.AutopilotSetConfiguration",
+  serverHealth: "Operator.ServerHealth",
 } as const;
 
 /** Calls a method by name with untyped args: how operator methods travel (core/rpc/forward.ts `RpcRouter` fits). */

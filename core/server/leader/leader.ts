@@ -4,6 +4,9 @@
 //   on leadership, on every LAN member event and every reconcileIntervalMs;
 // - keeps the Raft configuration in step with the servers gossip sees
 //   (raft_peers.ts): adds alive servers, removes servers that left;
+// - runs autopilot (autopilot.ts) beside it: stores the agent's autopilot
+//   configuration when the cluster has none, adds new servers as
+//   non-voters, promotes them once stable, removes dead servers;
 // - runs session TTL timers (session_ttl.ts), armed afresh on leadership;
 // - hints and reaps KV tombstones (core/state/tombstone_gc.ts);
 // - asks the local agent for a full anti-entropy sync when it gains
@@ -27,6 +30,7 @@ import type { Fsm } from "../fsm.ts";
 import { consulServiceId, memberAction } from "./catalog_reconcile.ts";
 import type { CatalogNodeView, MemberAction } from "./catalog_reconcile.ts";
 import type { LanPoolLike } from "./membership.ts";
+import type { Autopilot } from "./autopilot.ts";
 import { reconcileAction } from "./raft_peers.ts";
 import type { SessionTimers } from "./session_ttl.ts";
 
@@ -39,6 +43,7 @@ export const defaultLeaderTickMs = 1_000;
 export interface RaftPeers {
   configuration(): Configuration;
   addVoter(id: string, address: string): Promise<unknown>;
+  addNonvoter(id: string, address: string): Promise<unknown>;
   removeServer(id: string): Promise<unknown>;
 }
 
@@ -69,6 +74,8 @@ export interface LeaderOptions {
   raft?: () => RaftPeers | undefined;
   /** This server's Raft ID, never removed by its own reconcile. */
   selfId?: string;
+  /** Autopilot (servers): new servers join as non-voters and it promotes and removes them. */
+  autopilot?: Autopilot;
 }
 
 export class Leader {
@@ -146,12 +153,32 @@ export class Leader {
     if (!raft || this.#peersRunning || this.#stopped || !this.#o.consensus.isLeader()) return;
     this.#peersRunning = true;
     try {
-      const action = reconcileAction(this.#o.lan.members(), raft.configuration(), { datacenter: this.#o.datacenter, selfId: this.#o.selfId ?? "" });
+      const autopilot = this.#o.autopilot;
+      if (autopilot && !autopilot.stored()) {
+        // Consul's initializeAutopilot: the first leader stores its agent's autopilot {} (cas 0: only if none is stored).
+        const out = await this.#o.consensus.apply(encodeCommand(MessageType.Autopilot, { config: { ...autopilot.initial }, cas: 0 }));
+        if (out.result instanceof Error) throw out.result;
+        return;
+      }
+      const action = reconcileAction(this.#o.lan.members(), raft.configuration(), {
+        datacenter: this.#o.datacenter,
+        selfId: this.#o.selfId ?? "",
+        nonvoters: autopilot !== undefined,
+      }) ?? autopilot?.nextAction();
       if (!action) return;
       this.stats.peerChanges++;
       if (action.op === "addVoter") {
         this.#log.info("adding server to the Raft configuration", { server: action.name, id: action.id, address: action.address });
         await raft.addVoter(action.id, action.address);
+      } else if (action.op === "addNonvoter") {
+        this.#log.info("adding server to the Raft configuration as a non-voter", { server: action.name, id: action.id, address: action.address });
+        await raft.addNonvoter(action.id, action.address);
+      } else if (action.op === "promote") {
+        this.#log.info("autopilot: promoting server to voter", { server: action.name, id: action.id });
+        await raft.addVoter(action.id, action.address);
+      } else if ("reason" in action) {
+        this.#log.info("autopilot: removing dead server", { server: action.name, id: action.id, reason: action.reason });
+        await raft.removeServer(action.id);
       } else {
         this.#log.info("removing server from the Raft configuration", { server: action.name, id: action.id });
         await raft.removeServer(action.id);
