@@ -189,3 +189,12 @@ test("agent: -log-file and rotation, -pid-file, -client list, -disable-keyring-f
   assert.ok(c2.warnings.some((w) => w.message === "The 'start_join' configuration field is deprecated. Use the 'retry_join' field instead"));
   assert.ok(!c2.warnings.some((w) => /log_|pid_file/.test(w.message)), "implemented keys draw no warning");
 });
+
+test("agent: reconnect_timeout below 8h and advertise_reconnect_timeout on a server are refused, as in Consul", () => {
+  assert.match(failure(["-dev", "-hcl", 'reconnect_timeout = "4h"']), /reconnect_timeout must be >= 8h0m0s/);
+  assert.match(failure(["-dev", "-hcl", 'reconnect_timeout_wan = "1h"']), /reconnect_timeout_wan must be >= 8h0m0s/);
+  assert.match(failure(["-dev", "-hcl", 'advertise_reconnect_timeout = "1h"']), /advertise_reconnect_timeout can only be used on a client/);
+  const c = config(["-data-dir=/tmp/x", "-hcl", 'advertise_reconnect_timeout = "1h"\nreconnect_timeout = "8h"']);
+  assert.equal(c.advertiseReconnectTimeoutMs, 3_600_000);
+  assert.equal(c.reconnectTimeoutMs, 8 * 3_600_000);
+});

@@ -1,6 +1,6 @@
 // The agent keys that shape its gossip pools: encrypt_verify_incoming and
 // encrypt_verify_outgoing (rolling encryption onto a live pool),
-// disable_keyring_file, serf_lan bind address. Pools run in one process on
+// disable_keyring_file, serf_lan bind address, advertise_reconnect_timeout. Pools run in one process on
 // loopback with -dev timings.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -11,8 +11,9 @@ import { after, test } from "node:test";
 import { systemClock } from "../clock/mod.ts";
 import { buildConfig } from "../config/mod.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { nullLogger } from "../log/mod.ts";
-import { startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
+import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
+import { consulTags, startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
+import { reconnectTimeoutOverride } from "./gossip/tags.ts";
 
 const dirs: string[] = [];
 after(() => {
@@ -139,4 +140,17 @@ test("serf_lan: LAN gossip binds there instead of bind_addr", async () => {
   } finally {
     await g.stop();
   }
+});
+
+test("advertise_reconnect_timeout: a client advertises rc_tm in Go's duration text; others honour it, 0 or garbage falls back", () => {
+  assert.equal(consulTags(config("c", { advertiseReconnectTimeoutMs: 3_600_000 }), { nodeId: "x", pool: "lan" }).rc_tm, "1h0m0s");
+  assert.equal(consulTags(config("c"), { nodeId: "x", pool: "lan" }).rc_tm, undefined);
+  const sink = new CaptureSink();
+  const override = reconnectTimeoutOverride(createLogger({ sink }));
+  const member = (tags: Record<string, string>) => ({ name: "m", addr: "a:1", tags, status: "failed" as const, statusLTime: 1, vsn: [] });
+  assert.equal(override(member({ rc_tm: "10m" }), 72 * 3_600_000), 600_000);
+  assert.equal(override(member({ rc_tm: "0s" }), 5), 5);
+  assert.equal(override(member({}), 5), 5);
+  assert.equal(override(member({ rc_tm: "soon" }), 5), 5);
+  assert.match(sink.text(), /Member is advertising a malformed reconnect timeout.*rc_tm=soon/);
 });

@@ -78,6 +78,7 @@ export function defaultConfig(): AgentConfig {
     enableLocalScriptChecks: false,
     reconnectTimeoutMs: 72 * HOUR_MS,
     reconnectTimeoutWanMs: 72 * HOUR_MS,
+    advertiseReconnectTimeoutMs: 0,
     nodeMeta: {},
     pidFile: "",
     services: [],

@@ -165,6 +165,8 @@ export interface AgentConfig {
   enableLocalScriptChecks: boolean;
   reconnectTimeoutMs: number;
   reconnectTimeoutWanMs: number;
+  /** `advertise_reconnect_timeout` (clients): the reconnect timeout others should use for us, as the `rc_tm` tag; 0 = none. */
+  advertiseReconnectTimeoutMs: number;
   nodeMeta: Record<string, string>;
   pidFile: string;
   /** Service definitions exactly as written (`service` and `services`), for the catalog layer. */

@@ -42,9 +42,6 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     bad("raft_snapshot_threshold", `Invalid raft_snapshot_threshold ${c.raftSnapshotThreshold}: expected at least 1 (Consul's default is 16384)`);
   }
   if (c.raftSnapshotIntervalMs <= 0) bad("raft_snapshot_interval", "raft_snapshot_interval must be positive");
-  if (c.checkOutputMaxSize < 1) {
-    bad("check_output_max_size", "check_output_max_size must be positive, to discard check output use the discard_check_output flag");
-  }
   if (c.encrypt !== "") {
     const len = base64Length(c.encrypt);
     if (len === undefined || ![16, 24, 32].includes(len)) {
@@ -55,6 +52,11 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     if (!NODE_META_KEY.test(key) || key.length > 128) bad(`node_meta.${key}`, `Invalid node_meta key "${key}"`);
   }
   if (c.retryIntervalMs <= 0) bad("retry_interval", "retry_interval must be positive");
+  // Consul: "The value must be >= 8 hours"; advertise_reconnect_timeout is a client's (builder.go Validate).
+  for (const [key, ms] of [["reconnect_timeout", c.reconnectTimeoutMs], ["reconnect_timeout_wan", c.reconnectTimeoutWanMs]] as const) {
+    if (ms < 8 * 3_600_000) bad(key, `${key} must be >= 8h0m0s`);
+  }
+  if (c.server && c.advertiseReconnectTimeoutMs !== 0) bad("advertise_reconnect_timeout", "advertise_reconnect_timeout can only be used on a client");
   if (c.dnsConfig.recursorStrategy !== "sequential" && c.dnsConfig.recursorStrategy !== "random") {
     bad("dns_config.recursor_strategy", `Invalid dns_config.recursor_strategy "${String(c.dnsConfig.recursorStrategy)}": use "sequential" or "random"`);
   }

@@ -133,6 +133,12 @@ export interface SerfConfig {
    * are witnessed, and events/queries up to them are not delivered again.
    */
   restoreClocks?: SerfClocks;
+  /**
+   * Serf's ReconnectTimeoutOverride: how long this failed member is kept
+   * before it is reaped (Consul reads the member's `rc_tm` tag). Undefined:
+   * `timings.reconnectTimeoutMs` for every member.
+   */
+  reconnectTimeoutFor?: (member: SerfMember, defaultMs: number) => number;
   /** Encoded size of a message; pass the wire codec's `measure` for exact packing. */
   measure?: (msg: SwimMessage<SerfTypes>) => number;
 }
@@ -629,12 +635,17 @@ export class SerfCore {
     for (const m of [...this.#members.values()]) {
       if (m.name === this.name) continue;
       const age = now - m.leaveTimeMs;
-      if (m.status === "failed" && age > this.#t.reconnectTimeoutMs) this.#eraseNode(m.name);
+      if (m.status === "failed" && age > this.#reconnectTimeoutMs(m)) this.#eraseNode(m.name);
       else if (m.status === "left" && age > this.#t.tombstoneTimeoutMs) this.#eraseNode(m.name);
     }
     for (const [name, intent] of [...this.#intents]) {
       if (now - intent.atMs > this.#t.recentIntentTimeoutMs) this.#intents.delete(name);
     }
+  }
+
+  #reconnectTimeoutMs(m: MemberState): number {
+    const base = this.#t.reconnectTimeoutMs;
+    return this.#cfg.reconnectTimeoutFor ? this.#cfg.reconnectTimeoutFor(memberView(m), base) : base;
   }
 
   #reconnect(): void {

@@ -17,7 +17,7 @@ import type { WireCodec } from "./wire/codec.ts";
 import { consulSerfTimings, lanProfile, serfAgentTimings, serfTimings } from "./profiles.ts";
 import type { GossipProfile, SerfTimings } from "./profiles.ts";
 import { SerfCore } from "./serf.ts";
-import type { SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
+import type { SerfConfig, SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
 import type { SwimMessage } from "./swim.ts";
 import { suspicionTimeoutMs } from "./suspicion.ts";
 import { simTransport } from "./sim_transport.ts";
@@ -46,6 +46,7 @@ interface ClusterOptions {
   hooks?: SimTransportHooks<unknown>;
   /** Message sizes for packing (default: `wire`'s, else estimates), whatever the transport carries. */
   measure?: (msg: M) => number;
+  reconnectTimeoutFor?: SerfConfig["reconnectTimeoutFor"];
 }
 
 class SimCluster {
@@ -83,6 +84,7 @@ class SimCluster {
       logger,
       now: this.clock.now(),
       measure: this.#opts.measure ?? this.#opts.wire?.measure,
+      reconnectTimeoutFor: this.#opts.reconnectTimeoutFor,
     });
     const node: SimNode = { name, addr, serf, events: [], autoRespond: true, driver: undefined! };
     const wire = this.#opts.wire;
@@ -285,6 +287,22 @@ test("sim (d): partition and heal", () => {
     c.tcp.heal();
     // Serf's reconnect (every 30 s, probability failed/alive) heals it.
     c.runUntil(() => c.converged(), 600_000, "healed");
+  }
+});
+
+test("sim: a failed member is reaped after its own reconnect timeout (Serf's ReconnectTimeoutOverride), others after the pool's", () => {
+  for (const seed of seeds(3)) {
+    const c = makeCluster({
+      seed,
+      n: 4,
+      tags: (i): Tags => (i === 3 ? { rc_tm: "short" } : {}),
+      reconnectTimeoutFor: (m, defaultMs) => (m.tags.rc_tm === "short" ? 60_000 : defaultMs),
+    });
+    c.runUntil(() => c.converged(), 90_000, "convergence");
+    c.crash("n2");
+    c.crash("n3");
+    c.runUntil(() => c.live().every((x) => x.serf.memberStatus("n3") === undefined), 120_000, "n3 reaped after its 1 m");
+    for (const x of c.live()) assert.equal(x.serf.memberStatus("n2"), "failed", `n2 is kept for the pool's 24 h on ${x.name}; seed=${seed}`);
   }
 });
 

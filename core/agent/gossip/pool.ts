@@ -19,7 +19,7 @@ import { Rng } from "../../sim/rng.ts";
 import { saveKeyringFile } from "../keyring_node.ts";
 import { SerfSnapshotWriter } from "../serf_snapshot_node.ts";
 import type { GossipPool, PoolCoordinate, PoolMember, PoolMemberEvent, PoolName, PoolStats, PoolUserEvent } from "./types.ts";
-import { consulVsn, resolveJoinAddr, toPoolMember } from "./tags.ts";
+import { consulVsn, reconnectTimeoutOverride, resolveJoinAddr, toPoolMember } from "./tags.ts";
 
 // ---------------------------------------------------------------------------
 // One pool
@@ -106,6 +106,7 @@ export class SerfPool implements GossipPool {
       measure: codec.measure,
       vetoMember: (m) => this.#veto(m),
       restoreClocks: opts.restoreClocks,
+      reconnectTimeoutFor: reconnectTimeoutOverride(opts.logger),
     });
     this.#driver = new GossipDriver<SerfTypes, SerfInput, SerfEvent, Uint8Array>({
       core: this.core,

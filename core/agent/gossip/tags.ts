@@ -5,6 +5,7 @@ import { lookup } from "../../lazy_builtins_node.ts";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
 import type { AgentConfig } from "../../config/types.ts";
+import { formatDuration, parseDuration } from "../../config/duration.ts";
 import { errorMessage } from "../../errors.ts";
 import type { Logger, LogFields, LogLevel } from "../../log/mod.ts";
 import type { GossipProfile } from "../../gossip/profiles.ts";
@@ -47,7 +48,32 @@ export function consulTags(config: AgentConfig, options: { nodeId: string; pool:
     tags.ft_fs = "1";
     tags.ft_si = "1";
   }
+  // advertise_reconnect_timeout (clients only, Consul's client_serf.go): how long others keep us once we failed.
+  if (!config.server && options.pool === "lan" && config.advertiseReconnectTimeoutMs > 0) {
+    tags[RECONNECT_TIMEOUT_TAG] = formatDuration(config.advertiseReconnectTimeoutMs);
+  }
   return tags;
+}
+
+/** Consul's libserf.ReconnectTimeoutTag. */
+export const RECONNECT_TIMEOUT_TAG = "rc_tm";
+
+/**
+ * Consul's libserf ReconnectOverride: a member advertising `rc_tm` is reaped
+ * after that long; a malformed one is logged and the pool's timeout used, and
+ * 0 means the pool's timeout.
+ */
+export function reconnectTimeoutOverride(logger: Logger): (member: SerfMember, defaultMs: number) => number {
+  return (member, defaultMs) => {
+    const text = member.tags[RECONNECT_TIMEOUT_TAG];
+    if (text === undefined) return defaultMs;
+    const ms = parseDuration(text);
+    if (ms === undefined) {
+      logger.warn("Member is advertising a malformed reconnect timeout", { member: member.name, rc_tm: text });
+      return defaultMs;
+    }
+    return ms === 0 ? defaultMs : ms;
+  };
 }
 
 /** Consul's -dev gossip: probe/gossip every 100 ms, suspicion multiplier 3. */
