@@ -19,6 +19,9 @@ import { maintCommand } from "./maint.ts";
 import { operatorRaftListPeers } from "./operator_raft_list_peers.ts";
 import { operatorRaftRemovePeer } from "./operator_raft_remove_peer.ts";
 import { operatorRaftTransferLeader } from "./operator_raft_transfer_leader.ts";
+import { operatorAutopilotGetConfig } from "./operator_autopilot_get_config.ts";
+import { operatorAutopilotSetConfig } from "./operator_autopilot_set_config.ts";
+import { operatorAutopilotState } from "./operator_autopilot_state.ts";
 import { reloadCommand } from "./reload.ts";
 import { servicesDeregister } from "./services_deregister.ts";
 import { servicesRegister } from "./services_register.ts";
@@ -176,6 +179,20 @@ Usage: cairn operator raft <subcommand> [options]
   operatorRaftListPeers,
   operatorRaftRemovePeer,
   operatorRaftTransferLeader,
+  parentCommand(
+    "operator autopilot",
+    "Provides tools for modifying Autopilot configuration",
+    `
+Usage: cairn operator autopilot <subcommand> [options]
+
+  The Autopilot operator command is used to interact with Cairn's Autopilot
+  subsystem. The command can be used to view or modify the current
+  configuration.
+`,
+  ),
+  operatorAutopilotGetConfig,
+  operatorAutopilotSetConfig,
+  operatorAutopilotState,
   reloadCommand,
   rttCommand,
   parentCommand(
