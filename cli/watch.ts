@@ -41,6 +41,8 @@ Usage: cairn watch [options] [child...]
 function watchParams(p: ParsedFlags): WatchParams {
   return {
     type: str(p, "type") as WatchType,
+    // -datacenter and -token reach the client through apiClientFromFlags; -stale is per query.
+    stale: p.values.has("stale") && bool(p, "stale"),
     ...(p.values.has("key") ? { key: str(p, "key") } : {}),
     ...(p.values.has("prefix") ? { prefix: str(p, "prefix") } : {}),
     service: str(p, "service"),

@@ -13,7 +13,7 @@ import type { RawRequest, RawResponse } from "../api/client.ts";
 import type { WatchConfig } from "../config/types.ts";
 import { CaptureSink, createLogger } from "../log/mod.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
-import { runHttpHandler, runScriptHandler, WatchManager } from "./watches.ts";
+import { applyWatches, runHttpHandler, runScriptHandler, WatchManager } from "./watches.ts";
 
 function captureLogger(options: { level?: "debug" | "info" } = {}) {
   const sink = new CaptureSink();
@@ -121,4 +121,9 @@ test("watch manager: reload starts new watches, stops removed ones, keeps unchan
   const before = client.paths.length;
   await drainMicrotasks(5);
   assert.equal(client.paths.length, before, "stopped watches ask nothing more");
+});
+
+test("watches without an HTTP listener are refused, as Consul refuses them", async () => {
+  await assert.rejects(applyWatches(undefined, [{ type: "nodes", handlerType: "script", args: ["h"] }]), /Watch plans require an HTTP or HTTPS endpoint/);
+  await applyWatches(undefined, []);
 });

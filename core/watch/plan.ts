@@ -107,8 +107,16 @@ export function watchQuery(p: WatchParams): WatchQuery | string {
       const state = p.state ?? "";
       if (service !== "" && state !== "") return "Cannot specify service and state";
       if (service !== "") return { ...base, path: `/v1/health/checks/${encodeURIComponent(service)}`, params: [], accept404: false, data: (_s, t) => orEmpty(json(t)) };
-      const params: [string, string][] = (p.tag ?? []).map((t) => ["tag", t]);
-      return { ...base, path: `/v1/health/state/${encodeURIComponent(state || "any")}`, params, accept404: false, data: (_s, t) => orEmpty(json(t)) };
+      // Consul's StateTags: only the checks of service instances with every tag (filtered here, on ServiceTags).
+      const tags = p.tag ?? [];
+      const withTags = (c: { ServiceTags?: unknown }) => tags.every((t) => Array.isArray(c.ServiceTags) && c.ServiceTags.includes(t));
+      return {
+        ...base,
+        path: `/v1/health/state/${encodeURIComponent(state || "any")}`,
+        params: [],
+        accept404: false,
+        data: (_s, t) => (orEmpty(json(t)) as Array<{ ServiceTags?: unknown }>).filter(withTags),
+      };
     }
     case "event": {
       const name = p.name ?? "";

@@ -163,6 +163,10 @@ test("watch plan: each type's query, and Consul's messages for bad parameters", 
   assert.equal(paths({ type: "checks", service: "web" }), "/v1/health/checks/web []");
   assert.equal(paths({ type: "checks" }), "/v1/health/state/any []");
   assert.equal(paths({ type: "checks", state: "critical" }), "/v1/health/state/critical []");
+  const tagged = watchQuery({ type: "checks", state: "passing", tag: ["v1"] });
+  assert.ok(typeof tagged !== "string");
+  const checks = [{ CheckID: "a", ServiceTags: ["v1", "x"] }, { CheckID: "b", ServiceTags: ["v2"] }, { CheckID: "serfHealth", ServiceTags: [] }];
+  assert.deepEqual(tagged.data(200, JSON.stringify(checks), "0"), [checks[0]], "tag keeps the checks of instances with that tag");
   assert.equal(paths({ type: "key" }), "Must specify a single key to watch");
   assert.equal(paths({ type: "keyprefix" }), "Must specify a single prefix to watch");
   assert.equal(paths({ type: "service" }), "Must specify a single service to watch");
