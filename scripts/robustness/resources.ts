@@ -1,7 +1,7 @@
 // Everything a robustness run sets up outside its own process: child
 // processes, nftables tables, tmpfs mounts, temp dirs. Each is registered
 // when made and released by `releaseAll()` (normal path, async) or by the
-// synchronous fallback on exit, SIGINT and SIGTERM, so a crashed or
+// synchronous fallback on exit, SIGINT, SIGTERM and SIGHUP, so a crashed or
 // interrupted run leaves no table, mount or process behind.
 import { spawnSync } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -20,7 +20,7 @@ function hook(): void {
   if (hooked) return;
   hooked = true;
   process.on("exit", releaseAllSync);
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.once(sig, () => {
       console.error(`\n${sig}: cleaning up ${tracked.pids.size} processes, ${tracked.tables.size} nft tables, ${tracked.mounts.size} mounts`);
       releaseAllSync();
