@@ -74,6 +74,8 @@ const flags: readonly FlagSpec[] = [
   { name: "retry-join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time with retries enabled. Can be specified multiple times." },
   { name: "retry-max", kind: "uint", valueName: "int", usage: "Maximum number of join attempts. Defaults to 0, which will retry indefinitely." },
   { name: "retry-max-wan", kind: "uint", valueName: "int", usage: "Maximum number of join -wan attempts. Defaults to 0, which will retry indefinitely." },
+  { name: "serf-lan-allowed-cidrs", kind: "list", valueName: "cidr", usage: "Networks to allow Serf LAN gossip from (e.g. 10.0.0.0/8). Can be specified multiple times." },
+  { name: "serf-wan-allowed-cidrs", kind: "list", valueName: "cidr", usage: "Networks to allow Serf WAN gossip from. Can be specified multiple times." },
   { name: "serf-lan-bind", kind: "string", valueName: "addr", usage: "Address to bind Serf LAN listeners to." },
   { name: "serf-wan-bind", kind: "string", valueName: "addr", usage: "Address to bind Serf WAN listeners to." },
   { name: "serf-lan-port", kind: "int", valueName: "int", usage: "Sets the Serf LAN port to listen on." },
@@ -127,6 +129,8 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
   setStr("advertise", (v) => (layer.advertiseAddr = v));
   setStr("serf-lan-bind", (v) => (layer.serfLanBindAddr = v));
   setStr("serf-wan-bind", (v) => (layer.serfWanBindAddr = v));
+  if (has("serf-lan-allowed-cidrs")) layer.serfLanAllowedCidrs = list(p, "serf-lan-allowed-cidrs");
+  if (has("serf-wan-allowed-cidrs")) layer.serfWanAllowedCidrs = list(p, "serf-wan-allowed-cidrs");
   setStr("advertise-wan", (v) => (layer.advertiseAddrWan = v));
   setStr("client", (v) => (layer.clientAddr = v));
   const ports: NonNullable<ConfigLayer["ports"]> = {};

@@ -181,6 +181,9 @@ test("agent: -log-file and rotation, -pid-file, -client list, -disable-keyring-f
   assert.equal(c3.disableKeyringFile, true);
   assert.equal(c3.serfLanBindAddr, "10.0.0.7");
   assert.equal(c3.serfWanBindAddr, "10.0.0.8");
+  const c4 = config(["-dev", "-serf-lan-allowed-cidrs=10.0.0.0/8", "-serf-lan-allowed-cidrs=192.168.0.0/16", "-serf-wan-allowed-cidrs=172.16.0.0/12"]);
+  assert.deepEqual(c4.serfLanAllowedCidrs, ["10.0.0.0/8", "192.168.0.0/16"]);
+  assert.deepEqual(c4.serfWanAllowedCidrs, ["172.16.0.0/12"]);
   const c2 = config(["-dev", "-hcl", 'log_file = "/tmp/x.log"\nlog_rotate_max_files = 3\nlog_rotate_duration = "30m"\nstart_join = ["10.0.0.9"]']);
   assert.equal(c2.logFile, "/tmp/x.log");
   assert.equal(c2.logRotateMaxFiles, 3);

@@ -1,6 +1,7 @@
 // The agent keys that shape its gossip pools: encrypt_verify_incoming and
 // encrypt_verify_outgoing (rolling encryption onto a live pool),
-// disable_keyring_file, serf_lan bind address, advertise_reconnect_timeout. Pools run in one process on
+// disable_keyring_file, serf_lan bind address and allowed CIDRs,
+// advertise_reconnect_timeout. Pools run in one process on
 // loopback with -dev timings.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
@@ -12,7 +13,8 @@ import { systemClock } from "../clock/mod.ts";
 import { buildConfig } from "../config/mod.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
-import { consulTags, startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
+import { consulTags, SerfPool, startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
+import { allowedCidrs } from "./gossip/start.ts";
 import { reconnectTimeoutOverride } from "./gossip/tags.ts";
 
 const dirs: string[] = [];
@@ -153,4 +155,37 @@ test("advertise_reconnect_timeout: a client advertises rc_tm in Go's duration te
   assert.equal(override(member({}), 5), 5);
   assert.equal(override(member({ rc_tm: "soon" }), 5), 5);
   assert.match(sink.text(), /Member is advertising a malformed reconnect timeout.*rc_tm=soon/);
+});
+
+test("allowed CIDRs: the predicate memberlist's CIDRsAllowed applies; a malformed range is a config error", () => {
+  const allow = allowedCidrs(["10.0.0.0/8", "fd00::/8", "192.168.1.7"])!;
+  assert.equal(allow("10.1.2.3"), true);
+  assert.equal(allow("::ffff:10.9.9.9"), true, "IPv4-mapped IPv6");
+  assert.equal(allow("192.168.1.7"), true, "a bare address is /32");
+  assert.equal(allow("192.168.1.8"), false);
+  assert.equal(allow("fd12::1"), true);
+  assert.equal(allow("2001:db8::1"), false);
+  assert.equal(allowedCidrs([]), undefined);
+  assert.throws(() => allowedCidrs(["10.0.0.0/33"]), /Invalid CIDR range "10.0.0.0\/33"/);
+  assert.throws(() => allowedCidrs(["ten/8"]), /Invalid CIDR range/);
+});
+
+test("serf_lan_allowed_cidrs: gossip from another network is dropped and counted; an allowed one joins", async () => {
+  const mk = (name: string, addr: string, extra: Partial<AgentConfig> = {}) =>
+    startGossip(config(name, { bindAddr: addr, advertiseAddr: addr, ...extra }), { logger: nullLogger(), clock: systemClock, nodeId: `00000000-0000-4000-8000-0000000001${name.length}${name.length}` });
+  const a = await mk("guard", "127.0.0.1", { serfLanAllowedCidrs: ["127.0.0.2/32"] });
+  const outsider = await mk("outsider", "127.0.0.1");
+  const insider = await mk("in", "127.0.0.2");
+  try {
+    const target = `${a.lan.localMember().addr}:${a.lan.localMember().port}`;
+    const refused = await outsider.lan.join([target]);
+    assert.equal(refused.joined, 0);
+    const stats = (a.lan as SerfPool).transport.stats;
+    assert.ok(stats.streamsNotAllowed > 0, "the refused connection is counted");
+    const ok = await insider.lan.join([target]);
+    assert.equal(ok.joined, 1, ok.errors.join("; "));
+    await until(() => alive(a.lan).join(",") === "guard,in", "guard sees only the allowed member");
+  } finally {
+    for (const g of [a, outsider, insider]) await g.stop();
+  }
 });

@@ -16,6 +16,8 @@ export function defaultConfig(): AgentConfig {
     bindAddr: "0.0.0.0",
     serfLanBindAddr: "",
     serfWanBindAddr: "",
+    serfLanAllowedCidrs: [],
+    serfWanAllowedCidrs: [],
     clientAddr: "127.0.0.1",
     advertiseAddr: "",
     advertiseAddrWan: "",

@@ -96,6 +96,10 @@ export interface AgentConfig {
   serfLanBindAddr: string;
   /** `serf_wan`: bind address of WAN gossip; empty = bindAddr. */
   serfWanBindAddr: string;
+  /** `serf_lan_allowed_cidrs`: LAN gossip only from these networks; empty = from anywhere. */
+  serfLanAllowedCidrs: string[];
+  /** `serf_wan_allowed_cidrs`: WAN gossip only from these networks; empty = from anywhere. */
+  serfWanAllowedCidrs: string[];
   clientAddr: string;
   /** Empty: the agent picks the bind address (or a private IP when bound to 0.0.0.0). */
   advertiseAddr: string;

@@ -65,6 +65,12 @@ export interface NodeTransportOptions {
   dropUndecodablePackets?: boolean;
   /** Nonce source for encryption (tests). */
   nonce?: NonceSource;
+  /**
+   * memberlist CIDRsAllowed (Consul's serf_lan_allowed_cidrs): packets and
+   * connections from an IP this refuses are counted and dropped. Absent:
+   * every address is allowed.
+   */
+  allowIp?: (ip: string) => boolean;
 }
 
 export interface NodeTransportStats {
@@ -83,6 +89,9 @@ export interface NodeTransportStats {
   streamsDecryptFailed: number;
   streamsOpened: number;
   streamsFailed: number;
+  /** Dropped because the sender's IP is outside the allowed CIDRs. */
+  packetsNotAllowed: number;
+  streamsNotAllowed: number;
 }
 
 function newStats(): NodeTransportStats {
@@ -102,6 +111,8 @@ function newStats(): NodeTransportStats {
     streamsDecryptFailed: 0,
     streamsOpened: 0,
     streamsFailed: 0,
+    packetsNotAllowed: 0,
+    streamsNotAllowed: 0,
   };
 }
 
@@ -189,9 +200,10 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
   readonly stats: NodeTransportStats = newStats();
   #udp: dgram.Socket;
   #tcp: net.Server;
-  #opts: Required<Omit<NodeTransportOptions, "keyring" | "advertiseAddr" | "nonce">> & {
+  #opts: Required<Omit<NodeTransportOptions, "keyring" | "advertiseAddr" | "nonce" | "allowIp">> & {
     keyring?: Keyring;
     nonce?: NonceSource;
+    allowIp?: (ip: string) => boolean;
   };
   #log: Logger;
   #handlers: GossipTransportHandlers<Uint8Array> | undefined;
@@ -218,6 +230,7 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
       compressReplies: options.compressReplies ?? true,
       dropUndecodablePackets: options.dropUndecodablePackets ?? true,
       nonce: options.nonce,
+      allowIp: options.allowIp,
     };
     const wildcard = options.bindAddr === "0.0.0.0" || options.bindAddr === "::";
     const adv = options.advertiseAddr ?? (wildcard ? "127.0.0.1" : options.bindAddr);
@@ -266,6 +279,11 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
     if (this.#closed) return;
     this.stats.packetsReceived++;
     const from = joinHostPort(rinfo.address, rinfo.port);
+    if (this.#opts.allowIp && !this.#opts.allowIp(rinfo.address)) {
+      this.stats.packetsNotAllowed++;
+      this.#log.debug("blocked packet: IP not allowed", { from });
+      return;
+    }
     if (msg.length === 0) {
       this.stats.packetsEmpty++;
       return;
@@ -326,6 +344,13 @@ export class NodeTransport implements GossipTransport<Uint8Array> {
   #onConnection(socket: net.Socket): void {
     if (this.#closed || this.#inbound >= this.#opts.maxInboundStreams) {
       this.stats.streamsRejected++;
+      socket.destroy();
+      return;
+    }
+    const ip = socket.remoteAddress ?? "";
+    if (this.#opts.allowIp && !this.#opts.allowIp(ip)) {
+      this.stats.streamsNotAllowed++;
+      this.#log.debug("blocked connection: IP not allowed", { from: joinHostPort(ip, socket.remotePort ?? 0) });
       socket.destroy();
       return;
     }

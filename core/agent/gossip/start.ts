@@ -1,9 +1,10 @@
 // Starting the pools: bind the transports, restore snapshots and the
 // keyring, build the LAN pool (every agent) and the WAN pool (servers).
 
+import { BlockList, isIP } from "node:net";
 import { join as joinPath } from "node:path";
 import type { AgentConfig } from "../../config/types.ts";
-import { errorMessage } from "../../errors.ts";
+import { ConfigError, errorMessage } from "../../errors.ts";
 import type { Logger } from "../../log/mod.ts";
 import { lanProfile, wanProfile } from "../../gossip/profiles.ts";
 import { createNodeTransport } from "../../gossip/transport_node.ts";
@@ -32,6 +33,7 @@ async function bindTransport(options: {
   pool: PoolName;
   verifyIncoming: boolean;
   verifyOutgoing: boolean;
+  allowIp: ((ip: string) => boolean) | undefined;
 }): Promise<NodeTransport> {
   const make = (port: number) =>
     createNodeTransport({
@@ -42,6 +44,7 @@ async function bindTransport(options: {
       keyring: options.keyring,
       verifyIncoming: options.verifyIncoming,
       verifyOutgoing: options.verifyOutgoing,
+      allowIp: options.allowIp,
       // The driver decodes every datagram anyway and reports garbage back: decode once.
       dropUndecodablePackets: false,
     });
@@ -55,6 +58,30 @@ async function bindTransport(options: {
     options.logger.warn(`${options.pool.toUpperCase()} gossip port ${options.port} is busy; -dev uses a free port instead`, { error: errorMessage(err) });
     return await make(0);
   }
+}
+
+/**
+ * memberlist's CIDRsAllowed as a predicate over the sender's IP; undefined
+ * (everyone) for an empty list. Throws on a malformed CIDR.
+ */
+export function allowedCidrs(cidrs: readonly string[]): ((ip: string) => boolean) | undefined {
+  if (cidrs.length === 0) return undefined;
+  const list = new BlockList();
+  for (const cidr of cidrs) {
+    const slash = cidr.lastIndexOf("/");
+    const addr = slash < 0 ? cidr : cidr.slice(0, slash);
+    const family = isIP(addr);
+    const prefix = slash < 0 ? (family === 6 ? 128 : 32) : Number(cidr.slice(slash + 1));
+    if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
+      throw new ConfigError(`Invalid CIDR range "${cidr}": expected an address and prefix such as 10.0.0.0/8`);
+    }
+    list.addSubnet(addr, prefix, family === 6 ? "ipv6" : "ipv4");
+  }
+  return (ip) => {
+    const plain = ip.startsWith("::ffff:") && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip;
+    const family = isIP(plain);
+    return family !== 0 && list.check(plain, family === 6 ? "ipv6" : "ipv4");
+  };
 }
 
 /**
@@ -90,6 +117,8 @@ export async function startGossip(config: AgentConfig, deps: GossipDeps): Promis
       // encrypt_verify_incoming / _outgoing: relaxed while gossip encryption is rolled onto a live pool.
       verifyIncoming: config.encryptVerifyIncoming,
       verifyOutgoing: config.encryptVerifyOutgoing,
+      // serf_lan_allowed_cidrs / serf_wan_allowed_cidrs: gossip from other networks is dropped.
+      allowIp: allowedCidrs(name === "lan" ? config.serfLanAllowedCidrs : config.serfWanAllowedCidrs),
     });
     const snap = snapshotFile ? readSerfSnapshot(snapshotFile, log) : undefined;
     const base = name === "lan" ? { ...lanProfile, deadNodeReclaimMs: 30_000 } : wanProfile;
