@@ -138,8 +138,9 @@ export async function startAgent(
     const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
 
     const advertise = config.advertiseAddr || config.bindAddr;
+    const nodeInfo = { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta };
     const local = new LocalAgent({
-      node: { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta },
+      node: nodeInfo,
       clock,
       rng: new Rng(seed ^ 0x5bd1e995),
       logger: logger.named("agent"),
@@ -147,9 +148,6 @@ export async function startAgent(
       store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
       enableScriptChecks: config.enableScriptChecks,
       enableLocalScriptChecks: config.enableLocalScriptChecks,
-      checkUpdateIntervalMs: config.checkUpdateIntervalMs,
-      discardCheckOutput: config.discardCheckOutput,
-      checkOutputMaxSize: config.checkOutputMaxSize,
       // The full-sync interval grows with the LAN pool (consul ae scaleFactor).
       clusterSize: () => gossip.lan.members().length,
       // Consul's ae_interval is internal; tests shorten it with CAIRN_AE_INTERVAL_MS.
@@ -176,6 +174,11 @@ export async function startAgent(
       if (fileSink) sink.add(fileSink, next.logLevel);
       sink.add(recent, next.logLevel);
       local.reload({ services: next.services, checks: next.checks });
+      // node_meta reloads too (Consul's loadMetadata): the catalog's node entry is synced again.
+      if (JSON.stringify(next.nodeMeta) !== JSON.stringify(nodeInfo.meta)) {
+        nodeInfo.meta = next.nodeMeta;
+        local.state.setNodeInfo(nodeInfo);
+      }
       await local.syncChanges();
     };
 
@@ -202,13 +205,11 @@ export async function startAgent(
         reload,
         onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }),
         kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
-        txnMaxRequestBytes: config.limits.txnMaxReqLenBytes,
-        queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         logger: logger.named("agent.http"),
       });
       // client_addr (or addresses.http) may be a space-separated list (`-client "127.0.0.1 ::1"`): one listener each, one port.
       for (const host of listenHosts(config.addresses.http || config.clientAddr)) {
-        const http = createHttpServer({ router, logger: logger.named("agent.http"), maxConnsPerClient: config.limits.httpMaxConnsPerClient });
+        const http = createHttpServer({ router, logger: logger.named("agent.http") });
         const addr = await http.listen({ host, port: httpAddr?.port ?? config.ports.http });
         httpAddr ??= addr;
         closers.add("http", () => http.close({ graceMs: httpGraceMs }));

@@ -115,3 +115,23 @@ test("agent: a space-separated client_addr (-client \"a b\") serves HTTP and DNS
     await agent.stop();
   }
 });
+
+test("agent: reload applies node_meta to the catalog (Consul reloads node metadata)", async () => {
+  const ports = { http: await freePort(), dns: await freePort(), serfLan: await freePort() };
+  const first = config(ports, { nodeMeta: { rack: "r1" } });
+  let next = first;
+  const agent = await startAgent(first, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink(), reloadConfig: () => next });
+  const meta = async () => {
+    const r = await fetch(`http://127.0.0.1:${ports.http}/v1/catalog/node/half-started`);
+    return r.ok ? ((await r.json()) as { Node?: { Meta?: Record<string, string> } }).Node?.Meta : undefined;
+  };
+  try {
+    for (let i = 0; i < 200 && (await meta())?.rack !== "r1"; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.deepEqual(await meta(), { rack: "r1" });
+    next = { ...first, nodeMeta: { rack: "r2", zone: "a" } };
+    await agent.reload();
+    assert.deepEqual(await meta(), { rack: "r2", zone: "a" });
+  } finally {
+    await agent.stop();
+  }
+});
