@@ -148,6 +148,9 @@ export async function startAgent(
       store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
       enableScriptChecks: config.enableScriptChecks,
       enableLocalScriptChecks: config.enableLocalScriptChecks,
+      checkUpdateIntervalMs: config.checkUpdateIntervalMs,
+      discardCheckOutput: config.discardCheckOutput,
+      checkOutputMaxSize: config.checkOutputMaxSize,
       // The full-sync interval grows with the LAN pool (consul ae scaleFactor).
       clusterSize: () => gossip.lan.members().length,
       // Consul's ae_interval is internal; tests shorten it with CAIRN_AE_INTERVAL_MS.
@@ -205,11 +208,13 @@ export async function startAgent(
         reload,
         onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }),
         kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
+        txnMaxRequestBytes: config.limits.txnMaxReqLenBytes,
+        queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         logger: logger.named("agent.http"),
       });
       // client_addr (or addresses.http) may be a space-separated list (`-client "127.0.0.1 ::1"`): one listener each, one port.
       for (const host of listenHosts(config.addresses.http || config.clientAddr)) {
-        const http = createHttpServer({ router, logger: logger.named("agent.http") });
+        const http = createHttpServer({ router, logger: logger.named("agent.http"), maxConnsPerClient: config.limits.httpMaxConnsPerClient });
         const addr = await http.listen({ host, port: httpAddr?.port ?? config.ports.http });
         httpAddr ??= addr;
         closers.add("http", () => http.close({ graceMs: httpGraceMs }));

@@ -171,6 +171,7 @@ export class ServerNode {
       logger: o.logger,
       datacenter: o.config.datacenter,
       coordinates: () => this.#lan?.coordinates?.() ?? [],
+      queryTimes: { defaultMs: o.config.defaultQueryTimeMs, maxMs: o.config.maxQueryTimeMs },
     });
     const local = {
       handle: (method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> => this.#handleLocal(method, args, options),
@@ -509,6 +510,7 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     snapshotIntervalMs: config.raftSnapshotIntervalMs,
     trailingLogs: config.raftTrailingLogs,
     coordinates: o.coordinates,
+    queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
   });
   const ops = raftOperatorEndpoints({
     raft: () => dev.raft,

@@ -80,7 +80,6 @@ test("corpus: a server config builds and validates, and warns once per key it ca
       "connect",
       "ports.https",
       "ports.grpc_tls",
-      "limits.http_max_conns_per_client",
       "limits.rpc_max_conns_per_client",
       "primary_datacenter",
     ],

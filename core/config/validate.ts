@@ -42,6 +42,9 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     bad("raft_snapshot_threshold", `Invalid raft_snapshot_threshold ${c.raftSnapshotThreshold}: expected at least 1 (Consul's default is 16384)`);
   }
   if (c.raftSnapshotIntervalMs <= 0) bad("raft_snapshot_interval", "raft_snapshot_interval must be positive");
+  if (c.checkOutputMaxSize < 1) {
+    bad("check_output_max_size", "check_output_max_size must be positive, to discard check output use the discard_check_output flag");
+  }
   if (c.encrypt !== "") {
     const len = base64Length(c.encrypt);
     if (len === undefined || ![16, 24, 32].includes(len)) {

@@ -10,6 +10,7 @@ import type { OperatorRaftRpc, Rpc } from "../rpc/mod.ts";
 import type { CheckDefinition, DefinitionSource, HealthStatus, LocalCheck, LocalService, ServiceDefinition } from "../service_defs/mod.ts";
 import type { AgentInfo } from "./agent.ts";
 import type { RouteAuthorizer } from "./router.ts";
+import type { QueryTimes } from "../server/blocking.ts";
 
 /** Everything createRoutes wires into the /v1 table. */
 export interface HttpBackends {
@@ -39,6 +40,10 @@ export interface HttpBackends {
   onLeave?: () => void;
   /** KV value limit (Consul kv_max_value_size), default 512 KiB. */
   kvMaxValueBytes?: number;
+  /** /v1/txn body limit (Consul limits.txn_max_req_len), default 512 KiB. */
+  txnMaxRequestBytes?: number;
+  /** Blocking waits (Consul default_query_time, max_query_time), default 5 and 10 minutes. */
+  queryTimes?: QueryTimes;
   /** Decides every route's authorization rule before its handler; default: allow all (no ACLs). */
   authorizer?: RouteAuthorizer;
   logger?: Logger;

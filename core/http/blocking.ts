@@ -3,12 +3,25 @@
 // setMeta). Blocking itself happens on the server; this only parses and clamps.
 import { BadRequestError } from "../errors.ts";
 import type { QueryMeta, QueryOptions } from "../rpc/mod.ts";
+import { consulQueryTimes } from "../server/blocking.ts";
 import type { HttpRequest } from "./types.ts";
 
 /** Blocking wait when `?wait` is absent or not positive (Consul DefaultQueryTime). */
-export const defaultQueryTimeMs = 5 * 60_000;
+export const defaultQueryTimeMs = consulQueryTimes.defaultMs;
 /** Longest blocking wait (Consul MaxQueryTime). */
-export const maxQueryTimeMs = 10 * 60_000;
+export const maxQueryTimeMs = consulQueryTimes.maxMs;
+
+/**
+ * A `?wait` in ms (undefined when absent or not positive) as the blocking
+ * wait: the agent's default_query_time when none, capped at max_query_time
+ * (Consul's client does the same before it sends a blocking RPC:
+ * QueryOptions.BlockingTimeout; the server clamps again with its own).
+ */
+export function clampWaitMs(req: HttpRequest, requestedMs: number | undefined): number {
+  const times = req.queryTimes ?? consulQueryTimes;
+  if (requestedMs === undefined || !(requestedMs > 0)) return times.defaultMs;
+  return Math.min(Math.ceil(requestedMs), times.maxMs);
+}
 
 const unitMs: Record<string, number> = {
   ns: 1e-6,
@@ -83,14 +96,14 @@ function parseUint(name: string, text: string): number {
 /** `?index`, `?wait`, `?stale`, `?consistent`, `?dc` and the token, as QueryOptions. */
 export function parseQueryOptions(req: HttpRequest): QueryOptions {
   const q = req.query;
-  let waitMs = defaultQueryTimeMs;
+  let waitMs = clampWaitMs(req, undefined);
   const wait = q.get("wait");
   if (wait !== null && wait !== "") {
     const ms = parseGoDuration(wait);
     if (ms === undefined) {
       throw new BadRequestError(`Invalid wait time "${wait}": use a Go duration such as "20s", "1m30s" or "120000ms"`);
     }
-    waitMs = ms <= 0 ? defaultQueryTimeMs : Math.min(Math.ceil(ms), maxQueryTimeMs);
+    waitMs = clampWaitMs(req, ms);
   }
   const index = q.get("index");
   const minQueryIndex = index !== null && index !== "" ? parseUint("index", index) : 0;

@@ -85,3 +85,22 @@ test("setMetaHeaders: X-Consul-* headers, never index 0", () => {
   });
   assert.equal(setMetaHeaders({}, { index: 77, knownLeader: true, lastContactMs: -3, consistencyLevel: "leader" })["X-Consul-LastContact"], "0");
 });
+
+test("default_query_time and max_query_time: the Router hands the agent's to every handler's request", async () => {
+  const { Router } = await import("./router.ts");
+  const seen: number[] = [];
+  const route = { pattern: "/v1/x", methods: ["GET"], authz: { resource: "none" as const }, handler: async (req: Parameters<typeof parseQueryOptions>[0]) => {
+    seen.push(parseQueryOptions(req).maxQueryTimeMs);
+    return { status: 200, headers: {}, body: "" };
+  } };
+  const router = new Router([route as never], { queryTimes: { defaultMs: 10_000, maxMs: 30_000 } });
+  for (const target of ["/v1/x?index=1", "/v1/x?index=1&wait=1h", "/v1/x?index=1&wait=20s", "/v1/x?index=1&wait=0"]) {
+    assert.equal((await router.handle(makeRequest("GET", target))).status, 200, target);
+  }
+  assert.deepEqual(seen, [10_000, 30_000, 20_000, 10_000]);
+  const plain = new Router([route as never]);
+  seen.length = 0;
+  await plain.handle(makeRequest("GET", "/v1/x?index=1&wait=1h"));
+  await plain.handle(makeRequest("GET", "/v1/x?index=1"));
+  assert.deepEqual(seen, [maxQueryTimeMs, defaultQueryTimeMs], "without: Consul's 10 and 5 minutes");
+});

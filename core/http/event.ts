@@ -4,7 +4,7 @@
 import { BadRequestError } from "../errors.ts";
 import type { UserEvent, UserEventsBackend } from "./backends.ts";
 import { encodeBase64 } from "./base64.ts";
-import { defaultQueryTimeMs, maxQueryTimeMs, parseGoDuration } from "./blocking.ts";
+import { clampWaitMs, parseGoDuration } from "./blocking.ts";
 import { jsonResponse, wantsPretty, type Handler } from "./types.ts";
 
 /** Consul's uuidToUint64: the X-Consul-Index of an event list, as a decimal string. */
@@ -56,12 +56,12 @@ export function eventListHandler(deps: { events: UserEventsBackend }): Handler {
     const name = req.query.get("name") ?? "";
     const minIndex = req.query.get("index") ?? "";
     if (minIndex !== "" && !/^\d+$/.test(minIndex)) throw new BadRequestError(`Invalid index "${minIndex}": must be a non-negative integer`);
-    let waitMs = defaultQueryTimeMs;
+    let waitMs = clampWaitMs(req, undefined);
     const wait = req.query.get("wait");
     if (wait) {
       const ms = parseGoDuration(wait);
       if (ms === undefined) throw new BadRequestError(`Invalid wait time "${wait}"`);
-      waitMs = ms <= 0 ? defaultQueryTimeMs : Math.min(Math.ceil(ms), maxQueryTimeMs);
+      waitMs = clampWaitMs(req, ms);
     }
     const run = () => {
       const list = events.list().filter((e) => name === "" || e.name === name);

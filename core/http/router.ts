@@ -8,6 +8,7 @@ import { PermissionDeniedError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import type { Metrics } from "../metrics/metrics.ts";
+import type { QueryTimes } from "../server/blocking.ts";
 import { errorResponse } from "./http_error.ts";
 import { textResponse, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
@@ -84,13 +85,16 @@ export class Router {
   #prefixes: Route[] = [];
   readonly #logger: Logger;
   readonly #authorizer: RouteAuthorizer;
+  /** Handed to every handler on its request (blocking waits). */
+  readonly #queryTimes: QueryTimes | undefined;
   /** consul.api.http timings (method, route path) when set. */
   metrics: Metrics | undefined;
   /** Each route's `path` label, as Consul writes it: "/v1/kv/" → "v1.kv._". */
   readonly #pathLabels = new WeakMap<Route, string>();
 
-  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer } = {}) {
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes } = {}) {
     this.#logger = options.logger ?? nullLogger();
+    this.#queryTimes = options.queryTimes;
     this.#authorizer = options.authorizer ?? allowAll;
     this.metrics = options.metrics;
     for (const r of routes) this.add(r);
@@ -161,7 +165,7 @@ export class Router {
       let decision = this.#authorizer.authorize(req, need);
       if (decision instanceof Promise) decision = await decision;
       if (!decision.allowed) throw new PermissionDeniedError(decision.reason);
-      r = await route.handler(req);
+      r = await route.handler(this.#queryTimes ? { ...req, queryTimes: this.#queryTimes } : req);
     } catch (err) {
       r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
     }

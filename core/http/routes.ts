@@ -87,6 +87,7 @@ function readOrWrite(resource: AuthzResource): RouteAuthz {
 export function createRoutes(backends: HttpBackends): Router {
   const { rpc, agent, local, gossip, events, operator } = backends;
   const maxValueBytes = backends.kvMaxValueBytes ?? kvMaxValueBytes;
+  const txnMaxBytes = backends.txnMaxRequestBytes ?? txnMaxRequestBytes;
   const nodeName = () => agent.nodeName;
   const near: NearOptions = { coordinates: () => gossip.lan.coordinates(), agentNode: nodeName };
   const own: AgentServicesDeps = { local, datacenter: agent.datacenter, reload: backends.reload, clock: backends.clock };
@@ -150,7 +151,7 @@ export function createRoutes(backends: HttpBackends): Router {
 
     // KV and transactions.
     { pattern: "/v1/kv/", methods: ["GET", "PUT", "DELETE"], handler: kvsHandler({ rpc, maxValueBytes }), maxBodyBytes: maxValueBytes, authz: kvAuthz },
-    { pattern: "/v1/txn", methods: PUT, handler: txnHandler({ rpc, maxValueBytes }), maxBodyBytes: txnMaxRequestBytes, authz: none },
+    { pattern: "/v1/txn", methods: PUT, handler: txnHandler({ rpc, maxValueBytes, maxRequestBytes: txnMaxBytes }), maxBodyBytes: txnMaxBytes, authz: none },
 
     // Operator.
     { pattern: "/v1/operator/raft/configuration", methods: GET, handler: operatorRaftConfigurationHandler(operator), authz: on("operator", "read") },
@@ -171,5 +172,5 @@ export function createRoutes(backends: HttpBackends): Router {
     // Status: public.
     { pattern: "/v1/status/leader", methods: GET, handler: statusLeaderHandler({ rpc }), authz: none },
     { pattern: "/v1/status/peers", methods: GET, handler: statusPeersHandler({ rpc }), authz: none },
-  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer });
+  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes });
 }

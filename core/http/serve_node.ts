@@ -2,6 +2,7 @@
 // reading, client aborts cancel blocking queries, clear listen errors,
 // graceful close. The only file in core/http that touches sockets.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { httpDate } from "../clock/utc_text.ts";
 import { errorMessage, ListenError, listenErrorText } from "../errors.ts";
 
@@ -22,6 +23,11 @@ export interface HttpServerOptions {
    * bytes; beyond it the connection is closed. Default 8 MiB.
    */
   discardLimitBytes?: number;
+  /**
+   * Open connections one client IP may hold (Consul limits.http_max_conns_per_client);
+   * one more is answered with a bare 429 and closed. 0 or absent: no limit.
+   */
+  maxConnsPerClient?: number;
 }
 
 export interface HttpServer {
@@ -85,6 +91,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let onIdle: (() => void) | undefined;
 
   const server = createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
+  if ((options.maxConnsPerClient ?? 0) > 0) limitConnsPerClient(server, options.maxConnsPerClient!, logger);
 
   /** The Date header, made once a second (as node:http does) but without Date's time-zone lookup (see utc_text.ts). */
   let dateSecond = -1;
@@ -319,4 +326,43 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       await closed;
     },
   };
+}
+
+/** What Consul's connlimit writes to a client over its limit (HTTPConnStateFuncWithDefault429Handler). */
+const tooManyRequests = "HTTP/1.1 429 Too Many Requests\r\n\r\n";
+/** A refused connection the client keeps open is closed after this long. */
+const refusedLingerMs = 1_000;
+
+/**
+ * Consul's per-client-IP connection limit (hashicorp/go-connlimit, counted
+ * from accept to close): a connection past the limit never reaches the HTTP
+ * parser; it gets a bare 429 and a FIN (its input is drained, so the close
+ * is not a reset that could lose the answer), and is destroyed once the
+ * client closes or after a second.
+ */
+function limitConnsPerClient(server: Server, max: number, logger: Logger): void {
+  const open = new Map<string, number>();
+  // node:http parses a connection from its own "connection" listener; it runs only for admitted ones.
+  const accept = server.listeners("connection") as ((socket: Socket) => void)[];
+  server.removeAllListeners("connection");
+  server.on("connection", (socket: Socket) => {
+    const ip = socket.remoteAddress ?? "";
+    const n = open.get(ip) ?? 0;
+    if (n >= max) {
+      logger.debug("HTTP connection over the per-client limit", { client: ip, limit: max });
+      socket.on("error", () => socket.destroy());
+      const timer = setTimeout(() => socket.destroy(), refusedLingerMs);
+      socket.once("close", () => clearTimeout(timer));
+      socket.resume();
+      socket.end(tooManyRequests);
+      return;
+    }
+    open.set(ip, n + 1);
+    socket.once("close", () => {
+      const left = (open.get(ip) ?? 1) - 1;
+      if (left > 0) open.set(ip, left);
+      else open.delete(ip);
+    });
+    for (const listener of accept) listener.call(server, socket);
+  });
 }

@@ -1,7 +1,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Agent, request, type IncomingHttpHeaders } from "node:http";
-import { createServer as createNetServer, connect } from "node:net";
+import { createServer as createNetServer, connect, type Socket } from "node:net";
 import { systemClock } from "../clock/mod.ts";
 import { FakeRpc } from "./_fake_rpc.ts";
 import { testBackends } from "./_test_env.ts";
@@ -250,4 +250,53 @@ test("serve_node: Expect: 100-continue gets 413 instead of Continue when the dec
     });
   assert.match(await talk(1024 * 1024), /^HTTP\/1\.1 413 /);
   assert.match(await talk(10), /^HTTP\/1\.1 100 Continue\r\n/);
+});
+
+/** One GET on a fresh connection (left open in `open`): the raw answer, once whole or once the server closes. */
+function rawGet(p: number, path: string, open: Socket[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(p, "127.0.0.1");
+    open.push(socket);
+    let text = "";
+    socket.on("error", reject);
+    socket.on("data", (d: Buffer) => {
+      text += d.toString("latin1");
+      const head = text.indexOf("\r\n\r\n");
+      const length = /content-length: (\d+)/i.exec(text);
+      if (head >= 0 && length && text.length >= head + 4 + Number(length[1])) resolve(text);
+    });
+    socket.on("end", () => resolve(text));
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  });
+}
+
+function connections(server: HttpServer): Promise<number> {
+  return new Promise((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+}
+
+test("serve_node: limits.http_max_conns_per_client: one connection past the limit from one IP gets a bare 429; a freed slot is usable again", async () => {
+  const limited = createHttpServer({ router: createRoutes(testBackends({ rpc })), maxConnsPerClient: 3 });
+  const p = (await limited.listen({ host: "127.0.0.1", port: 0 })).port;
+  const sockets: Socket[] = [];
+  try {
+    const first = await Promise.all([0, 1, 2].map(() => rawGet(p, "/v1/status/leader", sockets)));
+    for (const t of first) assert.match(t, /^HTTP\/1\.1 200 /, t);
+    assert.equal(await rawGet(p, "/v1/status/leader", sockets), "HTTP/1.1 429 Too Many Requests\r\n\r\n");
+    sockets[0]!.destroy();
+    // The server sees the close (and the refused one's) on its next turns.
+    for (let i = 0; i < 200 && (await connections(limited)) > 2; i++) await new Promise((r) => setImmediate(r));
+    assert.match(await rawGet(p, "/v1/status/leader", sockets), /^HTTP\/1\.1 200 /, "the freed slot");
+    assert.equal(await rawGet(p, "/v1/status/leader", sockets), "HTTP/1.1 429 Too Many Requests\r\n\r\n", "full again");
+  } finally {
+    for (const s of sockets) s.destroy();
+    await limited.close({ graceMs: 100 });
+  }
+  // Without the option (the shared server of this file): no limit.
+  const many: Socket[] = [];
+  try {
+    const answers = await Promise.all(Array.from({ length: 8 }, () => rawGet(port, "/v1/status/leader", many)));
+    for (const t of answers) assert.match(t, /^HTTP\/1\.1 200 /);
+  } finally {
+    for (const s of many) s.destroy();
+  }
 });

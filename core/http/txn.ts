@@ -123,10 +123,11 @@ export function txnReplyToJson(reply: TxnReply): TxnResponseJson {
   return { Results: reply.results.length > 0 ? reply.results.map((r) => ({ KV: dirEntryToJson(r.kv) })) : null, Errors: null };
 }
 
-export function txnHandler(options: { rpc: Rpc; maxValueBytes?: number }): (req: HttpRequest) => Promise<HttpResponse> {
+export function txnHandler(options: { rpc: Rpc; maxValueBytes?: number; maxRequestBytes?: number }): (req: HttpRequest) => Promise<HttpResponse> {
+  const maxRequestBytes = options.maxRequestBytes ?? txnMaxRequestBytes;
   return async (req) => {
-    if (req.body.length > txnMaxRequestBytes) {
-      throw new TooLargeError(`Request body (${req.body.length} bytes) too large: max size is ${txnMaxRequestBytes} bytes (txn_max_req_len)`, txnMaxRequestBytes);
+    if (req.body.length > maxRequestBytes) {
+      throw new TooLargeError(`Request body (${req.body.length} bytes) too large: max size is ${maxRequestBytes} bytes (txn_max_req_len)`, maxRequestBytes);
     }
     const ops = parseTxnOps(req.body, options);
     const readOnly = ops.every((op) => !writeVerbs.has(op.kv.verb));

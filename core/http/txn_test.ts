@@ -125,3 +125,21 @@ test("txn: only PUT", async () => {
   assert.equal(r.status, 405);
   assert.equal(r.headers["Allow"], "OPTIONS,PUT");
 });
+
+test("txn: limits.txn_max_req_len sets the body limit (413 over it), in the handler and on the route", async () => {
+  const { createRoutes } = await import("./routes.ts");
+  const { testBackends } = await import("./_test_env.ts");
+  const { makeRequest } = await import("./types.ts");
+  const router = createRoutes(testBackends({ txnMaxRequestBytes: 200 }));
+  const ops = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ KV: { Verb: "get", Key: `k${i}` } })));
+  assert.ok(ops(2).length <= 200 && ops(10).length > 200);
+  const small = await router.handle(makeRequest("PUT", "/v1/txn", { body: ops(2) }));
+  assert.notEqual(small.status, 413, bodyText(small));
+  const big = await router.handle(makeRequest("PUT", "/v1/txn", { body: ops(10) }));
+  assert.equal(big.status, 413);
+  const found = router.lookup("PUT", "/v1/txn");
+  assert.equal(found.kind === "route" ? found.maxBodyBytes : 0, 200, "serve_node stops reading past the limit");
+  const { txnHandler } = await import("./txn.ts");
+  const handler = txnHandler({ rpc: testBackends().rpc, maxRequestBytes: 50 });
+  await assert.rejects(handler(makeRequest("PUT", "/v1/txn", { body: ops(2) })), /too large: max size is 50 bytes \(txn_max_req_len\)/);
+});

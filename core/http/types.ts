@@ -2,6 +2,7 @@
 // `(req: HttpRequest) => Promise<HttpResponse>`; serve_node.ts adapts
 // node:http to them and tests call handlers directly, without sockets.
 // Plain objects instead of WHATWG Request/Response keep the hot path cheap.
+import type { QueryTimes } from "../server/blocking.ts";
 
 export interface HttpRequest {
   /** Upper-case method: "GET", "PUT", ... */
@@ -15,6 +16,8 @@ export interface HttpRequest {
   body: Uint8Array;
   /** Aborted when the client goes away or the server shuts down. */
   signal?: AbortSignal;
+  /** The agent's default_query_time and max_query_time (the Router sets them); absent: Consul's 5 and 10 minutes. */
+  queryTimes?: QueryTimes;
 }
 
 export interface HttpResponse {

@@ -11,8 +11,19 @@ import type { StateStore } from "../state/store.ts";
 import { WatchSet } from "../state/watch.ts";
 import type { Consensus } from "./consensus.ts";
 
+/** Blocking wait when the request names none (Consul's default_query_time default). */
 export const defaultQueryTimeMs = 5 * 60_000;
+/** Longest blocking wait (Consul's max_query_time default). */
 export const maxQueryTimeMs = 10 * 60_000;
+
+/** How long blocking queries wait: the agent's default_query_time and max_query_time. */
+export interface QueryTimes {
+  defaultMs: number;
+  maxMs: number;
+}
+
+/** Consul's defaults: 5 minutes unless asked, 10 at most. */
+export const consulQueryTimes: QueryTimes = Object.freeze({ defaultMs: defaultQueryTimeMs, maxMs: maxQueryTimeMs });
 /** Jitter is up to wait / jitterFraction (Consul lib.RandomStagger(wait / 16)). */
 export const jitterFraction = 16;
 
@@ -20,6 +31,8 @@ export interface BlockingContext {
   clock: Clock;
   rng: Rng;
   consensus: Consensus;
+  /** Default and longest wait; absent: Consul's. */
+  queryTimes?: QueryTimes;
   /** The current store; it changes when a snapshot is restored. */
   state(): StateStore;
 }
@@ -27,15 +40,15 @@ export interface BlockingContext {
 /** The read to run: given the store and a WatchSet (absent when not blocking). */
 export type QueryFn<T> = (state: StateStore, ws: WatchSet | undefined) => Indexed<T>;
 
-/** How long a blocking query may wait, before jitter. */
-export function clampWaitMs(requested: number): number {
-  if (!(requested > 0)) return defaultQueryTimeMs;
-  return requested > maxQueryTimeMs ? maxQueryTimeMs : requested;
+/** How long a blocking query may wait, before jitter (consul blockingquery.go: capped, never 0). */
+export function clampWaitMs(requested: number, times: QueryTimes = consulQueryTimes): number {
+  if (!(requested > 0)) return times.defaultMs;
+  return requested > times.maxMs ? times.maxMs : requested;
 }
 
 /** The wait plus a random stagger in [0, wait / 16). */
-export function waitWithJitterMs(requested: number, rng: Rng): number {
-  const wait = clampWaitMs(requested);
+export function waitWithJitterMs(requested: number, rng: Rng, times: QueryTimes = consulQueryTimes): number {
+  const wait = clampWaitMs(requested, times);
   return wait + rng.int(Math.floor(wait / jitterFraction));
 }
 
@@ -102,7 +115,7 @@ export async function blockingQuery<T>(
     return { value: r.value, meta: queryMeta(ctx, q, r.index) };
   }
 
-  const deadline = ctx.clock.now() + waitWithJitterMs(q.maxQueryTimeMs, ctx.rng);
+  const deadline = ctx.clock.now() + waitWithJitterMs(q.maxQueryTimeMs, ctx.rng, ctx.queryTimes);
   let restored = false;
   for (;;) {
     if (signal?.aborted) throw signal.reason;

@@ -140,3 +140,21 @@ test("blocking: an abort signal rejects and frees the watch", async () => {
   assert.equal(w.state.tables.kvs.watches.watchedCount, 0);
   assert.equal(w.clock.pending(), 0);
 });
+
+test("blocking: default_query_time and max_query_time from the server's config set the wait", async () => {
+  const times = { defaultMs: 10_000, maxMs: 30_000 };
+  assert.equal(clampWaitMs(0, times), 10_000);
+  assert.equal(clampWaitMs(60_000, times), 30_000);
+  assert.equal(clampWaitMs(20_000, times), 20_000);
+  for (const [asked, wait] of [[0, 10_000], [600_000, 30_000]] as const) {
+    const w = world(3);
+    w.ctx.queryTimes = times;
+    w.state.kvsSet(5, { key: "a" });
+    let doneAt = -1;
+    void blockingQuery(w.ctx, q({ minQueryIndex: 5, maxQueryTimeMs: asked }), getA).then(() => {
+      doneAt = w.clock.now();
+    });
+    await w.clock.runUntil(() => doneAt >= 0, { maxMs: 700_000 });
+    assert.ok(doneAt >= wait && doneAt < wait + wait / 16, `asked ${asked}: answered at ${doneAt}`);
+  }
+});

@@ -7,7 +7,7 @@ import type { Logger } from "../log/logger.ts";
 import type { HandlerOptions, QueryMeta, QueryOptions } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
 import { blockingQuery } from "./blocking.ts";
-import type { BlockingContext, QueryFn } from "./blocking.ts";
+import type { BlockingContext, QueryFn, QueryTimes } from "./blocking.ts";
 import { notLeader } from "./consensus.ts";
 import type { Consensus } from "./consensus.ts";
 import type { Fsm } from "./fsm.ts";
@@ -23,6 +23,8 @@ export interface ServerContext {
   datacenter?: string;
   /** Known datacenters (WAN pool), for Catalog.ListDatacenters. */
   datacenters?: () => string[];
+  /** Blocking waits (default_query_time, max_query_time); absent: Consul's 5 and 10 minutes. */
+  queryTimes?: QueryTimes;
 }
 
 /** Writes go to the leader; a follower says where the leader is (the RPC layer forwards). */
@@ -55,7 +57,7 @@ function blockingContext(ctx: ServerContext): BlockingContext {
   let b = blockingContexts.get(ctx);
   if (!b) {
     const fsm = ctx.fsm;
-    b = { clock: ctx.clock, rng: ctx.rng, consensus: ctx.consensus, state: () => fsm.state };
+    b = { clock: ctx.clock, rng: ctx.rng, consensus: ctx.consensus, queryTimes: ctx.queryTimes, state: () => fsm.state };
     blockingContexts.set(ctx, b);
   }
   return b;

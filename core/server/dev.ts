@@ -14,6 +14,7 @@ import { MemorySnapshotStore } from "../raft/snapshot_store_memory.ts";
 import { MemoryStableStore } from "../raft/stable_store_memory.ts";
 import type { RaftMessage, RaftTransport, ServerId } from "../raft/types.ts";
 import type { Rng } from "../sim/rng.ts";
+import type { QueryTimes } from "./blocking.ts";
 import type { Consensus } from "./consensus.ts";
 import { Fsm } from "./fsm.ts";
 import { Server } from "./server.ts";
@@ -37,6 +38,8 @@ export interface DevServerOptions {
   snapshotIntervalMs?: number;
   /** Consul's raft_trailing_logs. Default 10,240. */
   trailingLogs?: number;
+  /** Consul's default_query_time and max_query_time. Default 5 and 10 minutes. */
+  queryTimes?: QueryTimes;
 }
 
 export interface DevServer {
@@ -100,7 +103,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     snapshotIntervalMs: options.snapshotIntervalMs,
     raft: { trailingLogs: options.trailingLogs },
   });
-  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates });
+  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes });
   await becomeLeader(raft);
   return {
     fsm,

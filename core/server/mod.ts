@@ -1,4 +1,5 @@
-export { blockingQuery, clampWaitMs, defaultQueryTimeMs, jitterFraction, maxQueryTimeMs, waitWithJitterMs } from "./blocking.ts";
+export { blockingQuery, clampWaitMs, consulQueryTimes, defaultQueryTimeMs, jitterFraction, maxQueryTimeMs, waitWithJitterMs } from "./blocking.ts";
+export type { QueryTimes } from "./blocking.ts";
 export type { BlockingContext, QueryFn } from "./blocking.ts";
 export { notLeader } from "./consensus.ts";
 export type { Consensus } from "./consensus.ts";

@@ -9,6 +9,7 @@ import type { HandlerOptions, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "
 import { parseRequestId } from "../state/requests.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { CoordinateSource } from "../gossip/near.ts";
+import type { QueryTimes } from "./blocking.ts";
 import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
@@ -35,6 +36,8 @@ export interface ServerOptions {
   datacenters?: () => string[];
   /** LAN coordinates of this agent's pool, for prepared queries' `near` sort. */
   coordinates?: CoordinateSource;
+  /** Blocking waits (default_query_time, max_query_time); default Consul's. */
+  queryTimes?: QueryTimes;
 }
 
 export class Server {
@@ -52,6 +55,7 @@ export class Server {
       logger: (options.logger ?? nullLogger()).named("server"),
       datacenter: options.datacenter ?? "dc1",
       datacenters: options.datacenters,
+      queryTimes: options.queryTimes,
     };
     this.sessionTimers = new SessionTimers(this.#ctx);
     this.handlers = {

@@ -73,6 +73,6 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
     for (const message of expected) {
       assert.equal(lines.filter((l) => l.includes(message)).length, 1, `one line with ${message}\n--- warnings ---\n${lines.join("\n")}`);
     }
-    assert.equal(lines.length, 15, lines.join("\n")); // 14 from server.hcl, service.connect (watches run: no warning)
+    assert.equal(lines.length, 14, lines.join("\n")); // 13 from server.hcl, service.connect (watches run, http_max_conns_per_client is honoured: no warning)
   });
 });

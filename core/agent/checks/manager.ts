@@ -9,7 +9,7 @@ import type { LocalState } from "../local/state.ts";
 import type { CheckKind, LocalCheck } from "../../service_defs/types.ts";
 import { AliasCheck } from "./alias.ts";
 import { httpProbe } from "./http.ts";
-import { IntervalRunner, StatusHandler, type CheckNotify, type CheckRunner, type Probe } from "./runner.ts";
+import { defaultOutputMaxSize, IntervalRunner, StatusHandler, type CheckNotify, type CheckRunner, type Probe } from "./runner.ts";
 import { defaultScriptTimeoutMs, scriptProbe, scriptTimeoutOutput } from "./script.ts";
 import { tcpProbe } from "./tcp.ts";
 import { TtlCheck } from "./ttl.ts";
@@ -23,6 +23,18 @@ export interface CheckManagerOptions {
   rpc?: Rpc;
   /** Replaces the real probes (tests). */
   probes?: Partial<Record<"http" | "tcp" | "script", (check: LocalCheck) => Probe>>;
+  /** The agent's check_output_max_size (default 4096). */
+  outputMaxSize?: number;
+}
+
+/**
+ * The output cap of one check (consul agent.go addCheck): the agent's
+ * check_output_max_size, lowered (never raised) by the check's own
+ * output_max_size.
+ */
+export function effectiveOutputMaxSize(agentMax: number | undefined, checkMax: number | undefined): number {
+  const max = agentMax && agentMax > 0 ? agentMax : defaultOutputMaxSize;
+  return checkMax && checkMax > 0 && checkMax < max ? checkMax : max;
 }
 
 export class CheckManager {
@@ -39,12 +51,13 @@ export class CheckManager {
     const t = check.checkType;
     if (!t) return;
     const { state, clock, rng } = this.#o;
+    const outputMaxSize = effectiveOutputMaxSize(this.#o.outputMaxSize, t.outputMaxSize);
     const logger = this.#o.logger.with({ check: check.checkId });
     const direct: CheckNotify = { updateCheck: (id, status, output) => state.updateCheck(id, status, output) };
     let runner: CheckRunner;
     switch (t.kind) {
       case "ttl":
-        runner = new TtlCheck({ checkId: check.checkId, ttlMs: t.ttlMs, clock, notify: direct, logger, outputMaxSize: t.outputMaxSize });
+        runner = new TtlCheck({ checkId: check.checkId, ttlMs: t.ttlMs, clock, notify: direct, logger, outputMaxSize });
         break;
       case "alias":
         runner = new AliasCheck({
@@ -71,9 +84,9 @@ export class CheckManager {
         const override = this.#o.probes?.[t.kind];
         let probe: Probe;
         if (override) probe = override(check);
-        else if (t.kind === "http") probe = (signal) => httpProbe(t, signal);
+        else if (t.kind === "http") probe = (signal) => httpProbe({ ...t, outputMaxSize }, signal);
         else if (t.kind === "tcp") probe = (signal) => tcpProbe(t.tcp, signal);
-        else probe = (signal) => scriptProbe(t.args, { signal, outputMaxSize: t.outputMaxSize, timeoutMs: t.timeoutMs || defaultScriptTimeoutMs });
+        else probe = (signal) => scriptProbe(t.args, { signal, outputMaxSize, timeoutMs: t.timeoutMs || defaultScriptTimeoutMs });
         runner = new IntervalRunner({
           checkId: check.checkId,
           probe,

@@ -52,7 +52,12 @@ export interface LocalAgentOptions {
   checkReapIntervalMs?: number;
   /** deregister_critical_service_after is at least this (consul check_deregister_interval_min, 1m). */
   checkDeregisterIntervalMinMs?: number;
+  /** Output-only check changes are pushed at most this often (consul check_update_interval, default 5m). */
   checkUpdateIntervalMs?: number;
+  /** Checks keep no output (consul discard_check_output). */
+  discardCheckOutput?: boolean;
+  /** Agent-wide cap on check output (consul check_output_max_size, default 4096); a check's output_max_size may only lower it. */
+  checkOutputMaxSize?: number;
   aeIntervalMs?: number;
   aeRetryFailMs?: number;
   clusterSize?: () => number;
@@ -121,6 +126,7 @@ export class LocalAgent {
       clock: options.clock,
       logger: this.#logger.named("local"),
       checkUpdateIntervalMs: options.checkUpdateIntervalMs,
+      discardCheckOutput: options.discardCheckOutput,
     });
     this.checkManager = new CheckManager({
       state: this.state,
@@ -129,6 +135,7 @@ export class LocalAgent {
       logger: this.#logger.named("checks"),
       rpc: options.rpc,
       probes: options.probes,
+      outputMaxSize: options.checkOutputMaxSize,
     });
     const catalog = options.catalog ?? (options.rpc ? catalogClientFromRpc(options.rpc) : undefined);
     this.antiEntropy = catalog

@@ -182,3 +182,35 @@ test("TTL check state survives a restart within its TTL, not after", () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("check_output_max_size caps every check's output; a check's own output_max_size may lower it, not raise it", () => {
+  const { a } = agent({ checkOutputMaxSize: 10 });
+  a.start();
+  a.addCheck(decodeCheckDefinition({ Name: "capped", TTL: "30s" }));
+  a.addCheck(decodeCheckDefinition({ Name: "lower", TTL: "30s", OutputMaxSize: 4 }));
+  a.addCheck(decodeCheckDefinition({ Name: "higher", TTL: "30s", OutputMaxSize: 100 }));
+  const long = "x".repeat(50);
+  for (const id of ["capped", "lower", "higher"]) a.updateTtlCheck(id, "passing", long);
+  const kept = (id: string) => a.state.check(id)?.output.match(/^x*/)![0].length;
+  assert.equal(kept("capped"), 10);
+  assert.equal(kept("lower"), 4);
+  assert.equal(kept("higher"), 10);
+  a.stop();
+  const plain = agent().a;
+  plain.start();
+  plain.addCheck(decodeCheckDefinition({ Name: "c", TTL: "30s" }));
+  plain.updateTtlCheck("c", "passing", "y".repeat(5000));
+  assert.equal(plain.state.check("c")?.output.match(/^y*/)![0].length, 4096, "default 4096");
+  plain.stop();
+});
+
+test("discard_check_output: statuses still change, outputs are always empty", () => {
+  const { a } = agent({ discardCheckOutput: true });
+  a.start();
+  a.addCheck(decodeCheckDefinition({ Name: "app", TTL: "30s" }));
+  a.updateTtlCheck("app", "warning", "slow disk");
+  assert.deepEqual([a.state.check("app")?.status, a.state.check("app")?.output], ["warning", ""]);
+  a.updateTtlCheck("app", "passing", "fine now");
+  assert.deepEqual([a.state.check("app")?.status, a.state.check("app")?.output], ["passing", ""]);
+  a.stop();
+});

@@ -42,6 +42,8 @@ export interface LocalStateOptions {
    * default 5m). 0 pushes them at once.
    */
   checkUpdateIntervalMs?: number;
+  /** Keep no check output at all (consul discard_check_output): every output is stored and synced as "". */
+  discardCheckOutput?: boolean;
 }
 
 /** What a sync pass did; for logs and tests. */
@@ -58,6 +60,7 @@ export class LocalState {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #checkUpdateIntervalMs: number;
+  readonly #discardCheckOutput: boolean;
   #node: NodeInfo;
   #nodeInSync = false;
 
@@ -66,6 +69,7 @@ export class LocalState {
     this.#clock = options.clock;
     this.#logger = options.logger ?? nullLogger();
     this.#checkUpdateIntervalMs = options.checkUpdateIntervalMs ?? 5 * 60_000;
+    this.#discardCheckOutput = options.discardCheckOutput ?? false;
   }
 
   get nodeName(): string {
@@ -134,6 +138,7 @@ export class LocalState {
       }
     }
     c.node = this.#node.node;
+    if (this.#discardCheckOutput) c.output = "";
     const prev = this.#checks.get(c.checkId);
     prev?.deferTimer?.cancel();
     const live = prev && !prev.deleted ? prev : undefined;
@@ -182,6 +187,7 @@ export class LocalState {
   updateCheck(id: string, status: HealthStatus, output: string): void {
     const c = this.#checks.get(id);
     if (!c || c.deleted) return;
+    if (this.#discardCheckOutput) output = "";
     if (c.check.status === status && c.check.output === output) return;
     if (status === "critical" && c.check.status !== "critical") c.criticalSince = this.#clock.now();
     if (status !== "critical") c.criticalSince = undefined;
