@@ -201,3 +201,10 @@ test("agent: reconnect_timeout below 8h and advertise_reconnect_timeout on a ser
   assert.equal(c.advertiseReconnectTimeoutMs, 3_600_000);
   assert.equal(c.reconnectTimeoutMs, 8 * 3_600_000);
 });
+
+test("agent: a malformed serf_*_allowed_cidrs range fails validation with the key", () => {
+  assert.match(failure(["-dev", "-serf-lan-allowed-cidrs=10.0.0.0/33"]), /Invalid CIDR range "10.0.0.0\/33" in serf_lan_allowed_cidrs/);
+  assert.match(failure(["-dev", "-hcl", 'serf_wan_allowed_cidrs = ["10.0.0.1"]']), /Invalid CIDR range "10.0.0.1" in serf_wan_allowed_cidrs/);
+  const c = config(["-dev", "-serf-lan-allowed-cidrs=fd00::/8", "-serf-lan-allowed-cidrs=2001:db8::1/128", "-serf-lan-allowed-cidrs=0.0.0.0/0"]);
+  assert.equal(c.serfLanAllowedCidrs.length, 3);
+});

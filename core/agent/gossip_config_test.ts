@@ -158,16 +158,17 @@ test("advertise_reconnect_timeout: a client advertises rc_tm in Go's duration te
 });
 
 test("allowed CIDRs: the predicate memberlist's CIDRsAllowed applies; a malformed range is a config error", () => {
-  const allow = allowedCidrs(["10.0.0.0/8", "fd00::/8", "192.168.1.7"])!;
+  const allow = allowedCidrs(["10.0.0.0/8", "fd00::/8", "192.168.1.7/32"])!;
   assert.equal(allow("10.1.2.3"), true);
   assert.equal(allow("::ffff:10.9.9.9"), true, "IPv4-mapped IPv6");
-  assert.equal(allow("192.168.1.7"), true, "a bare address is /32");
+  assert.equal(allow("192.168.1.7"), true);
   assert.equal(allow("192.168.1.8"), false);
   assert.equal(allow("fd12::1"), true);
   assert.equal(allow("2001:db8::1"), false);
   assert.equal(allowedCidrs([]), undefined);
   assert.throws(() => allowedCidrs(["10.0.0.0/33"]), /Invalid CIDR range "10.0.0.0\/33"/);
   assert.throws(() => allowedCidrs(["ten/8"]), /Invalid CIDR range/);
+  assert.throws(() => allowedCidrs(["10.0.0.1"]), /Invalid CIDR range/, "a prefix is required, as in Go's net.ParseCIDR");
 });
 
 test("serf_lan_allowed_cidrs: gossip from another network is dropped and counted; an allowed one joins", async () => {

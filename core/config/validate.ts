@@ -60,6 +60,9 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     if (ms < 8 * 3_600_000) bad(key, `${key} must be >= 8h0m0s`);
   }
   if (c.server && c.advertiseReconnectTimeoutMs !== 0) bad("advertise_reconnect_timeout", "advertise_reconnect_timeout can only be used on a client");
+  for (const [key, list] of [["serf_lan_allowed_cidrs", c.serfLanAllowedCidrs], ["serf_wan_allowed_cidrs", c.serfWanAllowedCidrs]] as const) {
+    for (const cidr of list) if (!isCidr(cidr)) bad(key, `Invalid CIDR range "${cidr}" in ${key}: expected an address and prefix such as 10.0.0.0/8`);
+  }
   if (c.dnsConfig.recursorStrategy !== "sequential" && c.dnsConfig.recursorStrategy !== "random") {
     bad("dns_config.recursor_strategy", `Invalid dns_config.recursor_strategy "${String(c.dnsConfig.recursorStrategy)}": use "sequential" or "random"`);
   }
@@ -67,6 +70,20 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
   if (c.domain === "." || c.domain === "") bad("domain", "domain must not be empty");
   if (c.altDomain !== "" && c.altDomain === c.domain) bad("alt_domain", "alt_domain must differ from domain");
   return errors;
+}
+
+/** Go's net.ParseCIDR accepts it: an IPv4 or IPv6 address, "/", a prefix length. */
+export function isCidr(text: string): boolean {
+  const parts = text.trim().split("/");
+  if (parts.length !== 2 || !/^\d{1,3}$/.test(parts[1]!)) return false;
+  const [addr, prefixText] = parts as [string, string];
+  const prefix = Number(prefixText);
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(addr);
+  if (v4) return v4.slice(1).every((o) => Number(o) <= 255) && prefix <= 32;
+  if (!/^[0-9a-fA-F:]+$/.test(addr) || !addr.includes(":") || addr.split("::").length > 2) return false;
+  const groups = addr.split(":").filter((g) => g !== "");
+  if (groups.some((g) => g.length > 4)) return false;
+  return (addr.includes("::") ? groups.length <= 7 : groups.length === 8) && prefix <= 128;
 }
 
 function base64Length(text: string): number | undefined {

@@ -68,11 +68,13 @@ export function allowedCidrs(cidrs: readonly string[]): ((ip: string) => boolean
   if (cidrs.length === 0) return undefined;
   const list = new BlockList();
   for (const cidr of cidrs) {
+    // As Go's net.ParseCIDR: the prefix length is required.
     const slash = cidr.lastIndexOf("/");
-    const addr = slash < 0 ? cidr : cidr.slice(0, slash);
+    const addr = cidr.slice(0, Math.max(0, slash));
     const family = isIP(addr);
-    const prefix = slash < 0 ? (family === 6 ? 128 : 32) : Number(cidr.slice(slash + 1));
-    if (family === 0 || !Number.isInteger(prefix) || prefix < 0 || prefix > (family === 6 ? 128 : 32)) {
+    const prefixText = cidr.slice(slash + 1);
+    const prefix = Number(prefixText);
+    if (slash < 0 || family === 0 || !/^\d+$/.test(prefixText) || prefix > (family === 6 ? 128 : 32)) {
       throw new ConfigError(`Invalid CIDR range "${cidr}": expected an address and prefix such as 10.0.0.0/8`);
     }
     list.addSubnet(addr, prefix, family === 6 ? "ipv6" : "ipv4");
