@@ -2,7 +2,7 @@
 // A server runs Raft with file stores and the server RPC; `-dev` runs the
 // same Raft with one in-memory voter; a client forwards to the servers.
 import { systemClock, type Clock } from "../clock/mod.ts";
-import type { AgentConfig } from "../config/mod.ts";
+import { validateConfig, type AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
 import { createRoutes, createHttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
@@ -171,6 +171,9 @@ export async function startAgent(
     let watches: WatchManager | undefined;
     const reload = async (): Promise<void> => {
       const next = reloadConfig();
+      // Consul refuses a reload whose config does not validate, and changes nothing.
+      const problems = validateConfig(next);
+      if (problems.length > 0) throw new Error(problems.map((e) => e.message).join("; "));
       await applyWatches(watches, next.watches);
       // Consul reloads log_level too.
       if (consoleSink) sink.add(consoleSink, next.logLevel);
@@ -182,6 +185,12 @@ export async function startAgent(
         nodeInfo.meta = next.nodeMeta;
         local.state.setNodeInfo(nodeInfo);
       }
+      // raft_snapshot_threshold, raft_snapshot_interval, raft_trailing_logs (hashicorp/raft ReloadConfig).
+      (serverNode?.raft ?? devServer?.raft)?.reloadSnapshotConfig({
+        snapshotThreshold: next.raftSnapshotThreshold,
+        snapshotIntervalMs: next.raftSnapshotIntervalMs,
+        trailingLogs: next.raftTrailingLogs,
+      });
       await local.syncChanges();
     };
 

@@ -135,3 +135,26 @@ test("agent: reload applies node_meta to the catalog (Consul reloads node metada
     await agent.stop();
   }
 });
+
+test("agent: reload applies raft_snapshot_threshold to the running Raft; an invalid config is refused and changes nothing", async () => {
+  const ports = { http: await freePort(), dns: await freePort(), serfLan: await freePort() };
+  const first = config(ports, { raftSnapshotThreshold: 100_000, raftSnapshotIntervalMs: 50 });
+  let next = first;
+  const agent = await startAgent(first, { io: { stdout() {}, stderr() {} }, logSink: new FanoutSink(), reloadConfig: () => next });
+  const base = `http://127.0.0.1:${ports.http}`;
+  const lastSnapshot = async () =>
+    Number(((await (await fetch(`${base}/v1/agent/self`)).json()) as { Stats: { raft: { last_snapshot_index: string } } }).Stats.raft.last_snapshot_index);
+  try {
+    for (let i = 0; i < 10; i++) assert.equal((await fetch(`${base}/v1/kv/k${i}`, { method: "PUT", body: "v" })).status, 200);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await lastSnapshot(), 0, "below the threshold");
+    next = { ...first, raftSnapshotThreshold: 0 };
+    await assert.rejects(agent.reload(), /raft_snapshot_threshold/);
+    next = { ...first, raftSnapshotThreshold: 5 };
+    await agent.reload();
+    for (let i = 0; i < 100 && (await lastSnapshot()) === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok((await lastSnapshot()) >= 10, "a snapshot at the new threshold");
+  } finally {
+    await agent.stop();
+  }
+});

@@ -188,6 +188,20 @@ export class RaftNode implements Consensus {
   }
 
   /** Stop ticking, receiving and applying; pending calls fail. Stores and transport stay open (their owner closes them). */
+  /**
+   * hashicorp/raft ReloadConfig (Consul reloads raft_snapshot_threshold,
+   * raft_snapshot_interval and raft_trailing_logs): the threshold applies at
+   * the next check, the interval from the next wait on.
+   */
+  reloadSnapshotConfig(c: { snapshotThreshold: number; snapshotIntervalMs: number; trailingLogs: number }): void {
+    this.#o = { ...this.#o, snapshotThreshold: c.snapshotThreshold, snapshotIntervalMs: c.snapshotIntervalMs };
+    if (c.snapshotIntervalMs > 0 && !this.#snapshotRng) {
+      this.#snapshotRng = this.#o.rng.fork();
+      this.#armSnapshotTimer();
+    }
+    this.core.setTrailingLogs(c.trailingLogs);
+  }
+
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;

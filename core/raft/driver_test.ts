@@ -367,3 +367,24 @@ for (const commitNotifyMs of [5, 0]) {
     for (const n of nodes) await n.stop();
   });
 }
+
+test("driver: reloadSnapshotConfig changes the threshold and trailing logs of a running node (Consul reloads raft_snapshot_*)", async () => {
+  const w = world(11);
+  const s = w.stores("a");
+  const node = await w.boot(s, ["a"], { snapshotThreshold: 1_000, raft: { trailingLogs: 1_000 } });
+  await w.clock.runUntil(() => node.isLeader(), { maxMs: 2_000 });
+  const write = async (n: number): Promise<void> => {
+    const want = s.fsm.state.length + n;
+    for (let i = 0; i < n; i++) void node.apply(enc.encode(`c${i}`));
+    await w.clock.runUntil(() => s.fsm.state.length === want, { maxMs: 2_000 });
+  };
+  await write(20);
+  assert.equal(node.stats.snapshotsTaken, 0, "20 entries, threshold 1000");
+  node.reloadSnapshotConfig({ snapshotThreshold: 10, snapshotIntervalMs: 0, trailingLogs: 2 });
+  await write(5);
+  await w.clock.runFor(50);
+  assert.equal(node.stats.snapshotsTaken, 1, "the new threshold is used at the next check");
+  const snap = node.core.snapshotMeta!.index;
+  assert.equal(await s.log.firstIndex(), snap - 2 + 1, "two entries kept behind the snapshot");
+  await node.stop();
+});

@@ -296,6 +296,10 @@ export class RaftCore {
   get lastIndex(): number {
     return this.#log.lastIndex();
   }
+  /** hashicorp/raft ReloadConfig: entries kept behind the next snapshot from now on. */
+  setTrailingLogs(entries: number): void {
+    this.#trailingLogs = Math.max(0, entries);
+  }
   /** Entries at or below this index are compacted away (driver deletes them from the LogStore). */
   get compactedIndex(): number {
     return this.#log.offsetIndex;
