@@ -82,7 +82,8 @@ async function main(): Promise<void> {
           duplicates.push(key);
         } else {
           unknownKeys.add(key);
-          const k = errorKey(o);
+          // The victim leaves `ready` before it is killed: its own in-flight requests are told apart.
+          const k = `${ready.has(s) ? "live server" : "killed server"}: ${errorKey(o)}`;
           errors.set(k, (errors.get(k) ?? 0) + 1);
           await sleep(20);
         }
@@ -152,7 +153,8 @@ async function main(): Promise<void> {
     console.log(`duplicates (create answered false): ${duplicates.length}${duplicates.length > 0 ? `, e.g. ${duplicates.slice(0, 5).join(", ")}` : ""} (target 0)`);
     console.log(`acknowledged writes lost: ${lost.length}${lost.length > 0 ? `, e.g. ${lost.slice(0, 5).join(", ")}` : ""} (target 0)`);
     const errTotal = [...errors.values()].reduce((a, b) => a + b, 0);
-    console.log(`client-visible errors: ${errTotal} (target 0; ECONNRESET/ECONNREFUSED = requests to the killed server itself)`);
+    const fromLive = [...errors].filter(([k]) => k.startsWith("live")).reduce((a, [, n]) => a + n, 0);
+    console.log(`client-visible errors: ${errTotal}, ${fromLive} of them from live servers (target 0; the rest were in flight on the killed server)`);
     for (const [k, n] of [...errors].sort((a, b) => b[1] - a[1])) console.log(`  ${pad(n, 6)}  ${k}`);
   } finally {
     running = false;
