@@ -19,11 +19,18 @@ const typeSrv = 33;
 
 class Malformed extends Error {}
 
+/** A name suffix written in full: where its bytes are in the input, how many, and where it starts in the output. */
+interface Written {
+  src: number;
+  length: number;
+  out: number;
+}
+
 interface Writer {
   out: Uint8Array;
   pos: number;
-  /** Wire bytes of a name suffix (latin1) → where it starts in `out`. */
-  seen: Map<string, number>;
+  /** Hash of a suffix's wire bytes → the suffixes written in full with that hash (almost always one). */
+  seen: Map<number, Written[]>;
 }
 
 /**
@@ -101,6 +108,17 @@ function copyBytes(msg: Uint8Array, at: number, n: number, w: Writer): number {
   return at + n;
 }
 
+/** The same bytes at two places of the input. */
+function sameBytes(msg: Uint8Array, a: number, b: number, length: number): boolean {
+  for (let i = 0; i < length; i++) if (msg[a + i] !== msg[b + i]) return false;
+  return true;
+}
+
+function findSame(msg: Uint8Array, candidates: Written[], src: number, length: number): Written | undefined {
+  for (const x of candidates) if (x.length === length && sameBytes(msg, x.src, src, length)) return x;
+  return undefined;
+}
+
 /** Copies the uncompressed name at `at`; returns the offset after it in `msg`. */
 function copyName(msg: Uint8Array, at: number, w: Writer, mayPoint: boolean): number {
   const starts: number[] = [];
@@ -114,19 +132,31 @@ function copyName(msg: Uint8Array, at: number, w: Writer, mayPoint: boolean): nu
     p += 1 + len;
   }
   const end = p + 1;
-  const latin1 = (from: number): string => String.fromCharCode(...msg.subarray(from, end));
+  // FNV-1a of each suffix's bytes, built from the last label back (exact bytes, so case is kept).
+  const hashes = new Array<number>(starts.length);
+  let h = 0x811c9dc5;
+  for (let i = starts.length - 1; i >= 0; i--) {
+    const labelEnd = i + 1 < starts.length ? starts[i + 1]! : end - 1;
+    for (let j = starts[i]!; j < labelEnd; j++) h = Math.imul(h ^ msg[j]!, 0x01000193);
+    hashes[i] = h;
+  }
   for (let i = 0; i < starts.length; i++) {
-    const key = latin1(starts[i]!);
-    const target = mayPoint ? w.seen.get(key) : undefined;
-    if (target !== undefined) {
-      w.out[w.pos++] = 0xc0 | (target >> 8);
-      w.out[w.pos++] = target & 0xff;
+    const src = starts[i]!;
+    const length = end - src;
+    const same = w.seen.get(hashes[i]!);
+    const target = same === undefined ? undefined : findSame(msg, same, src, length);
+    if (target !== undefined && mayPoint) {
+      w.out[w.pos++] = 0xc0 | (target.out >> 8);
+      w.out[w.pos++] = target.out & 0xff;
       return end;
     }
-    if (w.pos <= maxPointerOffset && !w.seen.has(key)) w.seen.set(key, w.pos);
+    if (target === undefined && w.pos <= maxPointerOffset) {
+      const entry = { src, length, out: w.pos };
+      if (same) same.push(entry);
+      else w.seen.set(hashes[i]!, [entry]);
+    }
     const labelEnd = i + 1 < starts.length ? starts[i + 1]! : end - 1;
-    w.out.set(msg.subarray(starts[i]!, labelEnd), w.pos);
-    w.pos += labelEnd - starts[i]!;
+    for (let j = src; j < labelEnd; j++) w.out[w.pos++] = msg[j]!;
   }
   w.out[w.pos++] = 0;
   return end;
