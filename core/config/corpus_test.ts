@@ -71,9 +71,6 @@ test("corpus: a server config builds and validates, and warns once per key it ca
     c.warnings.map((w) => w.key),
     [
       "ui_config",
-      "log_file",
-      "log_rotate_duration",
-      "log_rotate_max_files",
       "acl",
       "tls",
       "auto_encrypt",

@@ -3,7 +3,7 @@
 // definition in HCL and HCL watches. It must start, register the service, and
 // log one warning per key it does not honour, naming the file and line.
 import assert from "node:assert/strict";
-import { cpSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { cairnBin, freePort, root, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
@@ -23,8 +23,10 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
       .replace("bootstrap_expect = 3", "bootstrap_expect = 1")
       .replace(/"10\.0\.1\.10"/g, '"127.0.0.1"')
       .replace('client_addr = "0.0.0.0"', 'client_addr = "127.0.0.1"')
-      .replace('retry_join = ["10.0.1.11", "10.0.1.12"]', "");
-    assert.doesNotMatch(server, /10\.0\.1\.|\/opt\/consul/, "server.hcl moved to loopback and a temporary data dir");
+      .replace('retry_join = ["10.0.1.11", "10.0.1.12"]', "")
+      .replace('log_file             = "/var/log/consul/"', `log_file             = ${JSON.stringify(join(dir.path, "log") + "/")}`);
+    assert.doesNotMatch(server, /10\.0\.1\.|\/opt\/consul|\/var\/log/, "server.hcl moved to loopback, a temporary data dir and log directory");
+    mkdirSync(join(dir.path, "log"));
     writeFileSync(join(configDir, "server.hcl"), server);
     const httpPort = await freePort();
     http = `http://127.0.0.1:${httpPort}`;
@@ -73,6 +75,10 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
     for (const message of expected) {
       assert.equal(lines.filter((l) => l.includes(message)).length, 1, `one line with ${message}\n--- warnings ---\n${lines.join("\n")}`);
     }
-    assert.equal(lines.length, 14, lines.join("\n")); // 13 from server.hcl, service.connect (watches run, http_max_conns_per_client is honoured: no warning)
+    assert.equal(lines.length, 10, lines.join("\n")); // 9 from server.hcl, service.connect (watches run; http_max_conns_per_client and log_file are honoured: no warning)
+  });
+
+  test("log_file from the config gets the agent's log", () => {
+    assert.match(readFileSync(join(dir.path, "log", "consul.log"), "utf8"), /agent: started/);
   });
 });
