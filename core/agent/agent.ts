@@ -260,7 +260,7 @@ export async function startAgent(
         datacenter: config.datacenter,
         sessionTimers: raftSide.server.sessionTimers,
         raft: () => serverNode?.raft,
-        autopilot: serverNode?.autopilot,
+        autopilot: serverNode?.autopilot ?? devServer?.autopilot,
         selfId: nodeId,
         onLeadershipGained: () => local.antiEntropy?.syncFullSoon(),
       });

@@ -55,6 +55,16 @@ test("dev agent: leader at start, one voter in /v1/operator/raft/configuration, 
     assert.notEqual(remove.status, 200);
     assert.match(await remove.text(), /cannot remove the last voter/);
     assert.equal(await json("/v1/status/leader"), "127.0.0.1:8300");
+
+    // Autopilot: the leader duty stores the agent's autopilot {} (Consul's defaults here); one healthy voter.
+    let ap: Response | undefined;
+    for (let i = 0; i < 300 && !(ap = await fetch(`${base}/v1/operator/autopilot/configuration`)).ok; i++) await new Promise((r) => setTimeout(r, 10));
+    const apConf = (await ap!.json()) as Record<string, unknown>;
+    assert.deepEqual([apConf.CleanupDeadServers, apConf.LastContactThreshold, apConf.MaxTrailingLogs, apConf.MinQuorum, apConf.ServerStabilizationTime], [true, "200ms", 250, 0, "10s"]);
+    const health = (await json("/v1/operator/autopilot/health")) as { Healthy: boolean; FailureTolerance: number; Servers: Array<Record<string, unknown>> };
+    assert.deepEqual([health.Healthy, health.FailureTolerance, health.Servers.length, health.Servers[0]!.Name, health.Servers[0]!.Leader, health.Servers[0]!.Voter], [true, 0, 1, "devnode", true, true]);
+    const state = (await json("/v1/operator/autopilot/state")) as { Leader: string; Voters: string[] };
+    assert.deepEqual(state.Voters, [state.Leader]);
   } finally {
     await agent.stop();
   }

@@ -491,6 +491,8 @@ export interface DevNode {
   readonly operator: OperatorRaftBackend;
   /** Raft facts for `/v1/agent/self`. */
   raftStats(): Record<string, string>;
+  /** Autopilot of the one server: reports its health; the leader duty stores the configuration. */
+  readonly autopilot: Autopilot;
   stop(): Promise<void>;
 }
 
@@ -520,12 +522,22 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     raftMultiplier: config.performance.raftMultiplier,
     logger: o.logger,
   });
+  const autopilot = new Autopilot({
+    raft: () => dev.raft,
+    lan: () => undefined,
+    state: () => dev.fsm.state,
+    initial: { ...(config.autopilot ?? defaultConfig().autopilot) },
+    clock: o.clock,
+    nodeName: config.nodeName,
+    version,
+  });
+  const autopilotOps = autopilotEndpoints({ autopilot, consensus: dev.consensus, clock: o.clock });
   const operator = {
-    callRaw: (method: string, args: unknown) => callRaftOperator(ops, method, args) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
+    callRaw: (method: string, args: unknown) => callRaftOperator(ops, method, args, autopilotOps) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
   };
   // The same router as a server's, with nowhere to forward: one voter is always the leader.
   const router = new RpcRouter({
-    local: { handle: (method, args, options) => callRaftOperator(ops, method, args) ?? (dev.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options) },
+    local: { handle: (method, args, options) => callRaftOperator(ops, method, args, autopilotOps) ?? (dev.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options) },
     remote: { call: () => Promise.reject(new RpcError("A -dev agent has no other server to ask", { unsent: true })) },
     servers: () => [],
     clock: o.clock,
@@ -542,6 +554,7 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     router,
     operator,
     raftStats: () => raftStats(dev.raft, o.nodeId),
+    autopilot,
     stop: () => dev.stop(),
   };
 }

@@ -150,16 +150,18 @@ export class Leader {
   /** One step of the Raft configuration toward the servers gossip sees (one change at a time, as Raft takes them). */
   async reconcilePeers(): Promise<void> {
     const raft = this.#o.raft?.();
-    if (!raft || this.#peersRunning || this.#stopped || !this.#o.consensus.isLeader()) return;
+    const autopilot = this.#o.autopilot;
+    if ((!raft && !autopilot) || this.#peersRunning || this.#stopped || !this.#o.consensus.isLeader()) return;
     this.#peersRunning = true;
     try {
-      const autopilot = this.#o.autopilot;
       if (autopilot && !autopilot.stored()) {
         // Consul's initializeAutopilot: the first leader stores its agent's autopilot {} (cas 0: only if none is stored).
         const out = await this.#o.consensus.apply(encodeCommand(MessageType.Autopilot, { config: { ...autopilot.initial }, cas: 0 }));
         if (out.result instanceof Error) throw out.result;
         return;
       }
+      // -dev: autopilot without a Raft membership to change.
+      if (!raft) return;
       const action = reconcileAction(this.#o.lan.members(), raft.configuration(), {
         datacenter: this.#o.datacenter,
         selfId: this.#o.selfId ?? "",
