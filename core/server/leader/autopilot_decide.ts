@@ -98,8 +98,10 @@ export class HealthTracker {
  * - dead server cleanup (cleanup_dead_servers): a server gossip marks
  *   failed (or left) and the leader has not heard from within
  *   last_contact_threshold is removed — non-voters freely, a voter only
- *   while the voters left are at least min_quorum and the healthy voters
- *   still make a quorum of them (never remove into a lost quorum);
+ *   while the voters left are at least min_quorum, there are three voters
+ *   or more (raft-autopilot removes at most (voters - 1) / 2) and the
+ *   healthy voters still make a quorum of those left (never remove into a
+ *   lost quorum);
  * - promotion: a non-voter healthy for server_stabilization_time becomes a
  *   voter.
  * A server gossip does not know at all is left alone: right after a restart
@@ -122,6 +124,8 @@ export function autopilotAction(report: HealthReport, settings: AutopilotSetting
     for (const s of dead) {
       const remaining = voters.length - 1;
       if (remaining < Math.max(1, settings.minQuorum)) continue;
+      // raft-autopilot removes at most (voters - 1) / 2 voters: none of two.
+      if (Math.floor((voters.length - 1) / 2) < 1) continue;
       if (healthyVoters < Math.floor(remaining / 2) + 1) continue;
       return { op: "removeServer", id: s.id, name: s.name, reason: `voter is ${s.serfStatus}` };
     }

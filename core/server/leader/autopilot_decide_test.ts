@@ -80,6 +80,9 @@ test("autopilot: dead server cleanup respects cleanup_dead_servers, the threshol
   // 5 voters, 2 dead → 3 healthy of 4 left: remove one; then 3 healthy of 2 left… one at a time.
   assert.equal(decide([srv("1"), srv("2"), srv("3"), dead("4"), dead("5")])?.id, "4");
   assert.equal(decide([srv("1"), srv("2"), srv("3"), dead("5")])?.id, "5");
+  // Two voters: removing one of them is never safe (raft-autopilot's (voters - 1) / 2 is 0).
+  assert.equal(decide([srv("1"), dead("2")]), undefined);
+  assert.equal(decide([srv("1"), srv("2"), dead("3")])?.id, "3");
   // Never the leader itself.
   assert.equal(decide([srv("1", { serfStatus: "failed" }), srv("2"), srv("3")]), undefined);
 });
