@@ -136,6 +136,9 @@ export async function startAgent(
     const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : devServer!.router;
     let requestShutdown: (r: { code: number; reason: string }) => void = () => {};
     const shutdownRequested = new Promise<{ code: number; reason: string }>((resolve) => (requestShutdown = resolve));
+    // A halted Raft applies nothing more while the process would keep answering: exit instead, as Consul's
+    // would, so a supervisor restarts it once the cause is fixed (a restart cuts a torn log tail).
+    serverNode?.haltListeners.add((err) => requestShutdown({ code: 1, reason: `Raft stopped on a storage or state machine failure: ${errorMessage(err)}` }));
 
     const advertise = config.advertiseAddr || config.bindAddr;
     const nodeInfo = { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta };

@@ -141,6 +141,8 @@ export class ServerNode {
   #stopped = false;
   /** Called with the new state whenever this server gains or loses Raft leadership (leader duties follow it). */
   readonly leadershipListeners = new Set<(leader: boolean) => void>();
+  /** Called if Raft halts (a full disk, a damaged file): the agent exits so a supervisor restarts it. */
+  readonly haltListeners = new Set<(err: Error) => void>();
 
   constructor(
     o: ServerNodeOptions,
@@ -267,6 +269,9 @@ export class ServerNode {
     this.#consensus.node = node;
     node.onLeadershipChange((leader) => {
       for (const fn of this.leadershipListeners) fn(leader);
+    });
+    node.onHalt((err) => {
+      for (const fn of this.haltListeners) fn(err);
     });
     // The only voter (a single -bootstrap server, also after a restart) need not wait out an election timeout.
     const voters = node.configuration().servers.filter((s) => s.suffrage === "voter");

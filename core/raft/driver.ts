@@ -148,6 +148,7 @@ export class RaftNode implements Consensus {
   #waitingApply: PendingRead[] = [];
   #readSeq = 0;
   #leaderListeners = new Set<(isLeader: boolean) => void>();
+  readonly #haltListeners = new Set<(err: Error) => void>();
   #failure: Error | undefined;
   #snapshotTimer: Timer | undefined;
   /** The snapshot interval passed: check the threshold at the pump's next turn. */
@@ -356,6 +357,12 @@ export class RaftNode implements Consensus {
     const r = this.core.step({ kind: "campaign" });
     this.#schedule();
     return r;
+  }
+
+  /** Called once if the node halts on a storage or state machine failure (it applies nothing more). */
+  onHalt(fn: (err: Error) => void): () => void {
+    this.#haltListeners.add(fn);
+    return () => this.#haltListeners.delete(fn);
   }
 
   /** Called with true when this server becomes leader and false when it stops being leader. */
@@ -695,6 +702,13 @@ export class RaftNode implements Consensus {
     // every server at the same entry: that is the answer.
     const failure = this.#failure;
     this.#failAll(failure, failure instanceof FsmError ? failure : new LeadershipLostError(undefined, { cause: failure }));
+    for (const fn of this.#haltListeners) {
+      try {
+        fn(failure);
+      } catch (err) {
+        this.#log.error("halt listener failed", { error: errorMessage(err) });
+      }
+    }
   }
 
   #failAll(err: Error, proposalErr: Error = err): void {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { NotLeaderError } from "../errors.ts";
+import { LeadershipLostError, NotLeaderError } from "../errors.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { SimNetwork } from "../sim/sim_network.ts";
@@ -386,5 +386,27 @@ test("driver: reloadSnapshotConfig changes the threshold and trailing logs of a 
   assert.equal(node.stats.snapshotsTaken, 1, "the new threshold is used at the next check");
   const snap = node.core.snapshotMeta!.index;
   assert.equal(await s.log.firstIndex(), snap - 2 + 1, "two entries kept behind the snapshot");
+  await node.stop();
+});
+
+test("driver: a log store failure halts the node once, fails pending writes as possibly applied, and tells the halt listeners", async () => {
+  const { clock, stores, boot } = world(7);
+  const s = stores("a");
+  const node = await boot(s, ["a"]);
+  await clock.runUntil(() => node.isLeader(), { maxMs: 2_000 });
+  const halts: Error[] = [];
+  node.onHalt((err) => halts.push(err));
+  const first = node.apply(enc.encode("before"));
+  await clock.runUntil(() => s.fsm.state.length === 1, { maxMs: 2_000 });
+  await first;
+  const full = Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+  s.log.append = () => Promise.reject(full);
+  const pending = node.apply(enc.encode("lost")).catch((e: unknown) => e);
+  await clock.runFor(100);
+  const err = await pending;
+  assert.ok(err instanceof LeadershipLostError, `pending write failed with ${String(err)}`);
+  assert.equal(halts.length, 1);
+  assert.match(halts[0]!.message, /no space left/);
+  assert.ok(!node.isLeader(), "a halted node leads nothing");
   await node.stop();
 });
