@@ -7,7 +7,8 @@
 // 20000, the target) with dnsperf's per-query verbose lines for p50/p99
 // (verbose output costs dnsperf CPU, so it does not run in the qps phase).
 // CAIRN_BENCH_CLIENTS (default 2) and CAIRN_BENCH_OUTSTANDING (default 20)
-// set dnsperf's clients and queries in flight.
+// set dnsperf's clients and queries in flight. CAIRN_BENCH_HCL passes one
+// -hcl snippet to the agent (compare `dns_config { disable_compression = true }`).
 // The machine may be shared (dnsperf itself takes a core): each row also
 // shows the agent's CPU time per query and the rate one whole core would give.
 import { spawn } from "node:child_process";
@@ -99,7 +100,7 @@ function runDnsperf(dataFile: string, port: number, options: { seconds: number; 
 }
 
 async function main(): Promise<void> {
-  const agent = await startDevAgent();
+  const agent = await startDevAgent(process.env.CAIRN_BENCH_HCL ? ["-hcl", process.env.CAIRN_BENCH_HCL] : []);
   const dir = tempDir("cairn-bench-dns-");
   try {
     const dnsPort = Number(/-dns-port=(\d+)/.exec(agent.proc.child.spawnargs.join(" "))?.[1]);
