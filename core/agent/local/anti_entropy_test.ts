@@ -145,7 +145,8 @@ test("anti-entropy: output-only changes wait check_update_interval, status chang
   // A full sync in between does not count the deferred output as drift.
   await agent.antiEntropy!.syncFull();
   assert.equal(rpc.checks.get("n1")?.get("service:redis")?.output, "one");
-  await clock.runFor(300_000);
+  // Pushed within [interval/2, 3·interval/2) of the change (consul UpdateCheck's d/2 + RandomStagger(d)).
+  await clock.runFor(450_000);
   assert.equal(rpc.checks.get("n1")?.get("service:redis")?.output, "two");
   agent.updateTtlCheck("service:redis", "warning", "three");
   await agent.syncChanges();
@@ -167,4 +168,24 @@ test("anti-entropy: node maintenance is a node-level critical check in the catal
   await agent.syncChanges();
   assert.equal(rpc.checks.get("n1")?.has("_node_maintenance"), false);
   agent.stop();
+});
+
+test("check_update_interval: a deferred output goes out between half and one and a half intervals after the change, staggered by the seed", async () => {
+  const waits = new Set<number>();
+  for (const seed of seeds(8)) {
+    const { clock, rpc, agent } = setup(seed, { checkUpdateIntervalMs: 60_000 });
+    agent.start();
+    agent.addService(redis({ Check: { TTL: "1h" } }));
+    await clock.runFor(10);
+    agent.updateTtlCheck("service:redis", "passing", "one");
+    await agent.syncChanges();
+    agent.updateTtlCheck("service:redis", "passing", "two");
+    const changedAt = clock.now();
+    await clock.runUntil(() => rpc.checks.get("n1")?.get("service:redis")?.output === "two", { maxMs: 100_000 });
+    const waited = clock.now() - changedAt;
+    assert.ok(waited >= 30_000 && waited < 90_000 + 1_000, `seed ${seed}: pushed after ${waited} ms`);
+    waits.add(Math.floor(waited / 1_000));
+    agent.stop();
+  }
+  assert.ok(waits.size > 1, `the wait varies with the seed: ${[...waits].join(", ")}`);
 });

@@ -127,6 +127,7 @@ export class LocalAgent {
       logger: this.#logger.named("local"),
       checkUpdateIntervalMs: options.checkUpdateIntervalMs,
       discardCheckOutput: options.discardCheckOutput,
+      stagger: (ms) => deferRng.int(ms),
     });
     this.checkManager = new CheckManager({
       state: this.state,
@@ -150,6 +151,8 @@ export class LocalAgent {
         clusterSize: options.clusterSize,
       })
       : undefined;
+    // Forked last, so the checks' and anti-entropy's sequences stay what they were.
+    const deferRng = options.rng.fork();
   }
 
   get nodeName(): string {

@@ -44,6 +44,12 @@ export interface LocalStateOptions {
   checkUpdateIntervalMs?: number;
   /** Keep no check output at all (consul discard_check_output): every output is stored and synced as "". */
   discardCheckOutput?: boolean;
+  /**
+   * A random wait in [0, ms): a deferred output is pushed after half the
+   * interval plus stagger(interval), as Consul's UpdateCheck does
+   * (`d/2 + lib.RandomStagger(d)`). Absent: after exactly the interval.
+   */
+  stagger?: (ms: number) => number;
 }
 
 /** What a sync pass did; for logs and tests. */
@@ -61,6 +67,7 @@ export class LocalState {
   readonly #logger: Logger;
   readonly #checkUpdateIntervalMs: number;
   readonly #discardCheckOutput: boolean;
+  readonly #stagger: ((ms: number) => number) | undefined;
   #node: NodeInfo;
   #nodeInSync = false;
 
@@ -70,6 +77,7 @@ export class LocalState {
     this.#logger = options.logger ?? nullLogger();
     this.#checkUpdateIntervalMs = options.checkUpdateIntervalMs ?? 5 * 60_000;
     this.#discardCheckOutput = options.discardCheckOutput ?? false;
+    this.#stagger = options.stagger;
   }
 
   get nodeName(): string {
@@ -195,7 +203,8 @@ export class LocalState {
     c.check = { ...c.check, status, output };
     if (!statusChanged && this.#checkUpdateIntervalMs > 0) {
       if (!c.deferTimer && c.inSync) {
-        c.deferTimer = this.#clock.setTimer(this.#checkUpdateIntervalMs, () => {
+        const d = this.#checkUpdateIntervalMs;
+        c.deferTimer = this.#clock.setTimer(this.#stagger ? Math.floor(d / 2) + this.#stagger(d) : d, () => {
           c.deferTimer = undefined;
           if (c.deleted) return;
           c.inSync = false;
