@@ -135,6 +135,7 @@ export class ServerNode {
   #lan: LanPoolLike | undefined;
   #wan: LanPoolLike | undefined;
   #unsubscribe: (() => void) | undefined;
+  #unsubscribeLost: (() => void) | undefined;
   #timer: Timer | undefined;
   #starting = false;
   #bootstrapNote = "";
@@ -273,6 +274,8 @@ export class ServerNode {
     node.onHalt((err) => {
       for (const fn of this.haltListeners) fn(err);
     });
+    // A leader killed outright closes our connection to it: elect a new one without waiting out the timeout.
+    this.#unsubscribeLost = this.pool.onConnectionLost((address) => node.peerUnreachable(address));
     // The only voter (a single -bootstrap server, also after a restart) need not wait out an election timeout.
     const voters = node.configuration().servers.filter((s) => s.suffrage === "voter");
     if (voters.length === 1 && voters[0]!.id === this.#o.nodeId) node.campaign();
@@ -381,6 +384,7 @@ export class ServerNode {
     this.#stopped = true;
     this.#timer?.cancel();
     this.#unsubscribe?.();
+    this.#unsubscribeLost?.();
     this.server.sessionTimers.stop();
     await this.#consensus.node?.stop();
     await this.#transport.close();

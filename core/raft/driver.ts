@@ -359,6 +359,19 @@ export class RaftNode implements Consensus {
     return r;
   }
 
+  /**
+   * The connection to the server at `address` ended (the transport saw it
+   * close). If that server is our leader, campaign soon instead of waiting
+   * out the election timeout: a killed leader is replaced in a few ticks.
+   */
+  peerUnreachable(address: string): void {
+    if (this.#stopped) return;
+    const leader = this.core.leader;
+    if (leader === "" || leader === this.#o.id || this.#addressOf(leader) !== address) return;
+    const r = this.core.step({ kind: "leaderUnreachable", leader });
+    if (r.ok) this.#schedule();
+  }
+
   /** Called once if the node halts on a storage or state machine failure (it applies nothing more). */
   onHalt(fn: (err: Error) => void): () => void {
     this.#haltListeners.add(fn);

@@ -410,3 +410,45 @@ test("driver: a log store failure halts the node once, fails pending writes as p
   assert.ok(!node.isLeader(), "a halted node leads nothing");
   await node.stop();
 });
+
+/** Three voters on the sim network; resolves once one of them leads. */
+async function trio(w: ReturnType<typeof world>) {
+  const ids = ["a", "b", "c"];
+  const nodes = new Map<string, RaftNode>();
+  for (const id of ids) nodes.set(id, await w.boot(w.stores(id), ids));
+  await w.clock.runUntil(() => [...nodes.values()].some((n) => n.isLeader()), { maxMs: 5_000, what: "a leader" });
+  const leaderId = ids.find((id) => nodes.get(id)!.isLeader())!;
+  const followers = ids.filter((id) => id !== leaderId);
+  await w.clock.runUntil(() => followers.every((f) => nodes.get(f)!.leaderAddr() === `${leaderId}:8300`), { maxMs: 5_000, what: "followers know the leader" });
+  return { nodes, leaderId, followers };
+}
+
+test("driver: a leader whose connection closes (killed) is replaced in a few ticks, not an election timeout", async () => {
+  for (const hinted of [false, true]) {
+    const w = world(11);
+    const { nodes, leaderId, followers } = await trio(w);
+    // Kill the leader: it stops and nothing reaches it any more.
+    await nodes.get(leaderId)!.stop();
+    w.net.isolate(`${leaderId}:8300`);
+    const t0 = w.clock.now();
+    if (hinted) for (const f of followers) nodes.get(f)!.peerUnreachable(`${leaderId}:8300`);
+    await w.clock.runUntil(() => followers.some((f) => nodes.get(f)!.isLeader()), { maxMs: 5_000, what: "a new leader" });
+    const took = w.clock.now() - t0;
+    // Ticks are 10 ms here: the election timeout is 10 to 20 ticks.
+    if (hinted) assert.ok(took <= 60, `with the hint a new leader took ${took} ms`);
+    else assert.ok(took >= 90, `without the hint the followers waited ${took} ms (the election timeout)`);
+    for (const f of followers) await nodes.get(f)!.stop();
+  }
+});
+
+test("driver: a lost connection to a leader that is still alive changes nothing (the others keep its lease)", async () => {
+  const w = world(12);
+  const { nodes, leaderId, followers } = await trio(w);
+  const term = nodes.get(leaderId)!.core.term;
+  nodes.get(followers[0]!)!.peerUnreachable(`${leaderId}:8300`);
+  nodes.get(followers[0]!)!.peerUnreachable("nobody:8300");
+  await w.clock.runFor(500);
+  assert.ok(nodes.get(leaderId)!.isLeader(), "the leader stays");
+  assert.equal(nodes.get(leaderId)!.core.term, term, "no new term");
+  for (const n of nodes.values()) await n.stop();
+});

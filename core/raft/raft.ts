@@ -94,6 +94,12 @@ export type RaftInput =
   | { kind: "confChange"; change: ConfChange }
   | { kind: "snapshotDone"; meta: SnapshotMeta; data: Uint8Array }
   | { kind: "campaign" }
+  /**
+   * The transport saw the connection to `leader` end (its process died or
+   * closed it): do not wait out the whole election timeout. A hint only:
+   * the pre-vote still needs a majority that lost the leader too.
+   */
+  | { kind: "leaderUnreachable"; leader: ServerId }
   /** lazyCommit: tell followers the commit index now (see needsCommitNotify). */
   | { kind: "notifyCommit" }
   /**
@@ -375,6 +381,8 @@ export class RaftCore {
         if (!this.#promotable()) return { ok: false, reason: "not a voter" };
         this.#campaign(this.#preVote ? "pre" : "election");
         return { ok: true };
+      case "leaderUnreachable":
+        return this.#leaderUnreachable(input.leader);
       case "notifyCommit":
         if (this.#role !== "leader") return { ok: false, reason: "not leader" };
         for (const [id, pr] of this.#progress) if (this.#commitUnsent(pr)) this.#sendAppend(id, true);
@@ -1156,6 +1164,21 @@ export class RaftCore {
     this.#reads = [];
     this.#readsBeforeCommit = [];
     if (this.#role === "leader") this.#progress = new Map();
+  }
+
+  /**
+   * Leave the leader's lease now (grant others' votes) and campaign within
+   * 1 to 3 ticks instead of after the randomized timeout. Followers that
+   * still hear the leader keep its lease and refuse the pre-vote, so a
+   * spurious hint on one server disturbs nothing; a heartbeat from the
+   * leader puts everything back.
+   */
+  #leaderUnreachable(leader: ServerId): StepResult {
+    if (this.#role !== "follower" || leader === "" || this.#lead !== leader) return { ok: false, reason: "not following that leader" };
+    this.#logger.info("leader connection lost; campaigning early", { leader, term: this.#term });
+    this.#leaderContactElapsed = Math.max(this.#leaderContactElapsed, this.#electionTicks);
+    this.#electionElapsed = Math.max(this.#electionElapsed, this.#randomizedTimeout - 1 - this.#rng.int(3));
+    return { ok: true };
   }
 
   #resetRandomizedTimeout(): void {

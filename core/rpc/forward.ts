@@ -171,9 +171,12 @@ export class RpcRouter implements Rpc {
         throw new NoLeaderError();
       }
       this.stats.retries++;
-      // Consul waits a jittered slice of the hold timeout (rpcHoldTimeout / 16) between tries.
+      // Consul waits a jittered slice of the hold timeout (rpcHoldTimeout / 16) between tries. We start
+      // with short waits that double up to that slice: a new leader is usually there within a few
+      // hundred ms of the old one's death, and a request should not sleep half a second past it.
       const slice = Math.max(10, Math.floor(this.#holdMs / 16));
-      await this.#sleep(Math.min(remaining, slice / 2 + this.#o.rng.int(slice)), options.signal);
+      const wait = Math.min(slice, 20 * 2 ** Math.min(attempt, 8));
+      await this.#sleep(Math.min(remaining, Math.ceil(wait / 2) + this.#o.rng.int(Math.ceil(wait / 2) + 1)), options.signal);
     }
   }
 

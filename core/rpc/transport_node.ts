@@ -560,6 +560,7 @@ export class RpcClientPool {
   readonly connectTimeoutMs: number;
   readonly reconnectBackoffMs: number;
   readonly maxQueuedBytes: number;
+  readonly #lostListeners = new Set<(address: string) => void>();
   readonly localAddress: string | undefined;
   readonly stats: RpcClientStats = {
     connects: 0,
@@ -674,6 +675,15 @@ export class RpcClientPool {
       this.#backoffUntil.set(conn.address, this.clock.now() + this.reconnectBackoffMs);
     }
     if (!this.#closed) this.log.debug("RPC connection closed", { address: conn.address, error: err.message });
+    if (wasConnected && !this.#closed) {
+      for (const fn of this.#lostListeners) fn(conn.address);
+    }
+  }
+
+  /** Called with the address when an established connection ends (the peer closed it, reset it, or died). */
+  onConnectionLost(fn: (address: string) => void): () => void {
+    this.#lostListeners.add(fn);
+    return () => this.#lostListeners.delete(fn);
   }
 
   #get(address: string): ClientConnection | Error {
