@@ -328,15 +328,17 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   };
 }
 
-/** What Consul's connlimit writes to a client over its limit (HTTPConnStateFuncWithDefault429Handler). */
-const tooManyRequests = "HTTP/1.1 429 Too Many Requests\r\n\r\n";
+const tooManyConnsText = "Your IP is issuing too many concurrent connections, please rate limit your calls\n";
+/** What Consul's connlimit writes to a client over its limit (go-connlimit HTTPConnStateFuncWithDefault429Handler). */
+const tooManyRequests = "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain\r\n" +
+  `Content-Length: ${tooManyConnsText.length}\r\nConnection: close\r\n\r\n${tooManyConnsText}`;
 /** A refused connection the client keeps open is closed after this long. */
 const refusedLingerMs = 1_000;
 
 /**
  * Consul's per-client-IP connection limit (hashicorp/go-connlimit, counted
  * from accept to close): a connection past the limit never reaches the HTTP
- * parser; it gets a bare 429 and a FIN (its input is drained, so the close
+ * parser; it gets Consul's 429 and a FIN (its input is drained, so the close
  * is not a reset that could lose the answer), and is destroyed once the
  * client closes or after a second.
  */
@@ -346,7 +348,8 @@ function limitConnsPerClient(server: Server, max: number, logger: Logger): void 
   const accept = server.listeners("connection") as ((socket: Socket) => void)[];
   server.removeAllListeners("connection");
   server.on("connection", (socket: Socket) => {
-    const ip = socket.remoteAddress ?? "";
+    // Keyed by IP as Go prints it: an IPv4-mapped IPv6 address counts as the IPv4 one.
+    const ip = (socket.remoteAddress ?? "").replace(/^::ffff:(?=\d+\.)/i, "");
     const n = open.get(ip) ?? 0;
     if (n >= max) {
       logger.debug("HTTP connection over the per-client limit", { client: ip, limit: max });

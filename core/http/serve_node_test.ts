@@ -274,19 +274,21 @@ function connections(server: HttpServer): Promise<number> {
   return new Promise((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
 }
 
-test("serve_node: limits.http_max_conns_per_client: one connection past the limit from one IP gets a bare 429; a freed slot is usable again", async () => {
+test("serve_node: limits.http_max_conns_per_client: one connection past the limit from one IP gets Consul's 429; a freed slot is usable again", async () => {
   const limited = createHttpServer({ router: createRoutes(testBackends({ rpc })), maxConnsPerClient: 3 });
   const p = (await limited.listen({ host: "127.0.0.1", port: 0 })).port;
   const sockets: Socket[] = [];
   try {
     const first = await Promise.all([0, 1, 2].map(() => rawGet(p, "/v1/status/leader", sockets)));
     for (const t of first) assert.match(t, /^HTTP\/1\.1 200 /, t);
-    assert.equal(await rawGet(p, "/v1/status/leader", sockets), "HTTP/1.1 429 Too Many Requests\r\n\r\n");
+    const refused = await rawGet(p, "/v1/status/leader", sockets);
+    assert.equal(refused, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain\r\nContent-Length: 81\r\nConnection: close\r\n\r\n" +
+      "Your IP is issuing too many concurrent connections, please rate limit your calls\n", "go-connlimit's answer, byte for byte");
     sockets[0]!.destroy();
     // The server sees the close (and the refused one's) on its next turns.
     for (let i = 0; i < 200 && (await connections(limited)) > 2; i++) await new Promise((r) => setImmediate(r));
     assert.match(await rawGet(p, "/v1/status/leader", sockets), /^HTTP\/1\.1 200 /, "the freed slot");
-    assert.equal(await rawGet(p, "/v1/status/leader", sockets), "HTTP/1.1 429 Too Many Requests\r\n\r\n", "full again");
+    assert.equal(await rawGet(p, "/v1/status/leader", sockets), refused, "full again");
   } finally {
     for (const s of sockets) s.destroy();
     await limited.close({ graceMs: 100 });

@@ -1,7 +1,8 @@
 // End-to-end: limits.http_max_conns_per_client on a real `dist/cairn agent
 // -dev`. Consul (hashicorp/go-connlimit, agent/agent.go) counts open HTTP
 // connections per client IP from accept to close; one past the limit (200 by
-// default) gets a bare "HTTP/1.1 429 Too Many Requests" and is closed. Other
+// default) gets "429 Too Many Requests" ("Your IP is issuing too many
+// concurrent connections, please rate limit your calls") and is closed. Other
 // client IPs are not affected, and a closed connection frees its slot.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -20,7 +21,7 @@ after(async () => {
   await agent?.stop();
 });
 
-/** One GET on a new connection from `from`, left open (keep-alive): the status line, or the bare 429. */
+/** One GET on a new connection from `from`, left open (keep-alive): the status line. */
 function get(from: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect({ host: "127.0.0.1", port: agent.httpPort, localAddress: from });
