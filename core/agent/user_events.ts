@@ -10,22 +10,14 @@ import type { Clock } from "../clock/clock.ts";
 import { BadRequestError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import type { GossipPool, PoolUserEvent } from "./gossip/mod.ts";
+import type { UserEvent } from "../http/backends.ts";
+
+export type { UserEvent } from "../http/backends.ts";
 
 export const userEventPrefix = "consul:event:";
 export const userEventBufferSize = 256;
 /** Consul's userEventMaxVersion. */
 export const userEventVersion = 1;
-
-export interface UserEvent {
-  id: string;
-  name: string;
-  payload: Uint8Array | null;
-  nodeFilter: string;
-  serviceFilter: string;
-  tagFilter: string;
-  version: number;
-  lTime: number;
-}
 
 export interface FireParams {
   name: string;

@@ -3,27 +3,12 @@
 
 import type { Clock } from "../../clock/clock.ts";
 import type { Logger } from "../../log/mod.ts";
+import type { KeyringPoolResponse, PoolMember } from "../../http/backends.ts";
+
+// The member and keyring shapes are the HTTP layer's (it declares what it reads); the pools fill them.
+export type { KeyringPoolResponse, PoolMember, PoolMemberStatus } from "../../http/backends.ts";
 
 export type PoolName = "lan" | "wan";
-export type PoolMemberStatus = "alive" | "leaving" | "left" | "failed";
-
-export interface PoolMember {
-  /** Node name (WAN pool: `<node>.<dc>`). */
-  readonly name: string;
-  /** Gossip IP address. */
-  readonly addr: string;
-  /** Gossip port. */
-  readonly port: number;
-  /** Consul's Serf tags: role, dc, id, port, vsn, build, segment, expect, bootstrap, … */
-  readonly tags: Readonly<Record<string, string>>;
-  readonly status: PoolMemberStatus;
-  readonly protocolMin: number;
-  readonly protocolMax: number;
-  readonly protocolCur: number;
-  readonly delegateMin: number;
-  readonly delegateMax: number;
-  readonly delegateCur: number;
-}
 
 export type PoolMemberEventType = "join" | "leave" | "failed" | "update" | "reap";
 
@@ -76,21 +61,6 @@ export interface GossipPool {
   stop(): Promise<void>;
 }
 
-/** One pool's answer to a keyring operation (Consul's `KeyringResponse`). */
-export interface KeyringPoolResponse {
-  readonly wan: boolean;
-  readonly datacenter: string;
-  readonly segment: string;
-  /** base64 key → number of nodes that have it installed (list only). */
-  readonly keys: Record<string, number>;
-  /** base64 key → number of nodes using it as primary (list only). */
-  readonly primaryKeys: Record<string, number>;
-  readonly numNodes: number;
-  /** node name → error message from that node. */
-  readonly messages: Record<string, string>;
-  /** Set when some nodes failed; the message Consul's CLI prints. */
-  readonly error?: string;
-}
 
 export interface AgentKeyring {
   /** False when gossip encryption is not configured (operations then fail). */
