@@ -185,9 +185,11 @@ export interface AgentConfig {
   warnings: ConfigWarning[];
 }
 
-/** One entry of `watches` (Consul's watch parameters; core/watch's WatchParams plus the handler). */
-export interface WatchConfig {
-  type: "key" | "keyprefix" | "services" | "nodes" | "service" | "checks" | "event";
+export type WatchType = "key" | "keyprefix" | "services" | "nodes" | "service" | "checks" | "event";
+
+/** What a watch looks at (Consul's watch parameters, typed; core/watch runs them). */
+export interface WatchParams {
+  type: WatchType;
   datacenter?: string;
   token?: string;
   stale?: boolean;
@@ -198,6 +200,10 @@ export interface WatchConfig {
   passingonly?: boolean;
   state?: string;
   name?: string;
+}
+
+/** One entry of `watches`: what to watch plus its handler. */
+export interface WatchConfig extends WatchParams {
   handlerType: "script" | "http";
   /** Script handler: the command, run without a shell. */
   args?: string[];

@@ -14,24 +14,10 @@ import type { RawRequest, RawResponse } from "../api/client.ts";
 import { escapeKey } from "../api/kv.ts";
 import type { Clock } from "../clock/clock.ts";
 import { uuidToIndex } from "../http/event.ts";
+import type { WatchParams, WatchType } from "../config/types.ts";
 
-export type WatchType = "key" | "keyprefix" | "services" | "nodes" | "service" | "checks" | "event";
+export type { WatchParams, WatchType } from "../config/types.ts";
 export const watchTypes: readonly WatchType[] = ["key", "keyprefix", "services", "nodes", "service", "checks", "event"];
-
-/** What a watch looks at (Consul's watch parameters, typed). */
-export interface WatchParams {
-  type: WatchType;
-  datacenter?: string;
-  token?: string;
-  stale?: boolean;
-  key?: string;
-  prefix?: string;
-  service?: string;
-  tag?: string[];
-  passingonly?: boolean;
-  state?: string;
-  name?: string;
-}
 
 /** The parameters each type takes besides datacenter, token and stale (funcs.go). */
 export const watchTypeParams: Readonly<Record<WatchType, readonly (keyof WatchParams)[]>> = {
