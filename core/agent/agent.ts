@@ -197,7 +197,7 @@ export async function startAgent(
       await local.syncChanges();
     };
 
-    const agentInfo = describeAgent({ config, nodeId, gossip, local, raftSide: serverNode ?? devServer });
+    const agentInfo = describeAgent({ config, nodeId, gossip, local, raftSide: serverNode ?? devServer, nodeMeta: () => nodeInfo.meta });
     const events = new UserEventStore({ pool: gossip.lan, nodeName: config.nodeName, localServices: () => local.state.services(), clock, logger: logger.named("agent.event") });
     closers.add("user events", () => events.stop());
     const telemetry = startAgentMetrics({ config, clock, lan: gossip.lan, server: serverNode ?? devServer });
@@ -310,7 +310,15 @@ export function listenHosts(value: string): string[] {
 }
 
 /** What `/v1/agent/self` and friends say about this agent. */
-function describeAgent(o: { config: AgentConfig; nodeId: string; gossip: AgentGossip; local: LocalAgent; raftSide: { raftStats(): Record<string, string> } | undefined }): AgentInfo {
+function describeAgent(o: {
+  config: AgentConfig;
+  nodeId: string;
+  gossip: AgentGossip;
+  local: LocalAgent;
+  raftSide: { raftStats(): Record<string, string> } | undefined;
+  /** node_meta as last (re)loaded. */
+  nodeMeta: () => Record<string, string>;
+}): AgentInfo {
   const { config, gossip, local } = o;
   return {
     datacenter: config.datacenter,
@@ -322,7 +330,9 @@ function describeAgent(o: { config: AgentConfig; nodeId: string; gossip: AgentGo
     revision,
     advertiseAddr: config.advertiseAddr || config.bindAddr,
     serfLanPort: config.ports.serfLan,
-    meta: config.nodeMeta,
+    get meta() {
+      return o.nodeMeta();
+    },
     member: () => {
       const m = gossip.lan.localMember();
       return { name: m.name, addr: m.addr, port: m.port, tags: { ...m.tags }, status: memberStatusCode[m.status] ?? memberStatus.alive };

@@ -131,6 +131,8 @@ test("agent: reload applies node_meta to the catalog (Consul reloads node metada
     next = { ...first, nodeMeta: { rack: "r2", zone: "a" } };
     await agent.reload();
     assert.deepEqual(await meta(), { rack: "r2", zone: "a" });
+    const self = (await (await fetch(`http://127.0.0.1:${ports.http}/v1/agent/self`)).json()) as { Meta: Record<string, string> };
+    assert.deepEqual(self.Meta, { rack: "r2", zone: "a" }, "/v1/agent/self shows the reloaded meta");
   } finally {
     await agent.stop();
   }
