@@ -6,19 +6,11 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { useDevAgent } from "./_test_agent.ts";
 import { Semaphore } from "../core/api/lock.ts";
+import { until } from "../core/testing/until.ts";
 import { lockCommand } from "./lock.ts";
 
 const dev = useDevAgent("locker");
 const io = () => dev.io();
-
-async function until(pred: () => Promise<boolean>, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await pred()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`timed out: ${what}`);
-}
 
 test("lock: runs the child holding the lock, returns its exit code, cleans the key", async () => {
   const t = io();

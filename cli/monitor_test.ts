@@ -3,17 +3,17 @@ import { test } from "node:test";
 import { useDevAgent } from "./_test_agent.ts";
 import { testIo } from "./_testing.ts";
 import { runCli } from "./run.ts";
+import { until } from "../core/testing/until.ts";
 
 const dev = useDevAgent("monitored");
 
 test("monitor: follows a real agent's log at trace until interrupted, then exits 0", async () => {
   const io = dev.io();
   const running = runCli(["monitor", "-log-level=trace"], io);
-  const deadline = Date.now() + 5_000;
-  while (!io.stdoutText.includes("request finished") && Date.now() < deadline) {
+  await until(async () => {
     await dev.api.kv.get("monitor-probe").catch(() => {});
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return io.stdoutText.includes("request finished");
+  }, "a request in the monitored log", { intervalMs: 50 });
   assert.match(io.stdoutText, /\[TRACE\] agent\.http: request finished: method=GET url=\/v1\/kv\/monitor-probe/);
   process.emit("SIGINT");
   assert.equal(await running, 0, io.stderrText);

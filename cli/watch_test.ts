@@ -7,6 +7,7 @@ import { ApiClient } from "../core/api/client.ts";
 import { useDevAgent } from "./_test_agent.ts";
 import { parseFlags } from "./_flags.ts";
 import { watchCommand, watchLoop, watchQuery } from "./watch.ts";
+import { until } from "../core/testing/until.ts";
 
 const dev = useDevAgent("watcher");
 const io = () => dev.io();
@@ -22,8 +23,7 @@ test("watch: without a handler prints the current value once", async () => {
   assert.equal(await watchCommand.run(["-type=key", "-key=cfg/missing"], t), 0);
   assert.equal(t.stdoutText.trim(), "null");
   // The dev server's leader reconcile puts the agent's own node in the catalog.
-  const deadline = Date.now() + 5_000;
-  while ((await dev.api.catalog.nodes()).nodes.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(async () => (await dev.api.catalog.nodes()).nodes.length > 0, "the agent's node in the catalog");
   t = io();
   assert.equal(await watchCommand.run(["-type=nodes"], t), 0);
   assert.deepEqual((JSON.parse(t.stdoutText) as Array<{ Node: string }>).map((n) => n.Node), ["watcher"]);
@@ -56,8 +56,7 @@ test("watch loop: the handler sees the initial value, then each change, with a g
     seen.push({ index, nodes: (data as Array<{ Node: { Node: string } }>).map((e) => e.Node.Node) });
   });
   const waitSeen = async (n: number) => {
-    const deadline = Date.now() + 5_000;
-    while (seen.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until(() => seen.length >= n, `${n} answers handed to the handler`);
     assert.equal(seen.length, n, JSON.stringify(seen));
   };
   await waitSeen(1);
@@ -102,10 +101,9 @@ test("watch loop: events, whose 64-bit hash indexes must round-trip exactly (no 
     seen.push((data as Array<{ Name: string }>).map((e) => e.Name));
   });
   const fire = (name: string) => fetch(`http://${dev.addr}/v1/event/fire/${name}`, { method: "PUT", body: "x" });
-  const deadline = Date.now() + 5_000;
-  while (seen.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => seen.length >= 1, "the first answer");
   await fire("deploy");
-  while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until(() => seen.length >= 2, "the deploy event");
   assert.deepEqual(seen.at(-1), ["deploy"]);
   await fire("other");
   await new Promise((r) => setTimeout(r, 300));

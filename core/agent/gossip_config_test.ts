@@ -13,6 +13,7 @@ import { systemClock } from "../clock/mod.ts";
 import { buildConfig } from "../config/mod.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
+import { until } from "../testing/until.ts";
 import { consulTags, SerfPool, startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
 import { allowedCidrs } from "./gossip/start.ts";
 import { reconnectTimeoutOverride } from "./gossip/tags.ts";
@@ -42,13 +43,8 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function until(pred: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Real-time waits on real sockets: 10 s. */
+const tenSeconds = { timeoutMs: 10_000 };
 
 const alive = (p: GossipPool) => p.members().filter((m) => m.status === "alive").map((m) => m.name).sort();
 
@@ -72,7 +68,7 @@ test("encrypt_verify_incoming/outgoing: a plaintext pool is moved onto a key age
       assert.ok(r.joined > 0, `${name} rejoins ${others.join(", ")}: ${r.errors.join("; ")}`);
     }
   };
-  const whole = (what: string) => until(() => [...running.values()].every((g) => alive(g.lan).join(",") === names.join(",")), what);
+  const whole = (what: string) => until(() => [...running.values()].every((g) => alive(g.lan).join(",") === names.join(",")), what, tenSeconds);
   try {
     for (const n of names) await start(n, {});
     await whole("the plaintext pool");
@@ -185,7 +181,7 @@ test("serf_lan_allowed_cidrs: gossip from another network is dropped and counted
     assert.ok(stats.streamsNotAllowed > 0, "the refused connection is counted");
     const ok = await insider.lan.join([target]);
     assert.equal(ok.joined, 1, ok.errors.join("; "));
-    await until(() => alive(a.lan).join(",") === "guard,in", "guard sees only the allowed member");
+    await until(() => alive(a.lan).join(",") === "guard,in", "guard sees only the allowed member", tenSeconds);
   } finally {
     for (const g of [a, outsider, insider]) await g.stop();
   }

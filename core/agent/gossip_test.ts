@@ -11,6 +11,7 @@ import { systemClock } from "../clock/mod.ts";
 import { buildConfig } from "../config/mod.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
+import { until } from "../testing/until.ts";
 import { consulTags, resolveJoinAddr, startGossip, type AgentGossip, type GossipPool } from "./gossip/mod.ts";
 import { loadKeyring } from "./keyring_node.ts";
 import { formatSerfSnapshot, parseSerfSnapshot } from "./serf_snapshot_node.ts";
@@ -30,14 +31,6 @@ function tmp(): string {
 function config(name: string, extra: Partial<AgentConfig> = {}): AgentConfig {
   const base = buildConfig({ dev: true, sources: [], flags: { nodeName: name, ports: { http: -1, dns: -1, serfLan: 0, serfWan: 0, server: 8300 } } });
   return { ...base, ...extra };
-}
-
-async function until(pred: () => boolean, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!pred()) {
-    if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const alive = (p: GossipPool) => p.members().filter((m) => m.status === "alive").map((m) => m.name).sort();

@@ -7,6 +7,7 @@ import * as dgram from "node:dgram";
 import * as net from "node:net";
 import { after, test } from "node:test";
 import { nullLogger } from "../log/mod.ts";
+import { until, within } from "../testing/until.ts";
 import { createNodeTransport, splitHostPort } from "./transport_node.ts";
 import type { NodeTransport, NodeTransportOptions } from "./transport_node.ts";
 import type { StreamResult } from "./driver.ts";
@@ -30,26 +31,6 @@ async function make(extra: Partial<NodeTransportOptions> = {}): Promise<NodeTran
   const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger(), ...extra });
   open.push(t);
   return t;
-}
-
-function within<T>(p: Promise<T>, what: string, ms = 5000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Timed out waiting for ${what}`)), ms);
-    }),
-  ]);
-}
-
-/** Resolves when `pred` holds, checked after each I/O turn. */
-async function until(pred: () => boolean, what: string): Promise<void> {
-  await within(
-    (async () => {
-      while (!pred()) await new Promise((r) => setTimeout(r, 5));
-    })(),
-    what,
-  );
 }
 
 const vsn = new Uint8Array([1, 5, 2, 2, 5, 5]);

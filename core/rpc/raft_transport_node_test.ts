@@ -2,16 +2,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nullLogger } from "../log/logger.ts";
 import type { AppendRequest, RaftMessage, VoteRequest } from "../raft/types.ts";
+import { until } from "../testing/until.ts";
 import { raftMessageMethod, TcpRaftTransport } from "./raft_transport_node.ts";
 import { createRpcServer, RpcClientPool } from "./transport_node.ts";
 
-async function until(pred: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  while (!pred()) {
-    if (performance.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
+/** Poll on every event-loop turn (I/O), failing after 5 s. */
+const eachTurn = { intervalMs: 0 };
 
 async function node(id: string) {
   const server = await createRpcServer({ host: "127.0.0.1", port: 0, logger: nullLogger() });
@@ -40,7 +36,7 @@ test("raft transport: messages cross TCP both ways, validated and intact", async
     assert.equal(a.transport.localAddress, a.server.address);
     const vote: VoteRequest = { type: "vote", from: "a", to: "b", term: 3, pre: true, lastIndex: 10, lastTerm: 2, transfer: false, fromAddress: a.server.address };
     a.transport.send({ id: "b", address: b.server.address }, vote);
-    await until(() => b.inbox.length === 1, "the vote at b");
+    await until(() => b.inbox.length === 1, "the vote at b", eachTurn);
     assert.deepEqual(b.inbox[0], vote);
 
     const append: AppendRequest = {
@@ -58,7 +54,7 @@ test("raft transport: messages cross TCP both ways, validated and intact", async
     };
     // A tick's worth of messages: one socket write.
     for (let i = 0; i < 100; i++) b.transport.send({ id: "a", address: a.server.address }, { ...append, commit: i });
-    await until(() => a.inbox.length === 100, "100 appends at a");
+    await until(() => a.inbox.length === 100, "100 appends at a", eachTurn);
     const first = a.inbox[0] as AppendRequest;
     assert.deepEqual(first.entries, append.entries);
     assert.ok(first.entries[0]!.data instanceof Uint8Array);
@@ -78,7 +74,7 @@ test("raft transport: malformed bodies are counted and dropped", async () => {
     pool.send(a.server.address, raftMessageMethod, { type: "vote", from: "x" });
     pool.send(a.server.address, raftMessageMethod, "junk");
     pool.send(a.server.address, raftMessageMethod, { type: "timeoutNow", from: "x", to: "a", term: 1 });
-    await until(() => a.transport.stats.received === 1, "the good message");
+    await until(() => a.transport.stats.received === 1, "the good message", eachTurn);
     assert.equal(a.transport.stats.invalid, 2);
     assert.equal(a.inbox.length, 1);
     assert.equal(a.inbox[0]!.type, "timeoutNow");
@@ -96,7 +92,7 @@ test("raft transport: sends to a down peer are dropped, never thrown", async () 
   try {
     const msg: RaftMessage = { type: "heartbeat", from: "a", to: "b", term: 1, commit: 0, ctx: 0 };
     assert.doesNotThrow(() => a.transport.send({ id: "b", address: deadAddress }, msg));
-    await until(() => a.pool.stats.connectFailures === 1, "the failed connect");
+    await until(() => a.pool.stats.connectFailures === 1, "the failed connect", eachTurn);
     a.transport.send({ id: "b", address: deadAddress }, msg);
     assert.equal(a.transport.stats.dropped, 1, "dropped during the back-off");
     a.transport.send({ id: "b", address: "not an address" }, msg);

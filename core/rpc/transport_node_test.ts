@@ -7,6 +7,7 @@ import { NotLeaderError, RpcError, RpcTimeoutError, TooLargeError } from "../err
 import { CaptureSink, createLogger } from "../log/logger.ts";
 import type { Logger } from "../log/logger.ts";
 import { SimClock } from "../sim/sim_clock.ts";
+import { until } from "../testing/until.ts";
 import { encodeFrame, FrameKind, rpcProtocolV1 } from "./frame.ts";
 import { createRpcServer, parseAddress, RpcClientPool, rpcHandlers, serveRpcHandlers } from "./transport_node.ts";
 import type { RpcServerHandler, RpcServer } from "./transport_node.ts";
@@ -16,14 +17,8 @@ function logger(sink = new CaptureSink()): Logger {
   return createLogger({ sink, level: "debug" });
 }
 
-/** Waits for a condition across event-loop turns (I/O), failing after a generous bound. */
-async function until(pred: () => boolean, what: string): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  while (!pred()) {
-    if (performance.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
+/** Poll on every event-loop turn (I/O), failing after 5 s. */
+const eachTurn = { intervalMs: 0 };
 
 async function server(handlers: Record<string, RpcServerHandler>, options: { port?: number; maxFrameBytes?: number } = {}): Promise<RpcServer> {
   return createRpcServer({ host: "127.0.0.1", port: options.port ?? 0, handlers, logger: logger(), maxFrameBytes: options.maxFrameBytes });
@@ -55,7 +50,7 @@ test("rpc: many calls in flight on one connection, answered out of order", async
   const pool = new RpcClientPool({ logger: logger() });
   try {
     const calls = Array.from({ length: 50 }, (_, n) => pool.call(s.address, "Test.Echo", { n }));
-    await until(() => waiting.length === 50, "all 50 requests to arrive");
+    await until(() => waiting.length === 50, "all 50 requests to arrive", eachTurn);
     for (const w of waiting.reverse()) w.resolve({ n: w.n, doubled: w.n * 2 });
     const replies = (await Promise.all(calls)) as { n: number; doubled: number }[];
     replies.forEach((r, n) => assert.deepEqual(r, { n, doubled: n * 2 }));
@@ -99,13 +94,13 @@ test("rpc: a call times out with RpcTimeoutError; the late reply is counted and 
   const pool = new RpcClientPool({ logger: logger(), clock });
   try {
     const call = pool.call(s.address, "Test.Slow", {}, { timeoutMs: 1_000 });
-    await until(() => release !== undefined, "the request to arrive");
+    await until(() => release !== undefined, "the request to arrive", eachTurn);
     clock.advance(999);
     clock.advance(1);
     await assert.rejects(call, (e: unknown) => e instanceof RpcTimeoutError && /Test\.Slow.*timed out after 1000 ms/.test(e.message));
     assert.equal(pool.stats.timeouts, 1);
     release!("too late");
-    await until(() => pool.stats.lateResponses === 1, "the late reply");
+    await until(() => pool.stats.lateResponses === 1, "the late reply", eachTurn);
     assert.equal(await pool.call(s.address, "Test.Fast", {}), "fast", "the connection still works");
   } finally {
     pool.close();
@@ -135,7 +130,7 @@ test("rpc: the pool reconnects after the server restarts", async () => {
     assert.equal(await pool.call(s.address, "Test.Ping", {}), "pong-1");
     const address = s.address;
     await s.close();
-    await until(() => pool.size === 0, "the pool to notice the closed connection");
+    await until(() => pool.size === 0, "the pool to notice the closed connection", eachTurn);
     await assert.rejects(pool.call(address, "Test.Ping", {}), RpcError);
     s = await server({ "Test.Ping": () => "pong-2" }, { port });
     assert.equal(await pool.call(address, "Test.Ping", {}), "pong-2");
@@ -153,7 +148,7 @@ test("rpc: calls in flight when the connection drops fail with RpcError", async 
   try {
     const call = pool.call(s.address, "Test.Never", {});
     const failed = assert.rejects(call, (e: unknown) => e instanceof RpcError && /closed/.test(e.message));
-    await until(() => s.stats.requests === 1, "the request to arrive");
+    await until(() => s.stats.requests === 1, "the request to arrive", eachTurn);
     await s.close();
     await failed;
   } finally {
@@ -231,7 +226,7 @@ test("rpc: one-way messages sent in one turn share one socket write", async () =
   const pool = new RpcClientPool({ logger: logger() });
   try {
     for (let i = 0; i < 200; i++) assert.ok(pool.send(s.address, "Test.Note", i));
-    await until(() => got.length === 200, "200 one-way messages");
+    await until(() => got.length === 200, "200 one-way messages", eachTurn);
     assert.deepEqual(got, Array.from({ length: 200 }, (_, i) => i), "in order");
     assert.equal(pool.stats.writes, 1, "one write for the whole turn");
     assert.equal(s.stats.oneWay, 200);
@@ -249,12 +244,12 @@ test("rpc: one-way sends to a dead address are dropped during the back-off, then
   const pool = new RpcClientPool({ logger: logger(), clock, reconnectBackoffMs: 500 });
   try {
     assert.equal(pool.send(dead, "Test.Note", 1), true, "queued while connecting");
-    await until(() => pool.stats.connectFailures === 1, "the connect to fail");
+    await until(() => pool.stats.connectFailures === 1, "the connect to fail", eachTurn);
     assert.equal(pool.send(dead, "Test.Note", 2), false);
     assert.equal(pool.stats.oneWayDropped, 1);
     clock.advance(500);
     assert.equal(pool.send(dead, "Test.Note", 3), true, "tried again after the back-off");
-    await until(() => pool.stats.connectFailures === 2, "the second connect to fail");
+    await until(() => pool.stats.connectFailures === 2, "the second connect to fail", eachTurn);
   } finally {
     pool.close();
   }
@@ -301,10 +296,10 @@ test("rpc: serveRpcHandlers serves a handler table; a caller's disconnect aborts
     assert.equal(await pool.remote(s.address).call("Status.Leader", {}), "10.0.0.7:8300");
     const blocked = pool.call(s.address, "Status.Peers", {});
     const failed = assert.rejects(blocked, RpcError);
-    await until(() => started, "the blocking handler to start");
+    await until(() => started, "the blocking handler to start", eachTurn);
     pool.closeAddress(s.address);
     await failed;
-    await until(() => aborted !== undefined, "the handler's signal to abort");
+    await until(() => aborted !== undefined, "the handler's signal to abort", eachTurn);
     assert.ok(aborted instanceof RpcError);
   } finally {
     pool.close();
@@ -350,7 +345,7 @@ test("rpc: every call gets its own signal: concurrent handlers' abort listeners 
   const pool = new RpcClientPool({ logger: logger() });
   try {
     const calls = Array.from({ length: 50 }, () => pool.call(s.address, "Test.Wait", {}));
-    await until(() => signals.length === 50, "all 50 handlers to start");
+    await until(() => signals.length === 50, "all 50 handlers to start", eachTurn);
     assert.equal(s.stats.accepted, 1, "one connection carried every call");
     const most = Math.max(...signals.map((x) => getEventListeners(x, "abort").length));
     assert.equal(most, 1, `one signal carries ${most} abort listeners at once: the calls share it`);
@@ -364,11 +359,11 @@ test("rpc: every call gets its own signal: concurrent handlers' abort listeners 
     const failed = Promise.all(running.map((c) => assert.rejects(c, RpcError)));
     const late = pool.call(s.address, "Test.Late", {});
     const lateFailed = assert.rejects(late, RpcError);
-    await until(() => signals.length === 20 && lateStarted, "20 more handlers to start");
+    await until(() => signals.length === 20 && lateStarted, "20 more handlers to start", eachTurn);
     pool.closeAddress(s.address);
     await failed;
     await lateFailed;
-    await until(() => signals.every((x) => x.aborted), "the running calls' signals to abort");
+    await until(() => signals.every((x) => x.aborted), "the running calls' signals to abort", eachTurn);
     for (const x of signals) assert.ok(x.reason instanceof RpcError);
     assert.ok(done.every((x) => !x.aborted), "a finished call's signal was aborted by the disconnect");
     finishLate!();

@@ -11,7 +11,7 @@
 // CAIRN_BENCH_WATCHERS (default 1000) the number of watchers.
 import { Agent, request } from "node:http";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
-import { startDevAgent, type DevAgent } from "../e2e/harness.ts";
+import { devAgentAt } from "../e2e/harness.ts";
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const watchers = Number(process.env.CAIRN_BENCH_WATCHERS ?? 1_000);
@@ -135,16 +135,8 @@ async function fanout(): Promise<{ connected: number; wokenByOther: number; answ
 }
 
 async function main(): Promise<void> {
-  let dev: DevAgent | undefined;
-  const given = process.env.CAIRN_BENCH_HTTP_ADDR;
-  if (given) {
-    const at = given.lastIndexOf(":");
-    host = given.slice(0, at);
-    port = Number(given.slice(at + 1));
-  } else {
-    dev = await startDevAgent();
-    port = dev.httpPort;
-  }
+  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR);
+  ({ host, port } = target);
   try {
     console.log(`# catalog benchmark against ${host}:${port}`);
     const reg = await register();
@@ -165,7 +157,7 @@ async function main(): Promise<void> {
     console.log("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     console.log(`| ${watchers} | ${f.connected} | ${f.wokenByOther} | ${f.answered} | ${f.allMs.toFixed(0)} | ${f.p50.toFixed(0)} | ${f.p99.toFixed(0)} | ${f.errors} |`);
   } finally {
-    await dev?.stop();
+    await target.agent?.stop();
   }
 }
 

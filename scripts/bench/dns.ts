@@ -14,7 +14,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startDevAgent, tempDir } from "../e2e/harness.ts";
+import { startDevAgent, tempDir, waitFor } from "../e2e/harness.ts";
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 20);
 const clients = Number(process.env.CAIRN_BENCH_CLIENTS ?? 2);
@@ -103,17 +103,15 @@ async function main(): Promise<void> {
   const agent = await startDevAgent(process.env.CAIRN_BENCH_HCL ? ["-hcl", process.env.CAIRN_BENCH_HCL] : []);
   const dir = tempDir("cairn-bench-dns-");
   try {
-    const dnsPort = Number(/-dns-port=(\d+)/.exec(agent.proc.child.spawnargs.join(" "))?.[1]);
+    const dnsPort = agent.dnsPort;
     const t0 = Date.now();
     await register(agent.http);
     console.log(`registered ${serviceCount} services in ${Date.now() - t0} ms; agent pid ${agent.proc.pid}, DNS port ${dnsPort}`);
-    // Wait for anti-entropy to put them in the catalog.
-    for (let i = 0; i < 200; i++) {
-      const r = await fetch(`${agent.http}/v1/agent/services`);
-      const local = Object.keys((await r.json()) as object).length;
-      if (local >= serviceCount) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Wait for anti-entropy to put them in the catalog (at most 10 s, then go on).
+    await waitFor(async () => Object.keys((await (await fetch(`${agent.http}/v1/agent/services`)).json()) as object).length >= serviceCount, {
+      timeoutMs: 10_000,
+      what: "the services",
+    }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 1_000));
     console.log(`dnsperf: ${seconds} s per phase, ${clients} clients, ${outstanding} outstanding, UDP, no EDNS`);
     console.log(`p50/p99: a separate 5 s run at ${latencyRate} queries/s with per-query latencies`);

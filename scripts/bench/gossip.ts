@@ -8,19 +8,17 @@
 //   - steady state: RSS and CPU per agent over a few seconds of idle gossip.
 // Then both sides and the ratios. Usage:
 //   node --import tsx scripts/bench/gossip.ts [N=50]   (CAIRN_BIN overrides dist/cairn)
-// Everything is killed by PID at the end; each phase has a time limit.
-import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+// Everything is killed by PID at the end (scripts/e2e/harness.ts); each phase has a time limit.
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { Agent as HttpAgent, request } from "node:http";
 import { connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeMultiStream, encode } from "@msgpack/msgpack";
-import { cairnBin, freePort } from "../e2e/harness.ts";
+import { cairnBin, exitOf, serfBin, startAgent, startSerf, waitFor, type Proc } from "../e2e/harness.ts";
+import { sleep, until } from "../../core/testing/until.ts";
 
 const N = Number(process.argv[2] ?? 50);
 const bin = process.env.CAIRN_BIN ?? cairnBin;
-const serfBin = "/usr/bin/serf";
 const phaseLimitMs = 90_000;
 const steadyMs = 5_000;
 const tick = 100; // /proc clock ticks per second (USER_HZ)
@@ -45,27 +43,11 @@ const killPauseMs = 3_000;
 // timeline: who suspected the victim when, how many confirmations); costs a little CPU on both sides.
 const logDir = process.env.BENCH_LOG_DIR;
 const logLevel = logDir ? (process.env.BENCH_LOG_LEVEL ?? "info") : "warn";
-function agentStdio(name: string): ["ignore", number | "ignore", number | "ignore"] {
-  if (!logDir) return ["ignore", "ignore", "ignore"];
+function agentStdio(name: string): "ignore" | { file: string } {
+  if (!logDir) return "ignore";
   mkdirSync(logDir, { recursive: true });
-  const fd = openSync(join(logDir, `${name}.log`), "w");
-  return ["ignore", fd, fd];
+  return { file: join(logDir, `${name}.log`) };
 }
-/** The child holds its own copy of a log file descriptor: close ours. */
-function closeStdio(stdio: readonly (number | "ignore")[]): void {
-  for (const fd of new Set(stdio)) if (typeof fd === "number") closeSync(fd);
-}
-
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-function cleanup(): void {
-  for (const c of children) if (c.pid !== undefined && c.exitCode === null && c.signalCode === null) {
-    try { process.kill(c.pid, "SIGKILL"); } catch { /* gone */ }
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-}
-process.on("exit", cleanup);
-process.on("SIGINT", () => process.exit(130));
 
 function median(xs: number[]): number {
   if (xs.length === 0 || xs.some(Number.isNaN)) return Number.NaN;
@@ -74,13 +56,11 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 interface Member { name: string; status: string }
 
 interface BenchAgent {
   name: string;
-  child: ChildProcess;
+  proc: Proc;
   gossipAddr: string;
   members(): Promise<Member[]>;
   join(addr: string): Promise<void>;
@@ -163,26 +143,17 @@ class SerfRpc {
 }
 
 async function startSerfAgent(i: number): Promise<BenchAgent> {
-  const port = await freePort();
-  const rpcPort = await freePort();
   const name = `serf${i}`;
   // The same member metadata a cairn client gossips (Consul's tags), so both sides move the same bytes;
   // BENCH_SERF_PLAIN=1 runs serf with no tags instead.
   const id = `${(0x10000000 + i).toString(16)}-0000-4000-8000-${String(i).padStart(12, "0")}`;
   const tags = process.env.BENCH_SERF_PLAIN ? [] : ["role=node", "dc=dc1", "segment=", `id=${id}`, "vsn=2", "vsn_min=2", "vsn_max=3", "build=0.1.0:0123abcd"].flatMap((t) => ["-tag", t]);
-  const stdio = agentStdio(name);
-  const child = spawn(serfBin, ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpcPort}`, `-log-level=${logLevel}`, ...tags], { stdio });
-  closeStdio(stdio);
-  children.push(child);
-  let rpc: SerfRpc | undefined;
-  for (let t = 0; !rpc; t++) {
-    try { rpc = await SerfRpc.open(`127.0.0.1:${rpcPort}`); } catch { if (t > 200) throw new Error(`${name} did not start`); await sleep(50); }
-  }
-  const r = rpc;
+  const s = await startSerf(name, { args: [`-log-level=${logLevel}`, ...tags], stdio: agentStdio(name), wait: false });
+  const r = await waitFor(() => SerfRpc.open(s.rpcAddr), { timeoutMs: 10_000, intervalMs: 50, what: `${name} to start`, failOn: exitOf(s.proc, name) });
   return {
     name,
-    child,
-    gossipAddr: `127.0.0.1:${port}`,
+    proc: s.proc,
+    gossipAddr: s.addr,
     async members() {
       const body = (await r.call("members", undefined, true)) as { Members: Array<{ Name: string; Status: string }> };
       return body.Members.map((m) => ({ name: m.Name, status: m.Status }));
@@ -210,28 +181,18 @@ function httpCall(agent: HttpAgent, port: number, method: string, path: string):
 }
 
 async function startCairnAgent(i: number): Promise<BenchAgent> {
-  const port = await freePort();
-  const httpPort = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
-  dirs.push(dir);
   const name = `cairn${i}`;
-  const stdio = agentStdio(name);
-  const child = spawn(bin, ["agent", `-node=${name}`, `-data-dir=${dir}`, "-bind=127.0.0.1", "-client=127.0.0.1", `-serf-lan-port=${port}`, `-http-port=${httpPort}`, "-dns-port=-1", `-log-level=${logLevel}`], { stdio });
-  closeStdio(stdio);
-  children.push(child);
+  // `agent -node -data-dir -bind -client -serf-lan-port -http-port -dns-port=-1 -log-level`.
+  const a = await startAgent(name, { args: [`-log-level=${logLevel}`], bin, stdio: agentStdio(name), ready: false });
   // One kept-alive connection per agent over node:http: the poller shares the machine with the
   // agents, and fetch (undici) took several times the CPU per request.
   const keepAlive = new HttpAgent({ keepAlive: true, maxSockets: 2 });
-  const call = (method: string, path: string) => httpCall(keepAlive, httpPort, method, path);
-  for (let t = 0; ; t++) {
-    try { if ((await call("GET", "/v1/agent/self")).status === 200) break; } catch { /* not yet */ }
-    if (child.exitCode !== null || t > 400) throw new Error(`${name} did not start`);
-    await sleep(50);
-  }
+  const call = (method: string, path: string) => httpCall(keepAlive, a.httpPort, method, path);
+  await waitFor(async () => (await call("GET", "/v1/agent/self")).status === 200, { timeoutMs: 20_000, intervalMs: 50, what: `${name} to start`, failOn: exitOf(a.proc, name) });
   return {
     name,
-    child,
-    gossipAddr: `127.0.0.1:${port}`,
+    proc: a.proc,
+    gossipAddr: a.serfAddr,
     async members() {
       const r = await call("GET", "/v1/agent/members");
       if (r.status !== 200) throw new Error(`members: HTTP ${r.status}`);
@@ -258,7 +219,7 @@ function deciles(xs: number[]): string {
  * answer held back the next look at all the others, and an agent's time read late by up to a
  * whole round. An agent's time is when the answer that satisfied pred arrived.
  */
-async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: Member[]) => boolean, doneAt?: number[]): Promise<number> {
+async function untilAll(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: Member[]) => boolean, doneAt?: number[]): Promise<number> {
   let done = 0;
   let fewestAlive = Infinity;
   let last = Number.NaN;
@@ -268,20 +229,15 @@ async function until(agents: BenchAgent[], t0: number, pred: (a: BenchAgent, m: 
     fewestAlive = Infinity;
   }, traceEveryMs) : undefined;
   await Promise.all(agents.map(async (a) => {
-    while (performance.now() < deadline) {
-      try {
-        const m = await a.members();
-        fewestAlive = Math.min(fewestAlive, m.filter((x) => x.status === "alive").length);
-        if (pred(a, m)) {
-          const at = performance.now() - t0;
-          done++;
-          doneAt?.push(at);
-          last = Number.isNaN(last) ? at : Math.max(last, at);
-          return;
-        }
-      } catch { /* retry */ }
-      await sleep(pollMs);
-    }
+    const at = await until(async () => {
+      const m = await a.members();
+      fewestAlive = Math.min(fewestAlive, m.filter((x) => x.status === "alive").length);
+      return pred(a, m) ? performance.now() - t0 : undefined;
+    }, `${a.name} to agree`, { timeoutMs: Math.max(0, deadline - performance.now()), intervalMs: pollMs }).catch(() => undefined);
+    if (at === undefined) return;
+    done++;
+    doneAt?.push(at);
+    last = Number.isNaN(last) ? at : Math.max(last, at);
   }));
   clearInterval(tracer);
   return done === agents.length ? last : Number.NaN;
@@ -325,7 +281,7 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   const t0 = performance.now();
   const benchCpu0 = process.cpuUsage();
   let joinErrors = 0;
-  const c0 = agents.map((a) => procTimes(a.child.pid!));
+  const c0 = agents.map((a) => procTimes(a.proc.pid));
   let firstJoinError = "";
   const joinedAt: number[] = [];
   // Both clocks, to line the storm up with agent logs (epoch) and `perf record -k CLOCK_MONOTONIC`.
@@ -337,24 +293,24 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   const joinMs = performance.now() - t0;
   if (joinErrors > 0) console.log(`  ${joinErrors} of ${N - 1} join requests failed (the node still joins later through gossip), e.g. ${firstJoinError}`);
   const doneAt: number[] = [];
-  const convergeMs = await until(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N, doneAt);
+  const convergeMs = await untilAll(agents, t0, (_a, m) => m.filter((x) => x.status === "alive").length === N, doneAt);
   if (trace) {
     console.log(`    join calls returned (10/25/50/75/90/100%): ${deciles(joinedAt)} ms`);
     console.log(`    agents saw all ${N} (10/25/50/75/90/100%): ${deciles(doneAt)} ms`);
     const benchCpu = process.cpuUsage(benchCpu0);
     console.log(`    this bench process used ${((benchCpu.user + benchCpu.system) / 1e6).toFixed(2)} CPU-s meanwhile`);
   }
-  const c1 = agents.map((a) => procTimes(a.child.pid!));
+  const c1 = agents.map((a) => procTimes(a.proc.pid));
   const stormCpuS = c1.reduce((s, x, i) => s + (x.cpuTicks - c0[i]!.cpuTicks), 0) / tick;
   console.log(`  all-see-all: ${convergeMs.toFixed(0)} ms (join calls returned after ${joinMs.toFixed(0)} ms; agents used ${stormCpuS.toFixed(1)} CPU-s in all, agent 0 ${((c1[0]!.cpuTicks - c0[0]!.cpuTicks) / tick).toFixed(1)} CPU-s)`);
 
   // Steady state: RSS and CPU per agent over steadyMs.
   await sleep(2_000);
-  const before = agents.map((a) => procTimes(a.child.pid!));
+  const before = agents.map((a) => procTimes(a.proc.pid));
   const w0 = performance.now();
   await sleep(steadyMs);
   const wallS = (performance.now() - w0) / 1000;
-  const after = agents.map((a) => procTimes(a.child.pid!));
+  const after = agents.map((a) => procTimes(a.proc.pid));
   const cpuPct = after.reduce((s, x, i) => s + (x.cpuTicks - before[i]!.cpuTicks), 0) / tick / wallS / N * 100;
   const rssMiB = after.reduce((s, x) => s + x.rssKiB, 0) / N / 1024;
   const anonMiB = after.reduce((s, x) => s + x.anonKiB, 0) / N / 1024;
@@ -370,10 +326,10 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
     dead.add(victim);
     const others = agents.filter((a) => !dead.has(a));
     const k0 = performance.now();
-    process.kill(victim.child.pid!, "SIGKILL");
+    process.kill(victim.proc.pid, "SIGKILL");
     if (logDir) console.log(`  killed ${victim.name} at ${new Date().toISOString()}`);
     const markedAt: number[] = [];
-    const ms = await until(others, k0, (_a, m) => m.some((x) => x.name === victim.name && x.status === "failed"), markedAt);
+    const ms = await untilAll(others, k0, (_a, m) => m.some((x) => x.name === victim.name && x.status === "failed"), markedAt);
     detectAll.push(ms);
     console.log(`  kill -9 ${victim.name} → failed everywhere: ${ms.toFixed(0)} ms`);
     if (trace) console.log(`    agents saw it failed (10/25/50/75/90/100%): ${deciles(markedAt)} ms`);
@@ -383,7 +339,7 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
 
   for (const a of agents) {
     a.close();
-    if (a.child.exitCode === null && a.child.signalCode === null) process.kill(a.child.pid!, "SIGKILL");
+    void a.proc.kill("SIGKILL");
   }
   await sleep(500);
   return { startMs, convergeMs, detectMs, rssMiB, anonMiB, fileMiB, cpuPct };
@@ -407,5 +363,4 @@ console.log(`${"  of which RssAnon".padEnd(30)} ${`${cairn.anonMiB.toFixed(1)} M
 console.log(`${"  of which RssFile".padEnd(30)} ${`${cairn.fileMiB.toFixed(1)} MiB`.padStart(10)} ${`${serf.fileMiB.toFixed(1)} MiB`.padStart(10)}`);
 row("idle CPU per agent", cairn.cpuPct, serf.cpuPct, "%");
 console.log(`targets: all-see-all ≤ 1500 ms (${cairn.convergeMs <= 1500 ? "met" : "NOT met"}), detection ≤ 1.0× serf${kills > 1 ? " (medians)" : ""} (${cairn.detectMs <= serf.detectMs ? "met" : "NOT met"}), idle RSS ≤ 50 MiB (${cairn.rssMiB <= 50 ? "met" : "NOT met"})`);
-cleanup();
 process.exit(0);

@@ -15,13 +15,11 @@
 // takes CAIRN_BENCH_WARMUP_SECONDS (default 1) of uncounted PUTs at 16
 // connections, so the first measured phase does not time a cold JIT (ours)
 // or a cold page cache and freshly elected cluster (both).
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
-import { loadavg, tmpdir } from "node:os";
+import { loadavg } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../e2e/harness.ts";
-import { makeCluster, waitForLeader, type Cluster } from "../e2e/raft_cluster.ts";
+import { freePort, makeCluster, startProcess, tempDir, waitFor, waitForLeader, type Cluster, type Proc } from "../e2e/harness.ts";
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
@@ -213,16 +211,20 @@ function fmt(r: Result): string {
   return `${r.opsPerSec.toFixed(0).padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms  servers' CPU ${r.serverCpuUsPerOp.toFixed(0).padStart(5)} us/op  errors ${r.errors}`;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+interface Etcd {
+  procs: Proc[];
+  leaderPort: number;
+  dir: { path: string; remove(): void };
+}
 
-async function startEtcd(): Promise<{ procs: ChildProcess[]; leaderPort: number; dir: string }> {
-  const dir = mkdtempSync(join(tmpdir(), "cairn-bench-etcd-"));
-  const members = [];
+async function startEtcd(): Promise<Etcd> {
+  const dir = tempDir("cairn-bench-etcd-");
+  const members: Array<{ name: string; client: number; peer: number }> = [];
   for (let i = 1; i <= 3; i++) members.push({ name: `e${i}`, client: await freePort(), peer: await freePort() });
   const initial = members.map((m) => `${m.name}=http://127.0.0.1:${m.peer}`).join(",");
-  const procs = members.map((m) => spawn("/usr/bin/etcd", [
+  const procs = members.map((m) => startProcess("/usr/bin/etcd", [
     "--name", m.name,
-    "--data-dir", join(dir, m.name),
+    "--data-dir", join(dir.path, m.name),
     "--listen-client-urls", `http://127.0.0.1:${m.client}`,
     "--advertise-client-urls", `http://127.0.0.1:${m.client}`,
     "--listen-peer-urls", `http://127.0.0.1:${m.peer}`,
@@ -231,27 +233,30 @@ async function startEtcd(): Promise<{ procs: ChildProcess[]; leaderPort: number;
     "--initial-cluster-state", "new",
     "--initial-cluster-token", "cairn-bench",
     "--log-level", "error",
-  ], { stdio: ["ignore", "ignore", "ignore"] }));
+  ], { stdio: "ignore" }));
   const probe = new Agent({ keepAlive: false });
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
+  /** The client port of the member that says it is the leader. */
+  const leaderPort = async (): Promise<number | undefined> => {
     for (const m of members) {
       try {
         const r = await httpCall(probe, { host: "127.0.0.1", port: m.client }, "POST", "/v3/maintenance/status", Buffer.from("{}"));
         if (r.status !== 200) continue;
         const s = JSON.parse(r.body.toString()) as { header?: { member_id?: string }; leader?: string };
-        if (s.leader && s.leader !== "0" && s.header?.member_id === s.leader) return { procs, leaderPort: m.client, dir };
+        if (s.leader && s.leader !== "0" && s.header?.member_id === s.leader) return m.client;
       } catch { /* not up yet */ }
     }
-    await sleep(100);
-  }
-  for (const p of procs) if (p.pid) process.kill(p.pid, "SIGKILL");
-  throw new Error("etcd cluster has no leader after 30 s");
+    return undefined;
+  };
+  const port = await waitFor(leaderPort, { timeoutMs: 30_000, intervalMs: 100, what: "a leader in the etcd cluster" }).catch(async (err: unknown) => {
+    for (const p of procs) await p.kill();
+    throw err;
+  });
+  return { procs, leaderPort: port, dir };
 }
 
 async function main(): Promise<void> {
   let cluster: Cluster | undefined;
-  let etcd: { procs: ChildProcess[]; leaderPort: number; dir: string } | undefined;
+  let etcd: Etcd | undefined;
   try {
     console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader`);
     console.log(`# both clusters run side by side; each phase alternates between them in ${rounds} slices of ${(seconds / rounds).toFixed(2)}s`);
@@ -263,7 +268,7 @@ async function main(): Promise<void> {
     etcd = await startEtcd();
     const [cairn, etcdResults] = await runAll([
       cairnTarget(leader.http, cluster.servers.map((x) => x.proc?.pid ?? -1)),
-      etcdTarget(etcd.leaderPort, etcd.procs.map((p) => p.pid ?? -1)),
+      etcdTarget(etcd.leaderPort, etcd.procs.map((p) => p.pid)),
     ]) as [Map<string, Result>, Map<string, Result>];
 
     console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
@@ -277,8 +282,8 @@ async function main(): Promise<void> {
   } finally {
     await cluster?.stopAll();
     cluster?.root.remove();
-    for (const p of etcd?.procs ?? []) if (p.pid !== undefined && p.exitCode === null) process.kill(p.pid, "SIGKILL");
-    if (etcd) rmSync(etcd.dir, { recursive: true, force: true });
+    for (const p of etcd?.procs ?? []) await p.kill();
+    etcd?.dir.remove();
   }
 }
 

@@ -9,14 +9,12 @@
 // The machine may be shared: besides ops/s, each row shows the CPU time the
 // agent spent per request (from /proc/<pid>/stat), and "ops/s per agent core"
 // = 1e6 / that, the rate the agent could serve given one whole core.
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
-import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { cairnBin, devAgentAt, waitFor, type Agent as CairnAgent } from "../e2e/harness.ts";
+import { sleep } from "../../core/testing/until.ts";
 
-const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const watchers = Number(process.env.CAIRN_BENCH_WATCHERS ?? 10_000);
 const phases = new Set((process.env.CAIRN_BENCH_PHASES ?? "kv,fanout").split(","));
@@ -25,8 +23,7 @@ const value = Buffer.alloc(64, "v");
 
 let host = "127.0.0.1";
 let port = 0;
-let child: ChildProcess | undefined;
-let childOutput = "";
+let dev: CairnAgent | undefined;
 let agentPid: number | undefined = process.env.CAIRN_BENCH_PID ? Number(process.env.CAIRN_BENCH_PID) : undefined;
 
 /** CPU seconds (user + system) the agent process has used, or NaN when unknown. */
@@ -46,49 +43,20 @@ function httpCall(agent: Agent, method: string, path: string, body?: Buffer): Pr
   return sharedHttpCall({ host, port }, agent, method, path, body);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const a = srv.address();
-      srv.close(() => ok(typeof a === "object" && a ? a.port : 0));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
+/** The agent at CAIRN_BENCH_HTTP_ADDR once it has a leader, else `dist/cairn agent -dev -http-port=<free>`. */
 async function startAgent(): Promise<void> {
-  const given = process.env.CAIRN_BENCH_HTTP_ADDR;
-  if (given) {
-    const at = given.lastIndexOf(":");
-    host = given.slice(0, at);
-    port = Number(given.slice(at + 1));
-  } else {
-    const bin = join(root, "dist/cairn");
-    if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`npm run build\` first`);
-    port = await freePort();
-    child = spawn(bin, ["agent", "-dev", `-http-port=${port}`], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
-    agentPid = child.pid;
-    child.stdout?.on("data", (d: Buffer) => { childOutput = (childOutput + d.toString()).slice(-8000); });
-    child.stderr?.on("data", (d: Buffer) => { childOutput = (childOutput + d.toString()).slice(-8000); });
+  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR, { ports: "http", bin: cairnBin });
+  ({ host, port } = target);
+  dev = target.agent;
+  if (dev) {
+    agentPid = dev.proc.pid;
+    return;
   }
   const probe = new Agent({ keepAlive: false });
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child && child.exitCode !== null) break;
-    try {
-      const r = await httpCall(probe, "GET", "/v1/status/leader");
-      if (r.status === 200 && r.body.toString() !== '""') return;
-    } catch { /* not up yet */ }
-    await sleep(100);
-  }
-  throw new Error(`agent on ${host}:${port} has no leader after 30 s\n${childOutput}`);
-}
-
-function stopAgent(): void {
-  if (child?.pid !== undefined && child.exitCode === null) process.kill(child.pid, "SIGKILL");
+  await waitFor(async () => {
+    const r = await httpCall(probe, "GET", "/v1/status/leader");
+    return r.status === 200 && r.body.toString() !== '""';
+  }, { timeoutMs: 30_000, intervalMs: 100, what: `a leader on ${host}:${port}` });
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -290,4 +258,4 @@ main()
     console.error(err instanceof Error ? err.message : String(err));
     process.exitCode = 1;
   })
-  .finally(stopAgent);
+  .finally(() => dev?.stop());

@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cairnBin, freePort, run, startDevAgent, startProcess, tempDir, waitFor, type DevAgent } from "./harness.ts";
+import { cairnBin, run, startDevAgent, tempDir, waitFor, type DevAgent } from "./harness.ts";
 
 describe("dist/cairn without an agent", () => {
   test("version prints the version, -format=json is JSON", async () => {
@@ -170,8 +170,7 @@ describe("dist/cairn kv against a dev agent", () => {
   });
 
   test("a second agent on the same HTTP port says which port is taken", async () => {
-    const others = [`-dns-port=${await freePort()}`, `-serf-lan-port=${await freePort()}`, `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`];
-    const second = startProcess(cairnBin, ["agent", "-dev", `-http-port=${agent.httpPort}`, ...others]);
+    const { proc: second } = await startDevAgent([], { use: { http: agent.httpPort }, ready: false });
     const code = await Promise.race([second.exited, new Promise((r) => setTimeout(() => r("still running"), 15_000))]);
     if (code === "still running") await second.kill();
     assert.equal(code, 1, second.output());

@@ -9,36 +9,7 @@
 // other client takes over while the one through the dead agent stops its child.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cairnBin, freePort, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
-import { useCleanup } from "./cleanup.ts";
-
-const cleanup = useCleanup();
-
-interface Agent {
-  name: string;
-  proc: Proc;
-  http: string;
-  serfPort: number;
-}
-
-async function startAgent(name: string, extra: string[], env: Record<string, string> = {}): Promise<Agent> {
-  const dir = tempDir(`cairn-cluster-${name}-`);
-  cleanup.dir(dir);
-  const httpPort = await freePort();
-  const serfPort = await freePort();
-  const proc = startProcess(cairnBin, [
-    "agent", `-node=${name}`, `-data-dir=${dir.path}`, "-bind=127.0.0.1", "-client=127.0.0.1",
-    `-serf-lan-port=${serfPort}`, `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`,
-    `-http-port=${httpPort}`, "-dns-port=-1", ...extra,
-  ], { env });
-  cleanup.proc(proc);
-  const http = `http://127.0.0.1:${httpPort}`;
-  await waitFor(async () => {
-    if (proc.child.exitCode !== null) throw new Error(`agent ${name} exited:\n${proc.output()}`);
-    return (await fetch(`${http}/v1/agent/self`)).ok;
-  }, { timeoutMs: 20_000, what: `agent ${name}` });
-  return { name, proc, http, serfPort };
-}
+import { cairnBin, startAgent, startProcess, waitFor, type Agent } from "./harness.ts";
 
 async function getJson<T>(url: string): Promise<T> {
   const r = await fetch(url);
@@ -65,13 +36,11 @@ function tail(a: Agent): string {
 }
 
 test("cluster catalog: server + two clients, serfHealth, cross-agent reads, TTL expiry, anti-entropy repair, kill -9 invalidates sessions", { timeout: 180_000 }, async () => {
-  const srv = await startAgent("srv", ["-server", "-bootstrap-expect=1"]);
-  await waitFor(async () => (await getJson<string>(`${srv.http}/v1/status/leader`)) !== "", { timeoutMs: 30_000, what: "a leader" })
-    .catch((err) => { throw new Error(`${String(err)}${tail(srv)}`); });
+  const srv = await startAgent("srv", { server: true, args: ["-bootstrap-expect=1"], ready: "leader" });
   // Short anti-entropy period on the clients so the repair is seen in seconds (Consul's ae_interval is 1m).
   const env = { CAIRN_AE_INTERVAL_MS: "1000" };
-  const c1 = await startAgent("c1", [`-join=127.0.0.1:${srv.serfPort}`], env);
-  const c2 = await startAgent("c2", [`-join=127.0.0.1:${srv.serfPort}`], env);
+  const c1 = await startAgent("c1", { args: [`-join=${srv.serfAddr}`], env });
+  const c2 = await startAgent("c2", { args: [`-join=${srv.serfAddr}`], env });
 
   // 1. Leader reconcile: every member with a passing serfHealth; the server's consul service.
   await waitFor(async () => {
@@ -112,10 +81,8 @@ test("cluster catalog: server + two clients, serfHealth, cross-agent reads, TTL 
   assert.equal((await put(`${c1.http}/v1/kv/service/leader?acquire=${sid}`, "c1")).trim(), "true");
   // `cairn lock` through c1 holds e2e/lock; the same lock through c2 waits for it.
   const holder = startProcess(cairnBin, ["lock", `-http-addr=${c1.http}`, "e2e/lock", "echo c1-held; sleep 60"]);
-  cleanup.proc(holder);
   await waitFor(() => holder.output().includes("c1-held"), { what: "cairn lock holding through c1" });
   const waiter = startProcess(cairnBin, ["lock", `-http-addr=${c2.http}`, "e2e/lock", 'echo "c2-held $CONSUL_LOCK_HELD"']);
-  cleanup.proc(waiter);
   await c1.proc.kill("SIGKILL");
   await waitFor(async () => (await serfStatus(c2, "c1")) === "critical", { timeoutMs: 60_000, what: "c1 serfHealth critical after kill -9" })
     .catch((err) => { throw new Error(`${String(err)}${tail(srv)}`); });

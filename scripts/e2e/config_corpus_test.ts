@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { cairnBin, freePort, root, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
+import { cairnBin, root, startAgentProcess, tempDir, waitFor, type Proc } from "./harness.ts";
 
 const corpus = join(root, "core/config/testdata/consul_corpus");
 
@@ -28,24 +28,8 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
     assert.doesNotMatch(server, /10\.0\.1\.|\/opt\/consul|\/var\/log/, "server.hcl moved to loopback, a temporary data dir and log directory");
     mkdirSync(join(dir.path, "log"));
     writeFileSync(join(configDir, "server.hcl"), server);
-    const httpPort = await freePort();
-    http = `http://127.0.0.1:${httpPort}`;
-    proc = startProcess(cairnBin, [
-      "agent",
-      `-config-dir=${configDir}`,
-      `-http-port=${httpPort}`,
-      `-dns-port=${await freePort()}`,
-      `-serf-lan-port=${await freePort()}`,
-      `-serf-wan-port=${await freePort()}`,
-      `-server-port=${await freePort()}`,
-    ]);
-    await waitFor(async () => {
-      if (proc.child.exitCode !== null) throw new Error(`agent exited early:\n${proc.output()}`);
-      const r = await fetch(`${http}/v1/status/leader`);
-      return r.ok && (await r.text()) !== '""';
-    }, { timeoutMs: 30_000, what: `the agent on ${http} to elect itself` }).catch((err) => {
-      throw new Error(`${String(err)}\n--- agent output ---\n${proc.output()}`);
-    });
+    const agent = await startAgentProcess([`-config-dir=${configDir}`], { bin: cairnBin, name: "corpus" });
+    ({ proc, http } = agent);
   });
 
   after(async () => {

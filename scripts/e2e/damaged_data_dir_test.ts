@@ -8,40 +8,17 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, tempDir, waitFor, type Proc } from "./harness.ts";
-import { getJson, startCairn } from "./raft_cluster.ts";
+import { getJson, startAgent, tempDir, waitFor, waitUp, type Agent } from "./harness.ts";
 
 const root = tempDir("cairn-damaged-e2e-");
-const procs: Proc[] = [];
-after(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
+after(() => {
   if (process.env.KEEP_E2E_DIRS) console.log(`kept ${root.path}`);
   else root.remove();
 });
 
-interface Server {
-  proc: Proc;
-  http: number;
-}
-
-async function start(dir: string): Promise<Server> {
-  const http = await freePort();
-  const proc = startCairn([
-    "agent", "-server", "-bootstrap-expect=1", `-data-dir=${dir}`, "-node=s1", "-bind=127.0.0.1", "-client=127.0.0.1",
-    `-http-port=${http}`, "-dns-port=-1", `-serf-lan-port=${await freePort()}`, `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`,
-  ]);
-  procs.push(proc);
-  return { proc, http };
-}
-
-async function waitForLeader(s: Server): Promise<void> {
-  await waitFor(async () => {
-    if (s.proc.child.exitCode !== null) throw new Error(`the server exited:\n${s.proc.output()}`);
-    const leader = await getJson(`http://127.0.0.1:${s.http}/v1/status/leader`);
-    return typeof leader === "string" && leader !== "";
-  }, { timeoutMs: 30_000, what: "a leader" }).catch((err) => {
-    throw new Error(`${String(err)}\n--- output ---\n${s.proc.output().slice(-4000)}`);
-  });
+/** The one server, on the data dir `dir`; not waited for. */
+function start(dir: string): Promise<Agent> {
+  return startAgent("s1", { server: true, dir, args: ["-bootstrap-expect=1"], ready: false });
 }
 
 /** The server must exit non-zero on its own, saying what is wrong with `file`. */
@@ -64,10 +41,10 @@ function segmentsOf(dir: string): string[] {
 test("a damaged data dir: a torn log tail is cut and the server starts; other damage stops it naming the file", { timeout: 240_000 }, async () => {
   const pristine = join(root.path, "pristine");
   const first = await start(pristine);
-  await waitForLeader(first);
+  await waitUp(first, "leader");
   const keys = 25;
   for (let i = 0; i < keys; i++) {
-    const r = await fetch(`http://127.0.0.1:${first.http}/v1/kv/damage/k${i}`, { method: "PUT", body: `v${i}` });
+    const r = await fetch(`${first.http}/v1/kv/damage/k${i}`, { method: "PUT", body: `v${i}` });
     assert.equal(r.status, 200, await r.text());
   }
   await first.proc.kill("SIGTERM");
@@ -86,10 +63,10 @@ test("a damaged data dir: a torn log tail is cut and the server starts; other da
     const last = join(dir, "raft", segmentsOf(dir).at(-1)!);
     appendFileSync(last, new Uint8Array([0, 0, 1, 0, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3]));
     const s = await start(dir);
-    await waitForLeader(s);
+    await waitUp(s, "leader");
     // Every write was acknowledged before the stop, so the cut record is the junk only: all keys are there.
     const entries = await waitFor(async () => {
-      const e = await getJson(`http://127.0.0.1:${s.http}/v1/kv/damage/?recurse`, 10_000);
+      const e = await getJson(`${s.http}/v1/kv/damage/?recurse`, 10_000);
       return Array.isArray(e) && e.length === keys ? e : undefined;
     }, { timeoutMs: 30_000, what: `all ${keys} keys after the restart` }).catch((err) => {
       throw new Error(`${String(err)}\n--- output ---\n${s.proc.output().slice(-3000)}`);

@@ -11,7 +11,7 @@ import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as dnsPacket from "dns-packet";
-import { cairnBin, freePort, run, startDevAgent, startProcess, tempDir, waitFor, type DevAgent } from "./harness.ts";
+import { freePort, run, startDevAgent, tempDir, waitFor, type DevAgent } from "./harness.ts";
 
 const digBin = "/usr/bin/dig";
 
@@ -24,12 +24,6 @@ interface DigResult {
   ednsUdp?: number;
   server: string;
   raw: string;
-}
-
-function dnsPortOf(agent: DevAgent): number {
-  const m = /-dns-port=(\d+)/.exec(agent.proc.child.spawnargs.join(" "));
-  if (!m) throw new Error("no -dns-port in the agent's arguments");
-  return Number(m[1]);
 }
 
 async function dig(port: number, args: string[]): Promise<DigResult> {
@@ -114,7 +108,7 @@ describe("DNS interface of dist/cairn agent -dev, with dig", { skip: !existsSync
       `-recursor=127.0.0.1:${resolver.port}`,
       `-config-file=${config}`,
     ]);
-    port = dnsPortOf(agent);
+    port = agent.dnsPort;
     for (let i = 1; i <= 8; i++) {
       await put(agent, "/v1/agent/service/register", {
         ID: `web-${i}`,
@@ -237,7 +231,7 @@ describe("DNS interface of dist/cairn agent -dev, with dig", { skip: !existsSync
   test("without recursors, names outside the domain are REFUSED", async () => {
     const plain = await startDevAgent(["-node=plain"]);
     try {
-      const r = await dig(dnsPortOf(plain), ["www.example.test", "A"]);
+      const r = await dig(plain.dnsPort, ["www.example.test", "A"]);
       assert.equal(r.status, "REFUSED", r.raw);
       assert.equal(r.flags.includes("ra"), false);
     } finally {
@@ -250,7 +244,7 @@ describe("DNS under Deno 2", { skip: !existsSync(digBin) && "dig is not installe
   test("the same sources serve DNS over UDP and TCP", async () => {
     const agent = await startDevAgent(["-node=deno-node"], { runtime: "deno" });
     try {
-      const port = dnsPortOf(agent);
+      const port = agent.dnsPort;
       const soa = await dig(port, ["consul.", "SOA"]);
       assert.equal(soa.status, "NOERROR", soa.raw);
       assert.equal(data(soa.answer, "SOA").length, 1);
@@ -269,9 +263,7 @@ describe("DNS port in use", () => {
     const holder = createSocket("udp4");
     await new Promise<void>((r) => holder.bind(dnsPort, "127.0.0.1", () => r()));
     try {
-      const ports = [`-http-port=${await freePort()}`, `-dns-port=${dnsPort}`, `-serf-lan-port=${await freePort()}`,
-        `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`];
-      const proc = startProcess(cairnBin, ["agent", "-dev", ...ports]);
+      const { proc } = await startDevAgent([], { use: { dns: dnsPort }, ready: false });
       const timer = setTimeout(() => void proc.kill(), 30_000);
       const code = await proc.exited;
       clearTimeout(timer);

@@ -4,50 +4,18 @@
 // after -retry-max with exit 1, and kill -9 is marked failed.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { cairnBin, freePort, run, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
-import { useCleanup } from "./cleanup.ts";
+import { cairnBin, freePort, run, startAgent, waitFor, type Agent } from "./harness.ts";
 
-const cleanup = useCleanup();
-
-export interface ClientAgent {
-  name: string;
-  proc: Proc;
-  http: string;
-  httpAddr: string;
-  serfPort: number;
-}
-
-/** A cairn client agent on loopback with its own data dir and free ports. */
-export async function startClient(name: string, extra: string[] = [], options: { wait?: boolean } = {}): Promise<ClientAgent> {
-  const dir = tempDir(`cairn-gossip-${name}-`);
-  cleanup.dir(dir);
-  const httpPort = await freePort();
-  const serfPort = await freePort();
-  const proc = startProcess(cairnBin, [
-    "agent", `-node=${name}`, `-data-dir=${dir.path}`, "-bind=127.0.0.1", "-client=127.0.0.1",
-    `-serf-lan-port=${serfPort}`, `-http-port=${httpPort}`, "-dns-port=-1", ...extra,
-  ]);
-  cleanup.proc(proc);
-  const http = `http://127.0.0.1:${httpPort}`;
-  if (options.wait !== false) {
-    await waitFor(async () => {
-      if (proc.child.exitCode !== null) throw new Error(`agent ${name} exited:\n${proc.output()}`);
-      return (await fetch(`${http}/v1/agent/self`)).ok;
-    }, { timeoutMs: 20_000, what: `agent ${name}` });
-  }
-  return { name, proc, http, httpAddr: `127.0.0.1:${httpPort}`, serfPort };
-}
-
-export async function memberStatuses(a: ClientAgent): Promise<Record<string, number>> {
+async function memberStatuses(a: Agent): Promise<Record<string, number>> {
   const r = await fetch(`${a.http}/v1/agent/members`);
   const list = (await r.json()) as Array<{ Name: string; Status: number }>;
   return Object.fromEntries(list.map((m) => [m.Name, m.Status]));
 }
 
 test("gossip e2e: two cairn clients join, list each other, see events, leave", async () => {
-  const a = await startClient("ga");
-  const b = await startClient("gb");
-  const j = await run(cairnBin, ["join", `-http-addr=${b.httpAddr}`, `127.0.0.1:${a.serfPort}`]);
+  const a = await startAgent("ga");
+  const b = await startAgent("gb");
+  const j = await run(cairnBin, ["join", `-http-addr=${b.httpAddr}`, a.serfAddr]);
   assert.equal(j.code, 0, j.stderr);
   assert.match(j.stdout, /Successfully joined cluster by contacting 1 nodes\./);
   for (const x of [a, b]) {
@@ -84,8 +52,8 @@ test("gossip e2e: two cairn clients join, list each other, see events, leave", a
 });
 
 test("gossip e2e: kill -9 is marked failed; force-leave makes it left", async () => {
-  const a = await startClient("ka");
-  const b = await startClient("kb", [`-join=127.0.0.1:${a.serfPort}`]);
+  const a = await startAgent("ka");
+  const b = await startAgent("kb", { args: [`-join=${a.serfAddr}`] });
   await waitFor(async () => (await memberStatuses(a)).kb === 1, { what: "kb alive on ka" });
   await b.proc.kill("SIGKILL");
   await waitFor(async () => (await memberStatuses(a)).kb === 4, { timeoutMs: 30_000, what: "kb failed on ka" });
@@ -99,7 +67,7 @@ test("gossip e2e: kill -9 is marked failed; force-leave makes it left", async ()
 
 test("gossip e2e: -retry-join gives up after -retry-max with exit 1", async () => {
   const dead = await freePort();
-  const a = await startClient("ra", [`-retry-join=127.0.0.1:${dead}`, "-retry-interval=200ms", "-retry-max=2"], { wait: false });
+  const a = await startAgent("ra", { args: [`-retry-join=127.0.0.1:${dead}`, "-retry-interval=200ms", "-retry-max=2"], ready: false });
   const code = await Promise.race([a.proc.exited, new Promise((r) => setTimeout(() => r("timeout"), 20_000).unref())]);
   assert.equal(code, 1, a.proc.output());
   assert.match(a.proc.output(), /Join cluster failed/);

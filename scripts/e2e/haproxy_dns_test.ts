@@ -63,12 +63,6 @@ function findHaproxy(): string | undefined {
 
 const haproxyBin = findHaproxy();
 
-function dnsPortOf(agent: DevAgent): number {
-  const m = /-dns-port=(\d+)/.exec(agent.proc.child.spawnargs.join(" "));
-  if (!m) throw new Error("no -dns-port in the agent's arguments");
-  return Number(m[1]);
-}
-
 /** One SRV question over UDP with EDNS0 (as HAProxy asks): the answer's SRV and additional records. */
 async function askSrv(port: number, name: string): Promise<{ srv: Array<{ port: number; target: string }>; additionals: Array<{ name: string; type: string; data: unknown }> }> {
   const sock = createSocket("udp4");
@@ -186,7 +180,7 @@ describe("HAProxy server-template over cairn's SRV answers", { skip: !haproxyBin
     }
     recursor = await startFakeRecursor();
     agent = await startDevAgent(["-node=haproxy-host", `-recursor=127.0.0.1:${recursor.port}`]);
-    dnsPort = dnsPortOf(agent);
+    dnsPort = agent.dnsPort;
     for (const svc of serviceNames) {
       for (const [i, p] of ports[svc].entries()) {
         await put(agent, "/v1/agent/service/register", {

@@ -7,19 +7,15 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { useCleanup } from "./cleanup.ts";
 import { run, startDevAgent, waitFor } from "./harness.ts";
 
 const digBin = "/usr/bin/dig";
 const python = "/usr/bin/python3";
 
 describe("prepared queries on dist/cairn agent -dev: python-consul creates, dig resolves", { skip: (!existsSync(digBin) || !existsSync(python)) && "dig or /usr/bin/python3 is missing" }, () => {
-  const cleanup = useCleanup();
-
   test("query.create, /v1/query/<name>/execute, and <name>.query.consul SRV with the query's TTL", async () => {
     const agent = await startDevAgent();
-    cleanup.proc(agent.proc);
-    const dnsPort = Number(/-dns-port=(\d+)/.exec(agent.proc.child.spawnargs.join(" "))![1]);
+    const dnsPort = agent.dnsPort;
     for (const [node, port, status] of [["db-1", 5432, "passing"], ["db-2", 5433, "critical"]] as const) {
       const r = await fetch(`${agent.http}/v1/catalog/register`, {
         method: "PUT",

@@ -6,38 +6,24 @@
 // The checks live in python/catalog_compat.py.
 //
 // CAIRN_E2E_HTTP_ADDR=127.0.0.1:8500 runs the script against a running agent.
-import { after, before, test } from "node:test";
+import { before, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { root, run, startDevAgent, type DevAgent } from "./harness.ts";
+import { devAgentAt, root, run, type AgentTarget } from "./harness.ts";
 
 const python = "/usr/bin/python3";
 const script = join(root, "scripts/e2e/python/catalog_compat.py");
 
-let agent: DevAgent | undefined;
-let host = "127.0.0.1";
-let port = 0;
-
+let target: AgentTarget;
 before(async () => {
-  const given = process.env.CAIRN_E2E_HTTP_ADDR;
-  if (given) {
-    const at = given.lastIndexOf(":");
-    host = given.slice(0, at);
-    port = Number(given.slice(at + 1));
-    return;
-  }
-  agent = await startDevAgent();
-  port = agent.httpPort;
-});
-
-after(async () => {
-  await agent?.stop();
+  target = await devAgentAt(process.env.CAIRN_E2E_HTTP_ADDR);
 });
 
 test("python-consul: catalog, health, sessions and locks against cairn", { timeout: 90_000 }, async () => {
   assert.ok(existsSync(python), `${python} is missing (Debian python3-consul lives there)`);
-  const r = await run(python, [script, host, String(port)], { timeoutMs: 60_000 });
-  assert.equal(r.code, 0, `catalog_compat.py failed:\n${r.stdout}${r.stderr}${agent ? `\n--- agent output (tail) ---\n${agent.proc.output().slice(-4000)}` : ""}`);
+  const r = await run(python, [script, target.host, String(target.port)], { timeoutMs: 60_000 });
+  const agentOutput = target.agent ? `\n--- agent output (tail) ---\n${target.agent.proc.output().slice(-4000)}` : "";
+  assert.equal(r.code, 0, `catalog_compat.py failed:\n${r.stdout}${r.stderr}${agentOutput}`);
   assert.match(r.stdout, /\nok\n?$/);
 });

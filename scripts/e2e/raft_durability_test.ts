@@ -9,8 +9,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { freePort, run, waitFor } from "./harness.ts";
-import { bin, getJson, makeCluster, startCairn, waitForLeader, type Cluster, type ServerSpec } from "./raft_cluster.ts";
+import { cairn, getJson, makeCluster, waitFor, waitForLeader, type Cluster, type ServerSpec } from "./harness.ts";
 
 const electionTimeoutMs = 1_000; // raft_multiplier 1
 
@@ -70,10 +69,6 @@ function writeLoad(c: Cluster, live: () => ServerSpec[], acked: Map<string, stri
   return load;
 }
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return bin.endsWith(".cjs") ? run(process.execPath, [bin, ...args]) : run(bin, args);
-}
-
 async function raftStats(c: Cluster, s: ServerSpec): Promise<Record<string, string> | undefined> {
   const self = (await getJson(c.url(s, "/v1/agent/self"))) as { Stats?: { raft?: Record<string, string> } } | undefined;
   return self?.Stats?.raft;
@@ -90,35 +85,30 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   const leader1 = await waitForLeader(c, c.servers, { timeoutMs: 60_000 });
   const peers = await getJson(c.url(a, "/v1/status/peers"));
   assert.equal((peers as string[]).length, 3, `peers: ${JSON.stringify(peers)}`);
-  const list = await cli(["operator", "raft", "list-peers", `-http-addr=127.0.0.1:${a.http}`]);
+  const list = await cairn(["operator", "raft", "list-peers", `-http-addr=127.0.0.1:${a.http}`]);
   assert.equal(list.code, 0, list.stderr);
   assert.equal(list.stdout.trim().split("\n").length, 4, list.stdout);
   assert.match(list.stdout, /leader/);
 
   // A client agent (no -server) finds the servers in gossip and forwards to them.
-  const clientHttp = await freePort();
-  const clientDir = join(c.root.path, "client");
-  const client = startCairn([
-    "agent", `-data-dir=${clientDir}`, "-node=client1", "-bind=127.0.0.1", `-http-port=${clientHttp}`, "-dns-port=-1",
-    `-serf-lan-port=${await freePort()}`, `-retry-join=127.0.0.1:${a.serfLan}`, "-retry-interval=1s",
-  ]);
+  const client = await c.startClient("client1", { ready: false });
   try {
     await waitFor(async () => {
-      const r = await fetch(`http://127.0.0.1:${clientHttp}/v1/kv/from-client`, { method: "PUT", body: "c", signal: AbortSignal.timeout(10_000) });
+      const r = await fetch(`${client.http}/v1/kv/from-client`, { method: "PUT", body: "c", signal: AbortSignal.timeout(10_000) });
       return r.ok;
     }, { timeoutMs: 30_000, what: "a write through the client agent" }).catch((err) => {
-      throw new Error(`${String(err)}\n--- client ---\n${client.output().slice(-3000)}`);
+      throw new Error(`${String(err)}\n--- client ---\n${client.proc.output().slice(-3000)}`);
     });
-    const viaClient = await fetch(`http://127.0.0.1:${clientHttp}/v1/kv/from-client?raw`);
+    const viaClient = await fetch(`${client.http}/v1/kv/from-client?raw`);
     assert.equal(await viaClient.text(), "c");
     assert.equal(viaClient.headers.get("x-consul-knownleader"), "true");
-    const clientLeader = await getJson(`http://127.0.0.1:${clientHttp}/v1/status/leader`);
-    assert.equal(clientLeader, `127.0.0.1:${leader1.server}`);
+    const clientLeader = await getJson(`${client.http}/v1/status/leader`);
+    assert.equal(clientLeader, c.rpcAddr(leader1));
     // A client has no Raft: it asks a server for the configuration.
-    const clientConf = (await getJson(`http://127.0.0.1:${clientHttp}/v1/operator/raft/configuration`, 10_000)) as { Servers?: Array<{ Node: string }> } | undefined;
+    const clientConf = (await getJson(`${client.http}/v1/operator/raft/configuration`, 10_000)) as { Servers?: Array<{ Node: string }> } | undefined;
     assert.deepEqual(clientConf?.Servers?.map((s) => s.Node).sort(), ["s1", "s2", "s3"]);
   } finally {
-    await client.kill();
+    await client.stop();
   }
 
   // A stale read on a follower answers locally with true leader facts.
@@ -137,7 +127,7 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   const killedAt = Date.now();
   await c.kill(leader1);
   alive = alive.filter((s) => s !== leader1);
-  const leader2 = await waitForLeader(c, alive, { not: `127.0.0.1:${leader1.server}`, timeoutMs: 20_000 });
+  const leader2 = await waitForLeader(c, alive, { not: c.rpcAddr(leader1), timeoutMs: 20_000 });
   const failoverMs = Date.now() - killedAt;
   const before = acked.size;
   await waitFor(() => acked.size >= before + 150, { timeoutMs: 30_000, what: "writes after failover" });
@@ -196,7 +186,7 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   // Remove it from the configuration (operator raft remove-peer), wipe its Raft
   // data; the leader re-adds it when gossip shows it alive again.
   const wipedId = readFileSync(join(wiped.dir, "node-id"), "utf8").trim();
-  const rm = await cli(["operator", "raft", "remove-peer", `-id=${wipedId}`, `-http-addr=127.0.0.1:${leader3.http}`]);
+  const rm = await cairn(["operator", "raft", "remove-peer", `-id=${wipedId}`, `-http-addr=127.0.0.1:${leader3.http}`]);
   assert.equal(rm.code, 0, rm.stderr);
   assert.match(rm.stdout, /Removed peer with id/);
   rmSync(join(wiped.dir, "raft"), { recursive: true, force: true });
@@ -218,7 +208,7 @@ test("three servers: leader kill -9 under load, full restart, torn log tail, wip
   assert.equal(left.status, 200);
   await waitFor(async () => {
     const p = await getJson(c.url(leader3, "/v1/status/peers"));
-    return Array.isArray(p) && p.length === 2 && !p.includes(`127.0.0.1:${leaver.server}`);
+    return Array.isArray(p) && p.length === 2 && !p.includes(c.rpcAddr(leaver));
   }, { timeoutMs: 30_000, what: "the leaving server removed from the peers" });
   await c.kill(leaver);
 

@@ -5,10 +5,10 @@
 // same join with gossip encryption. Skipped when /usr/bin/serf is missing.
 
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { after, test } from "node:test";
-import { freePort } from "./harness.ts";
+import { freePort, serf, serfBin, startSerf, type SerfAgent } from "./harness.ts";
+import { until, within } from "../../core/testing/until.ts";
 import { nullLogger } from "../../core/log/mod.ts";
 import { systemClock } from "../../core/clock/mod.ts";
 import { Rng } from "../../core/sim/rng.ts";
@@ -36,39 +36,25 @@ import {
 } from "../../core/gossip/wire/mod.ts";
 import type { MemberlistMessage, PushPull, WireError } from "../../core/gossip/wire/mod.ts";
 
-const serfBin = "/usr/bin/serf";
 const skip = existsSync(serfBin) ? false : "serf binary not installed";
 
-const children: ChildProcess[] = [];
 const transports: NodeTransport[] = [];
 after(() => {
   for (const t of transports) t.close();
-  for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGKILL");
 });
 
-function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout>;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`Timed out waiting for ${what}`)), ms);
-    }),
-  ]);
+const agents: SerfAgent[] = [];
+
+/** A serf agent tagged role=web on `port`, not waited for (the joins below retry until it answers). */
+async function startWebSerf(name: string, port: number, extra: string[] = []): Promise<SerfAgent> {
+  const s = await startSerf(name, { port, args: ["-tag", "role=web", "-log-level=debug", ...extra], wait: false });
+  agents.push(s);
+  return s;
 }
 
-const serfOutput: string[] = [];
-
-async function startSerf(name: string, port: number, extra: string[] = []): Promise<{ child: ChildProcess; rpc: number }> {
-  const rpc = await freePort();
-  const child = spawn(
-    serfBin,
-    ["agent", `-node=${name}`, `-bind=127.0.0.1:${port}`, `-rpc-addr=127.0.0.1:${rpc}`, "-tag", "role=web", "-log-level=debug", ...extra],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  child.stdout!.on("data", (c: Buffer) => serfOutput.push(`${name}: ${c}`));
-  child.stderr!.on("data", (c: Buffer) => serfOutput.push(`${name}: ${c}`));
-  children.push(child);
-  return { child, rpc };
+/** Every serf agent's output so far, for failure messages. */
+function serfOutput(): string {
+  return agents.map((s) => `--- ${s.name} ---\n${s.proc.output()}`).join("\n");
 }
 
 const vsn = new Uint8Array([1, 5, 2, 2, 5, 5]);
@@ -101,17 +87,16 @@ function sendStream(t: NodeTransport, to: string, payload: Uint8Array): Promise<
 
 /** Retries the join push/pull until the agent is up. */
 async function joinPushPull(t: NodeTransport, to: string, name: string): Promise<PushPull> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
+  const reply = await until(async () => {
     const r = await sendStream(t, to, encodePushPull(ourState(t, name)));
-    if (r.ok && r.reply) {
-      const p = parseStream(r.reply);
-      assert.ok(p.status === "ok" && p.message.type === "pushPull", `push/pull reply: ${JSON.stringify(p)}`);
-      return p.message.body;
-    }
-    if (Date.now() > deadline) assert.fail(`join push/pull to ${to} failed: ${!r.ok ? r.error : "no reply"}\n${serfOutput.join("")}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+    if (!r.ok) throw new Error(r.error);
+    return r.reply;
+  }, `the join push/pull to ${to}`, { timeoutMs: 10_000, intervalMs: 100 }).catch((err: unknown) => {
+    assert.fail(`${err instanceof Error ? err.message : String(err)}\n${serfOutput()}`);
+  });
+  const p = parseStream(reply);
+  assert.ok(p.status === "ok" && p.message.type === "pushPull", `push/pull reply: ${JSON.stringify(p)}`);
+  return p.message.body;
 }
 
 interface Inbox {
@@ -152,8 +137,8 @@ function waitFor(box: Inbox, pred: (m: MemberlistMessage) => boolean, what: stri
 
 test("serf e2e: join a real serf agent, decode its state, ping it over UDP and TCP", { skip }, async () => {
   const port = await freePort();
-  const { rpc } = await startSerf("s1", port);
-  const serfAddr = `127.0.0.1:${port}`;
+  const s1Agent = await startWebSerf("s1", port);
+  const serfAddr = s1Agent.addr;
   const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger() });
   transports.push(t);
   const box = listen(t, "t1");
@@ -190,16 +175,14 @@ test("serf e2e: join a real serf agent, decode its state, ping it over UDP and T
   assert.equal(t.stats.packetsGarbage, 0);
 
   // And the agent lists us as an alive member with our tags.
-  const members = spawnSync(serfBin, ["members", `-rpc-addr=127.0.0.1:${rpc}`], { encoding: "utf8", timeout: 5000 });
+  const members = await serf(s1Agent, ["members"], { timeoutMs: 5_000 });
   assert.match(members.stdout, new RegExp(`t1\\s+127\\.0\\.0\\.1:${t.port}\\s+alive\\s+role=ts`), members.stdout + members.stderr);
 });
 
 test("serf e2e: encrypted join with a serf keygen-style key", { skip }, async () => {
   const keyText = Buffer.from(new Uint8Array(32).map((_, i) => (i * 7 + 3) & 0xff)).toString("base64");
   const key = keyFromBase64(keyText)!;
-  const port = await freePort();
-  await startSerf("s2", port, [`-encrypt=${keyText}`]);
-  const serfAddr = `127.0.0.1:${port}`;
+  const serfAddr = (await startWebSerf("s2", await freePort(), [`-encrypt=${keyText}`])).addr;
   const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger(), keyring: new Keyring([key]) });
   transports.push(t);
   const box = listen(t, "t2");
@@ -214,10 +197,9 @@ test("serf e2e: encrypted join with a serf keygen-style key", { skip }, async ()
 for (const encrypted of [false, true]) {
 test(`serf e2e: a full cairn Serf node (core + driver + codec + transport) joins and sees events${encrypted ? ", encrypted" : ""}`, { skip }, async () => {
   const keyText = Buffer.from(new Uint8Array(16).map((_, i) => 200 - i)).toString("base64");
-  const port = await freePort();
   const enc = encrypted ? [`-encrypt=${keyText}`] : [];
-  const { rpc } = await startSerf("s3", port, enc);
-  const serfAddr = `127.0.0.1:${port}`;
+  const s3 = await startWebSerf("s3", await freePort(), enc);
+  const serfAddr = s3.addr;
   const keyring = encrypted ? new Keyring([keyFromBase64(keyText)!]) : undefined;
   const t = await createNodeTransport({ bindAddr: "127.0.0.1", bindPort: 0, logger: nullLogger(), keyring });
   transports.push(t);
@@ -245,7 +227,7 @@ test(`serf e2e: a full cairn Serf node (core + driver + codec + transport) joins
       for (const w of waiters.splice(0)) (w.pred(e) ? w.resolve() : waiters.push(w));
     },
   });
-  const until = (pred: (e: SerfEvent) => boolean, what: string): Promise<void> =>
+  const untilEvent = (pred: (e: SerfEvent) => boolean, what: string): Promise<void> =>
     events.some(pred) ? Promise.resolve() : within(new Promise<void>((resolve) => waiters.push({ pred, resolve })), what);
   driver.start();
   try {
@@ -253,29 +235,24 @@ test(`serf e2e: a full cairn Serf node (core + driver + codec + transport) joins
     for (let i = 0; ; i++) {
       const seen = events.length;
       driver.input({ kind: "join", addrs: [serfAddr] });
-      await until((e) => e.kind === "joinDone" && events.indexOf(e) >= seen, "joinDone");
+      await untilEvent((e) => e.kind === "joinDone" && events.indexOf(e) >= seen, "joinDone");
       const done = events.slice(seen).find((e) => e.kind === "joinDone");
       if (done?.kind === "joinDone" && done.contacted > 0) break;
-      if (i >= 50) assert.fail(`join failed: ${JSON.stringify(done)}\n${serfOutput.join("")}`);
+      if (i >= 50) assert.fail(`join failed: ${JSON.stringify(done)}\n${serfOutput()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
-    await until((e) => e.kind === "member" && e.type === "join" && e.members.some((m) => m.name === "s3"), "member s3");
+    await untilEvent((e) => e.kind === "member" && e.type === "join" && e.members.some((m) => m.name === "s3"), "member s3");
     // The agent lists us alive with our tags.
-    let listed = "";
-    for (let i = 0; i < 50 && !/c3\s+127\.0\.0\.1:\d+\s+alive\s+role=cairn/.test(listed); i++) {
-      listed = spawnSync(serfBin, ["members", `-rpc-addr=127.0.0.1:${rpc}`], { encoding: "utf8", timeout: 5000 }).stdout;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.match(listed, /c3\s+127\.0\.0\.1:\d+\s+alive\s+role=cairn/);
+    await until(async () => /c3\s+127\.0\.0\.1:\d+\s+alive\s+role=cairn/.test((await serf(s3, ["members"], { timeoutMs: 5_000 })).stdout),
+      "c3 alive with role=cairn in serf members", { timeoutMs: 10_000, intervalMs: 100 });
     // A user event fired on the agent reaches our node by gossip.
-    const ev = spawnSync(serfBin, ["event", `-rpc-addr=127.0.0.1:${rpc}`, "deploy", "v9"], { encoding: "utf8", timeout: 5000 });
-    assert.equal(ev.status, 0, ev.stderr);
-    await until((e) => e.kind === "user" && e.name === "deploy", "user event from serf");
+    const ev = await serf(s3, ["event", "deploy", "v9"], { timeoutMs: 5_000 });
+    assert.equal(ev.code, 0, ev.stderr);
+    await untilEvent((e) => e.kind === "user" && e.name === "deploy", "user event from serf");
 
     // Another agent joins through us: we serve its push/pull.
-    const port4 = await freePort();
-    await startSerf("s4", port4, [`-join=${t.localAddr}`, ...enc]);
-    await until((e) => e.kind === "member" && e.type === "join" && e.members.some((m) => m.name === "s4"), "member s4 via us");
+    await startWebSerf("s4", await freePort(), [`-join=${t.localAddr}`, ...enc]);
+    await untilEvent((e) => e.kind === "member" && e.type === "join" && e.members.some((m) => m.name === "s4"), "member s4 via us");
     assert.ok(t.stats.streamsAccepted >= 1);
     assert.equal(t.stats.packetsGarbage, 0);
     assert.equal(t.stats.streamsGarbage, 0);

@@ -5,18 +5,13 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { run, waitFor } from "./harness.ts";
-import { bin, getJson, makeCluster, waitForLeader, type Cluster, type ServerSpec } from "./raft_cluster.ts";
+import { cairn, getJson, makeCluster, waitFor, waitForLeader, type Cluster, type ServerSpec } from "./harness.ts";
 
 let cluster: Cluster | undefined;
 after(async () => {
   await cluster?.stopAll();
   cluster?.root.remove();
 });
-
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return bin.endsWith(".cjs") ? run(process.execPath, [bin, ...args]) : run(bin, args);
-}
 
 async function staleKeys(c: Cluster, s: ServerSpec): Promise<string[]> {
   const keys = await getJson(c.url(s, "/v1/kv/app/?keys&stale")).catch(() => undefined);
@@ -35,13 +30,13 @@ test("three servers: snapshot save via a follower, restore, every server and a r
   }
 
   const file = join(c.root.path, "backup.snap");
-  const saved = await cli(["snapshot", "save", `-http-addr=127.0.0.1:${follower.http}`, file]);
+  const saved = await cairn(["snapshot", "save", `-http-addr=127.0.0.1:${follower.http}`, file]);
   assert.equal(saved.code, 0, saved.stderr);
   assert.match(saved.stdout, /^Saved and verified snapshot to index \d+/);
 
   assert.ok((await fetch(c.url(leader, "/v1/kv/app/three"), { method: "PUT", body: "3" })).ok);
   assert.ok((await fetch(c.url(leader, "/v1/kv/app/one"), { method: "DELETE" })).ok);
-  const restored = await cli(["snapshot", "restore", `-http-addr=127.0.0.1:${follower.http}`, file]);
+  const restored = await cairn(["snapshot", "restore", `-http-addr=127.0.0.1:${follower.http}`, file]);
   assert.equal(restored.code, 0, restored.stderr);
   assert.equal(restored.stdout, "Restored snapshot\n");
 
