@@ -7,12 +7,10 @@ import assert from "node:assert/strict";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
-import { cairnBin, freePort, run, startProcess, tempDir, waitFor, type Proc } from "./harness.ts";
+import { cairnBin, freePort, run, startAgent, tempDir, waitFor, type Proc } from "./harness.ts";
 
 const dirs: Array<{ remove(): void }> = [];
-const procs: Proc[] = [];
-after(async () => {
-  for (const p of procs) await p.kill("SIGKILL");
+after(() => {
   for (const d of dirs) d.remove();
 });
 
@@ -30,16 +28,11 @@ async function node(name: string): Promise<Node> {
   return { name, dir: d.path, http: await freePort(), serf: await freePort() };
 }
 
-/** Start a client agent on loopback; waits until its HTTP API answers. */
+/** Start (or restart) a client agent on loopback, on its data dir and ports; waits until its HTTP API answers. */
 async function start(n: Node, args: string[]): Promise<Proc> {
-  const proc = startProcess(cairnBin, [
-    "agent", `-node=${n.name}`, `-data-dir=${n.dir}`, "-bind=127.0.0.1", "-client=127.0.0.1",
-    `-serf-lan-port=${n.serf}`, `-http-port=${n.http}`, "-dns-port=-1", "-retry-interval=1s", ...args,
-  ]);
-  procs.push(proc);
-  n.proc = proc;
-  await waitFor(async () => (await fetch(`http://127.0.0.1:${n.http}/v1/agent/self`)).ok, { what: `${n.name} up: ${proc.output()}` });
-  return proc;
+  const a = await startAgent(n.name, { dir: n.dir, use: { http: n.http, serfLan: n.serf }, args: ["-retry-interval=1s", ...args], bin: cairnBin });
+  n.proc = a.proc;
+  return a.proc;
 }
 
 async function statuses(n: Node): Promise<Record<string, number>> {

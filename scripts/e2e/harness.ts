@@ -350,6 +350,8 @@ export interface AgentOptions extends ProcessOptions {
   args?: string[];
   /** The data dir (default: a new one, removed at exit). */
   dir?: string;
+  /** Given ports instead of free ones (an agent restarted where it was). */
+  use?: { http?: number; serfLan?: number };
   /** What to wait for (default "http"). */
   ready?: AgentReady;
   bin?: string;
@@ -362,8 +364,8 @@ export interface AgentOptions extends ProcessOptions {
  */
 export async function startAgent(name: string, options: AgentOptions = {}): Promise<Agent> {
   const dir = options.dir ?? exitDir(`cairn-e2e-${name}-`);
-  const http = await freePort();
-  const serfLan = await freePort();
+  const http = options.use?.http ?? await freePort();
+  const serfLan = options.use?.serfLan ?? await freePort();
   const serverPorts = options.server ? [`-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`] : [];
   const proc = startCairn([
     "agent", ...(options.server ? ["-server"] : []), `-node=${name}`, `-data-dir=${dir}`, "-bind=127.0.0.1", "-client=127.0.0.1",
