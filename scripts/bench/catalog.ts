@@ -13,6 +13,9 @@ import { Agent, request } from "node:http";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { devAgentAt } from "../e2e/harness.ts";
 
+/** `limits.http_max_conns_per_client` off: the watcher phases open more connections than the default allows. */
+const noConnLimit = "-hcl=limits { http_max_conns_per_client = 0 }";
+
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const watchers = Number(process.env.CAIRN_BENCH_WATCHERS ?? 1_000);
 const nodeCount = 100;
@@ -135,7 +138,8 @@ async function fanout(): Promise<{ connected: number; wokenByOther: number; answ
 }
 
 async function main(): Promise<void> {
-  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR);
+  // A thousand watchers come from one client address: lift Consul's per-client connection limit (200).
+  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR, { args: [noConnLimit] });
   ({ host, port } = target);
   try {
     console.log(`# catalog benchmark against ${host}:${port}`);

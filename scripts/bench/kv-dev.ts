@@ -15,6 +15,9 @@ import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { cairnBin, devAgentAt, waitFor, type Agent as CairnAgent } from "../e2e/harness.ts";
 import { sleep } from "../../core/testing/until.ts";
 
+/** `limits.http_max_conns_per_client` off: the watcher phases open more connections than the default allows. */
+const noConnLimit = "-hcl=limits { http_max_conns_per_client = 0 }";
+
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const watchers = Number(process.env.CAIRN_BENCH_WATCHERS ?? 10_000);
 const phases = new Set((process.env.CAIRN_BENCH_PHASES ?? "kv,fanout").split(","));
@@ -45,7 +48,8 @@ function httpCall(agent: Agent, method: string, path: string, body?: Buffer): Pr
 
 /** The agent at CAIRN_BENCH_HTTP_ADDR once it has a leader, else `dist/cairn agent -dev -http-port=<free>`. */
 async function startAgent(): Promise<void> {
-  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR, { ports: "http", bin: cairnBin });
+  // Thousands of watchers come from one client address: lift Consul's per-client connection limit (200).
+  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR, { ports: "http", bin: cairnBin, args: [noConnLimit] });
   ({ host, port } = target);
   dev = target.agent;
   if (dev) {

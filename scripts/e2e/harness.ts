@@ -396,10 +396,10 @@ export interface AgentTarget {
  * The agent at `addr` ("host:port", e.g. from CAIRN_E2E_HTTP_ADDR) if one is
  * given, else a new `cairn agent -dev` (killed at exit).
  */
-export async function devAgentAt(addr: string | undefined, options: Omit<AgentProcessOptions, "name"> = {}): Promise<AgentTarget> {
+export async function devAgentAt(addr: string | undefined, options: Omit<AgentProcessOptions, "name"> & { args?: string[] } = {}): Promise<AgentTarget> {
   const given = hostPort(addr);
   if (given) return { ...given, http: `http://${addr}` };
-  const agent = await startDevAgent([], options);
+  const agent = await startDevAgent(options.args ?? [], options);
   return { host: "127.0.0.1", port: agent.httpPort, http: agent.http, agent };
 }
 
