@@ -4,13 +4,28 @@
 // and once the call returns the new one survives a power cut. Used for the
 // Raft stable state and snapshots, the bootstrap configuration, the gossip
 // keyring, the serf snapshot and the local service definitions.
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
+import { close, closeSync, fsync, fsyncSync, open, openSync, rename, renameSync, rm, write, writeSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { lazyFsPromises } from "./lazy_builtins_node.ts";
+import { promisify } from "node:util";
 
-const open = lazyFsPromises("open");
-const rename = lazyFsPromises("rename");
-const rm = lazyFsPromises("rm");
+// The callback API, promisified: node:fs/promises would load readline and
+// most of the stream modules into every client agent (see
+// core/lazy_builtins_node.ts), and a client writes its serf snapshot.
+const openAsync = promisify(open);
+const closeAsync = promisify(close);
+const fsyncAsync = promisify(fsync);
+const renameAsync = promisify(rename);
+const rmAsync = promisify(rm);
+
+function writeAll(fd: number, bytes: Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const step = (off: number): void => {
+      if (off >= bytes.length) return resolve();
+      write(fd, bytes, off, bytes.length - off, null, (err, n) => (err ? reject(err) : step(off + n)));
+    };
+    step(0);
+  });
+}
 
 /** Errors a platform gives when a directory cannot be opened or fsynced (Deno's node:fs among them): the rename is still atomic. */
 function isDirSyncUnsupported(err: unknown): boolean {
@@ -32,14 +47,14 @@ export interface DurableWriteOptions {
 
 /** fsync a directory, so a create, rename or unlink in it survives a crash. */
 export async function syncDir(dir: string): Promise<void> {
-  let h: Awaited<ReturnType<typeof open>> | undefined;
+  let fd: number | undefined;
   try {
-    h = await open(dir, "r");
-    await h.sync();
+    fd = await openAsync(dir, "r");
+    await fsyncAsync(fd);
   } catch (err) {
     if (!isDirSyncUnsupported(err)) throw err;
   } finally {
-    await h?.close().catch(() => {});
+    if (fd !== undefined) await closeAsync(fd).catch(() => {});
   }
 }
 
@@ -62,18 +77,18 @@ export function syncDirSync(dir: string): void {
  */
 export async function writeFileDurable(path: string, data: Uint8Array | string, options: DurableWriteOptions & { signal?: AbortSignal } = {}): Promise<void> {
   const tmp = tempPath(path, options.tmpTag);
-  const h = await open(tmp, "w", options.mode ?? 0o644);
+  const fd = await openAsync(tmp, "w", options.mode ?? 0o644);
   try {
-    await h.writeFile(data);
-    await h.sync();
+    await writeAll(fd, typeof data === "string" ? Buffer.from(data) : data);
+    await fsyncAsync(fd);
   } finally {
-    await h.close();
+    await closeAsync(fd);
   }
   if (options.signal?.aborted) {
-    await rm(tmp, { force: true });
+    await rmAsync(tmp, { force: true });
     return;
   }
-  await rename(tmp, path);
+  await renameAsync(tmp, path);
   await syncDir(dirname(path));
 }
 
