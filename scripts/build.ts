@@ -13,7 +13,9 @@ import { build } from "esbuild";
 import { trainCodeCache } from "./code_cache.ts";
 
 const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..");
-const dist = join(root, "dist");
+// CAIRN_DIST_DIR builds elsewhere (several engineers sharing one checkout
+// each build their own binary and point CAIRN_E2E_BIN at it).
+const dist = process.env.CAIRN_DIST_DIR ? resolve(process.env.CAIRN_DIST_DIR) : join(root, "dist");
 const bundle = join(dist, "cairn.cjs");
 const blob = join(dist, "cairn.blob");
 const exe = join(dist, "cairn");

@@ -20,9 +20,9 @@ import { join, resolve } from "node:path";
 import { until } from "../../core/testing/until.ts";
 
 export const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
-export const cairnBin = join(root, "dist/cairn");
 /** The build under test: CAIRN_E2E_BIN or dist/cairn. */
-export const bin = process.env.CAIRN_E2E_BIN || cairnBin;
+export const cairnBin = process.env.CAIRN_E2E_BIN || join(root, "dist/cairn");
+export const bin = cairnBin;
 export const serfBin = "/usr/bin/serf";
 
 // -----------------------------------------------------------------------------
