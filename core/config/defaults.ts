@@ -76,6 +76,7 @@ export function defaultConfig(): AgentConfig {
     checkOutputMaxSize: 4096,
     discardCheckOutput: false,
     checkUpdateIntervalMs: 300_000,
+    enableDebug: false,
     enableScriptChecks: false,
     enableLocalScriptChecks: false,
     reconnectTimeoutMs: 72 * HOUR_MS,
@@ -101,5 +102,6 @@ export function devLayer(): ConfigLayer {
     clientAddr: "127.0.0.1",
     performance: { raftMultiplier: 1 },
     logLevel: "debug",
+    enableDebug: true,
   };
 }

@@ -75,7 +75,7 @@ const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
 const GOSSIP_TUNING = "gossip tuning is not configurable yet";
 const CACHE = "agent-side caching is not implemented yet";
-const CHECK_KIND = "cairn cannot run this kind of check yet (the definition is refused)";
+const CHECK_KIND = "cairn does not run Docker or OS service checks: the check is registered and stays critical";
 
 function impl(decode?: DecodeKind, more: Omit<KeySpec, "status" | "decode"> = {}): KeySpec {
   return { status: "implemented", ...(decode ? { decode } : {}), ...more };
@@ -140,21 +140,21 @@ export const CHECK_KEYS: KeyTable = {
   output_max_size: impl(),
   tcp: impl(),
   tcp_use_tls: planned(TLS),
-  udp: planned(CHECK_KIND),
+  udp: impl(),
   interval: impl(),
-  docker_container_id: planned(CHECK_KIND),
-  shell: planned(CHECK_KIND),
-  grpc: planned(CHECK_KIND),
-  grpc_use_tls: planned(CHECK_KIND),
+  docker_container_id: ignored(CHECK_KIND),
+  shell: ignored(CHECK_KIND),
+  grpc: impl(),
+  grpc_use_tls: impl(),
   tls_server_name: impl(),
   tls_skip_verify: impl(),
   alias_node: impl(),
   alias_service: impl(),
   timeout: impl(),
   ttl: impl(),
-  h2ping: planned(CHECK_KIND),
-  h2ping_use_tls: planned(CHECK_KIND),
-  os_service: planned(CHECK_KIND),
+  h2ping: impl(),
+  h2ping_use_tls: impl(),
+  os_service: ignored(CHECK_KIND),
   success_before_passing: impl(),
   failures_before_warning: impl(),
   failures_before_critical: impl(),
@@ -367,7 +367,7 @@ export const AGENT_KEYS: KeyTable = {
   enable_acl_replication: planned(ACL, { replacedBy: "acl.enable_token_replication" }),
   enable_agent_tls_for_checks: planned(TLS, { inert: [false] }),
   enable_central_service_config: ignored(MESH, { inert: [false] }),
-  enable_debug: ignored("the /debug/pprof endpoints profile Consul's Go runtime", { inert: [false] }),
+  enable_debug: impl("bool", { note: "the agent's CPU profile and heap snapshot endpoints (/v1/agent/debug/profile, /v1/agent/debug/heap) for cairn debug; on in -dev" }),
   enable_local_script_checks: impl("bool"),
   enable_script_checks: impl("bool"),
   enable_syslog: planned(SYSLOG, { inert: [false] }),

@@ -165,6 +165,8 @@ export interface AgentConfig {
   discardCheckOutput: boolean;
   /** A check whose output changed but not its status is synced at most this often; 0 syncs every change. */
   checkUpdateIntervalMs: number;
+  /** enable_debug: the agent serves a CPU profile and a heap snapshot of itself (true in -dev, as Consul's DevSource). */
+  enableDebug: boolean;
   enableScriptChecks: boolean;
   enableLocalScriptChecks: boolean;
   reconnectTimeoutMs: number;
