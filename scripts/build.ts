@@ -21,6 +21,16 @@ const blob = join(dist, "cairn.blob");
 const exe = join(dist, "cairn");
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
 
+/** The HEAD commit's date in UTC, as Consul's BuildDate (the commit's, so a rebuild gives the same binary facts). */
+function gitCommitDate(): string {
+  try {
+    const secs = Number(execFileSync("git", ["log", "-1", "--format=%ct", "HEAD"], { cwd: root, stdio: ["ignore", "pipe", "ignore"] }).toString().trim());
+    return Number.isFinite(secs) && secs > 0 ? new Date(secs * 1000).toISOString().replace(/\.\d{3}Z$/, "Z") : "";
+  } catch {
+    return "";
+  }
+}
+
 function gitRevision(): string {
   try {
     return execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { cwd: root, stdio: ["ignore", "pipe", "ignore"] })
@@ -48,6 +58,7 @@ await build({
   define: {
     CAIRN_VERSION: JSON.stringify(pkg.version),
     CAIRN_REVISION: JSON.stringify(gitRevision()),
+    CAIRN_BUILD_DATE: JSON.stringify(gitCommitDate()),
   },
 });
 

@@ -14,7 +14,7 @@ import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
 import { Rng } from "../sim/rng.ts";
 import { startDnsServer } from "../dns/mod.ts";
-import { revision, version } from "../version.ts";
+import { buildDate, revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
 import { retryJoin, startGossip, type AgentGossip } from "./gossip/mod.ts";
@@ -328,11 +328,13 @@ function describeAgent(o: {
     server: config.server,
     version,
     revision,
+    buildDate,
     advertiseAddr: config.advertiseAddr || config.bindAddr,
     serfLanPort: config.ports.serfLan,
     get meta() {
       return o.nodeMeta();
     },
+    coordinate: () => gossip.lan.coordinate(),
     member: () => {
       const m = gossip.lan.localMember();
       return { name: m.name, addr: m.addr, port: m.port, tags: { ...m.tags }, status: memberStatusCode[m.status] ?? memberStatus.alive };

@@ -1,5 +1,8 @@
-// /v1/agent/self (consul agent/agent_endpoint.go AgentSelf). The facts come
-// from an AgentInfo handed over when the routes are created.
+// /v1/agent/self and /v1/agent/version (consul agent/agent_endpoint.go
+// AgentSelf, AgentVersion). The facts come from an AgentInfo handed over when
+// the routes are created.
+import type { Coordinate } from "../gossip/coordinate.ts";
+import { coordJson } from "./coordinate.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** Serf member status numbers as Consul shows them (serf MemberStatus). */
@@ -35,7 +38,12 @@ export interface AgentInfo {
   stats?: () => Record<string, Record<string, string>>;
   /** Extra entries for DebugConfig (ports, dirs, dev mode...). */
   debugConfig?: () => Record<string, unknown>;
+  /** This agent's own LAN Vivaldi coordinate (undefined: coordinates disabled or none yet). */
+  coordinate?: () => Coordinate | undefined;
 }
+
+/** Consul's BuildDate when the build did not record one (version.BuildDate's default). */
+export const unknownBuildDate = "1970-01-01T00:00:01Z";
 
 export function agentSelfJson(info: AgentInfo): Record<string, unknown> {
   const member = info.member?.() ?? {
@@ -71,7 +79,8 @@ export function agentSelfJson(info: AgentInfo): Record<string, unknown> {
       Version: info.version,
       ...info.debugConfig?.(),
     },
-    Coord: null,
+    // Consul: the agent's LAN coordinate for its segment; null with coordinates disabled.
+    Coord: coordOrNull(info.coordinate?.()),
     Member: {
       Name: member.name,
       Addr: member.addr,
@@ -89,6 +98,20 @@ export function agentSelfJson(info: AgentInfo): Record<string, unknown> {
     Meta: info.meta ?? {},
     xDS: null,
   };
+}
+
+function coordOrNull(c: Coordinate | undefined): Record<string, unknown> | null {
+  return c ? coordJson(c) : null;
+}
+
+/** Consul's version.BuildInfo: the commit, the build date, the human version, and FIPS ("" outside a FIPS build). */
+export function agentVersionJson(info: Pick<AgentInfo, "version" | "revision" | "buildDate">): Record<string, string> {
+  return { SHA: info.revision, BuildDate: info.buildDate || unknownBuildDate, HumanVersion: info.version, FIPS: "" };
+}
+
+/** GET /v1/agent/version (Consul 1.13+; no ACL, as Consul's). */
+export function agentVersionHandler(options: { agent: AgentInfo }): (req: HttpRequest) => Promise<HttpResponse> {
+  return async (req) => jsonResponse(agentVersionJson(options.agent), { pretty: wantsPretty(req) });
 }
 
 export function agentSelfHandler(options: { agent: AgentInfo }): (req: HttpRequest) => Promise<HttpResponse> {

@@ -4,7 +4,7 @@
 // the family files; what they need from the agent comes in as HttpBackends.
 import type { NearOptions } from "../gossip/near.ts";
 import { nullLogger } from "../log/mod.ts";
-import { agentSelfHandler } from "./agent.ts";
+import { agentSelfHandler, agentVersionHandler } from "./agent.ts";
 import {
   agentCheckDeregisterHandler,
   agentCheckRegisterHandler,
@@ -99,6 +99,7 @@ export function createRoutes(backends: HttpBackends): Router {
   return new Router([
     // Agent: this agent, its gossip pools, its own services and checks.
     { pattern: "/v1/agent/self", methods: GET, handler: agentSelfHandler({ agent }), authz: onAgent("read") },
+    { pattern: "/v1/agent/version", methods: GET, handler: agentVersionHandler({ agent }), authz: none },
     { pattern: "/v1/agent/reload", methods: PUT, handler: agentReloadHandler(own), authz: onAgent("write") },
     { pattern: "/v1/agent/monitor", methods: GET, handler: monitorHandler(backends.monitor), authz: onAgent("read") },
     { pattern: "/v1/agent/metrics", methods: GET, handler: metricsHandler({ metrics: backends.metrics, prometheus: backends.prometheus }), authz: onAgent("read") },

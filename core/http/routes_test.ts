@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BadRequestError, CasConflictError, NotFoundError, PermissionDeniedError, RpcTimeoutError, TooLargeError } from "../errors.ts";
 import { maxSnapshotStateBytes } from "../server/snapshot.ts";
-import { bodyJson, bodyText, testBackends, testEnv } from "./_test_env.ts";
+import { bodyJson, bodyText, testAgent, testBackends, testEnv } from "./_test_env.ts";
 import {
   agentCheckDeregisterPrefix,
   agentCheckStatusPrefixes,
@@ -103,6 +103,24 @@ test("agent/self: Config, Member, Meta, DebugConfig and Stats from AgentInfo", a
   assert.deepEqual(self.Meta, {});
   assert.deepEqual(self.Stats, {});
   assert.equal(self.DebugConfig!.NodeName, "node-a");
+  assert.equal(self.Coord, null, "no coordinate yet");
+});
+
+test("agent/self: Coord is the agent's own LAN coordinate", async () => {
+  const coord = { vec: [0.001, -0.002, 0, 0, 0, 0, 0, 0], error: 0.4, adjustment: 0.0001, height: 0.00002 };
+  const router = createRoutes(testBackends({ agent: { ...testAgent, coordinate: () => coord } }));
+  const self = bodyJson(await router.handle(makeRequest("GET", "/v1/agent/self"))) as Record<string, unknown>;
+  assert.deepEqual(self.Coord, { Vec: coord.vec, Error: 0.4, Adjustment: 0.0001, Height: 0.00002 });
+});
+
+test("agent/version: Consul's BuildInfo fields", async () => {
+  const env = testEnv();
+  const r = await env.req("GET", "/v1/agent/version");
+  assert.equal(r.status, 200);
+  assert.deepEqual(bodyJson(r), { SHA: "abc123", BuildDate: "1970-01-01T00:00:01Z", HumanVersion: "0.1.0", FIPS: "" });
+  const dated = createRoutes(testBackends({ agent: { ...testAgent, buildDate: "2026-11-25T01:00:00Z" } }));
+  const v = bodyJson(await dated.handle(makeRequest("GET", "/v1/agent/version"))) as Record<string, unknown>;
+  assert.equal(v.BuildDate, "2026-11-25T01:00:00Z");
 });
 
 
@@ -132,6 +150,7 @@ const table: Array<[pattern: string, methods: string, maxBodyBytes?: number]> = 
   ["/v1/agent/service/maintenance/", "PUT"],
   ["/v1/agent/service/register", "PUT"],
   ["/v1/agent/services", "GET"],
+  ["/v1/agent/version", "GET"],
   ["/v1/catalog/datacenters", "GET"],
   ["/v1/catalog/deregister", "PUT"],
   ["/v1/catalog/node-services/", "GET"],
@@ -236,6 +255,7 @@ test("route table: what each route needs from the caller's token, handed to the 
   }));
   const requests = [
     "GET /v1/agent/self agent:read:node-a",
+    "GET /v1/agent/version none",
     "PUT /v1/agent/reload agent:write:node-a",
     "GET /v1/agent/monitor agent:read:node-a",
     "GET /v1/agent/metrics agent:read:node-a",
