@@ -2,6 +2,7 @@
 // AgentJoin, AgentLeave, AgentForceLeave): /v1/agent/members,
 // /v1/agent/join/<addr>, /v1/agent/leave, /v1/agent/force-leave/<node>.
 import { BadRequestError } from "../errors.ts";
+import { compileFilter } from "../filter/mod.ts";
 import type { GossipBackend, GossipPoolBackend, PoolMember } from "./backends.ts";
 import { HttpError } from "./http_error.ts";
 import { hasFlag, jsonResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
@@ -69,17 +70,21 @@ function tail(req: HttpRequest, prefix: string): string {
   return req.path.slice(prefix.length);
 }
 
-/** GET /v1/agent/members[?wan][&segment=] */
+/** GET /v1/agent/members[?wan][&segment=][&filter=] (the filter sees api.AgentMember's fields: Name, Addr, Port, Tags, Status, Protocol*, Delegate*). */
 export function membersHandler(deps: { gossip: GossipBackend }): Handler {
   const { gossip } = deps;
   const caches = new Map<string, MemberJsonCache>();
   return async (req) => {
     const pool = pickPool(gossip, req);
     const segment = req.query.get("segment") ?? "";
+    const expression = req.query.get("filter") ?? "";
+    // Compiled before anything else: a bad expression is a 400 naming its position.
+    const filter = expression.trim() !== "" ? compileFilter(expression) : undefined;
     let members = pool.members();
     if (segment !== "" && segment !== "_all" && pool.name === "lan") {
       members = members.filter((m) => (m.tags.segment ?? "") === segment || m.tags.role === "consul");
     }
+    if (filter) members = members.filter((m) => filter.match(memberJson(m)));
     members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (wantsPretty(req)) return jsonResponse(members.map(memberJson), { pretty: true });
     let cache = caches.get(pool.name);

@@ -146,3 +146,16 @@ test("coordinates: nodes from the LAN pool, datacenters from WAN", async () => {
   assert.deepEqual(dcs.map((d) => [d.Datacenter, d.AreaID, d.Coordinates.map((c) => c.Node)]), [["dc1", "wan", ["n1.dc1"]]]);
   assert.deepEqual((await setup().call("GET", "/v1/coordinate/datacenters")).json(), []);
 });
+
+test("members: ?filter keeps the members whose AgentMember fields match; a bad filter is a 400", async () => {
+  const { call } = setup();
+  const byStatus = await call("GET", `/v1/agent/members?filter=${encodeURIComponent("Status == 4")}`);
+  assert.equal(byStatus.status, 200);
+  assert.deepEqual((byStatus.json() as Array<{ Name: string }>).map((m) => m.Name), ["n2"]);
+  const byTag = await call("GET", `/v1/agent/members?filter=${encodeURIComponent('Tags.role == "node" and Name != "n2"')}`);
+  assert.deepEqual((byTag.json() as Array<{ Name: string }>).map((m) => m.Name), ["n1"]);
+  const none = await call("GET", `/v1/agent/members?filter=${encodeURIComponent("Port == 9000")}`);
+  assert.deepEqual(none.json(), []);
+  const bad = await call("GET", `/v1/agent/members?filter=${encodeURIComponent("Name ==")}`);
+  assert.equal(bad.status, 400);
+});
