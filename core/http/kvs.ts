@@ -38,6 +38,25 @@ export function dirEntryToJson(e: DirEntry): DirEntryJson {
   return out;
 }
 
+/**
+ * Why a key is refused, or undefined. Consul's validateKVKey
+ * (agent/kvs_endpoint.go) refuses control characters with a 400 naming the
+ * character and its byte position; cairn refuses those (C0, DEL, C1) and
+ * keeps the other characters older Consul versions and their users accept.
+ */
+export function kvKeyProblem(key: string): string | undefined {
+  let pos = 0;
+  for (const ch of key) {
+    const c = ch.codePointAt(0)!;
+    if (c < 0x20 || (c >= 0x7f && c <= 0x9f)) {
+      const shown = `\\x${c.toString(16).padStart(2, "0")}`;
+      return `key contains invalid character '${shown}' at position ${pos}: control characters are not allowed in keys`;
+    }
+    pos += c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+  }
+  return undefined;
+}
+
 function missingKey(): never {
   throw new BadRequestError("Missing key name");
 }
@@ -135,6 +154,8 @@ export function kvsHandler(options: KvsHandlerOptions): (req: HttpRequest) => Pr
 
   return async (req) => {
     const key = req.path.startsWith(kvPrefix) ? req.path.slice(kvPrefix.length) : "";
+    const problem = kvKeyProblem(key);
+    if (problem) throw new BadRequestError(problem);
     switch (req.method) {
       case "GET":
         return await get(req, key);

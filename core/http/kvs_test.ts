@@ -240,3 +240,16 @@ test("kv: RPC errors map to Consul's status codes", async () => {
   assert.equal(r2.status, 500);
   assert.equal(bodyText(r2), "disk on fire");
 });
+
+test("kv: a key with a control character is a 400 naming it and its byte position; nothing is written", async () => {
+  const env = testEnv();
+  for (const [method, target, pos] of [["PUT", "/v1/kv/app/%01x", 4], ["GET", "/v1/kv/caf%C3%A9%0A", 5], ["DELETE", "/v1/kv/a%7F", 1]] as const) {
+    const r = await env.req(method, target, { body: "v" });
+    assert.equal(r.status, 400, target);
+    assert.match(bodyText(r), new RegExp(`^key contains invalid character '\\\\x[0-9a-f]{2}' at position ${pos}: control characters are not allowed in keys$`), target);
+  }
+  assert.equal(env.rpc.calls.filter((c) => c.method === "KVS.Apply").length, 0);
+  // Tabs count too; printable punctuation and non-ASCII letters do not.
+  assert.equal((await env.req("PUT", "/v1/kv/a%09b", { body: "v" })).status, 400);
+  assert.equal((await env.req("PUT", "/v1/kv/caf%C3%A9/a:b c", { body: "v" })).status, 200);
+});
