@@ -79,6 +79,17 @@ function definitionJson(t: CheckType | undefined): Record<string, unknown> {
     if (t.disableRedirects) d.DisableRedirects = true;
   }
   if (t.tcp) d.TCP = t.tcp;
+  if (t.udp) d.UDP = t.udp;
+  if (t.h2ping) {
+    d.H2PING = t.h2ping;
+    d.H2PingUseTLS = t.h2pingUseTls ?? true;
+  }
+  if (t.grpc) {
+    d.GRPC = t.grpc;
+    d.GRPCUseTLS = t.grpcUseTls ?? false;
+  }
+  if (t.dockerContainerId) d.DockerContainerID = t.dockerContainerId;
+  if (t.osService) d.OSService = t.osService;
   if (t.intervalMs > 0) d.Interval = formatDuration(t.intervalMs);
   if (t.outputMaxSize > 0) d.OutputMaxSize = t.outputMaxSize;
   if (t.timeoutMs > 0) d.Timeout = formatDuration(t.timeoutMs);

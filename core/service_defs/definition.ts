@@ -88,28 +88,19 @@ function duration(obj: Raw, what: string, ...names: string[]): number {
   throw new BadRequestError(`Request decode failed: ${what} must be a duration such as "10s"`);
 }
 
-const unsupportedKinds: Array<[string[], string]> = [
-  [["GRPC"], "gRPC"],
-  [["DockerContainerID"], "Docker"],
-  [["H2PING"], "H2PING"],
-  [["UDP"], "UDP"],
-  [["OSService"], "OS service"],
-];
-
 /** Check fields shared by service-embedded and standalone checks (consul CheckType). */
 function decodeCheckType(raw: Raw): CheckType {
-  for (const [keys, label] of unsupportedKinds) {
-    const v = field(raw, ...keys);
-    if (v !== undefined && v !== null && v !== "") {
-      throw new BadRequestError(`Invalid check: ${label} checks are not supported by cairn; use HTTP, TCP, TTL, script (args) or alias checks`);
-    }
-  }
   const args = strList(raw, "Args", "Args", "ScriptArgs");
   if (field(raw, "Script") !== undefined) {
     throw new BadRequestError(`Invalid check: "script" is no longer supported, use "args" with the command and its arguments as a list`);
   }
   const http = str(raw, "HTTP", "HTTP");
   const tcp = str(raw, "TCP", "TCP");
+  const udp = str(raw, "UDP", "UDP");
+  const h2ping = str(raw, "H2PING", "H2PING");
+  const grpc = str(raw, "GRPC", "GRPC");
+  const dockerContainerId = str(raw, "DockerContainerID", "DockerContainerID");
+  const osService = str(raw, "OSService", "OSService");
   const aliasNode = str(raw, "AliasNode", "AliasNode");
   const aliasService = str(raw, "AliasService", "AliasService");
   const ttlMs = duration(raw, "TTL", "TTL");
@@ -124,12 +115,24 @@ function decodeCheckType(raw: Raw): CheckType {
       else throw new BadRequestError(`Request decode failed: Header["${k}"] must be a list of strings`);
     }
   }
+  // The order of consul's agent.addCheck: a Docker check also has args.
   let kind: CheckKind;
-  if (args.length > 0) kind = "script";
-  else if (http !== "") kind = "http";
+  if (http !== "") kind = "http";
   else if (tcp !== "") kind = "tcp";
+  else if (udp !== "") kind = "udp";
+  else if (grpc !== "") kind = "grpc";
+  else if (dockerContainerId !== "") kind = "docker";
+  else if (args.length > 0) kind = "script";
   else if (aliasService !== "" || aliasNode !== "") kind = "alias";
+  else if (h2ping !== "") kind = "h2ping";
+  else if (osService !== "") kind = "os_service";
   else kind = "ttl";
+  const useTls = (name: string): boolean => {
+    const v = field(raw, name);
+    if (v === undefined || v === null) return name === "H2PingUseTLS";
+    if (typeof v !== "boolean") throw new BadRequestError(`Request decode failed: ${name} must be true or false`);
+    return v;
+  };
   const failuresBeforeCritical = int(raw, "FailuresBeforeCritical", "FailuresBeforeCritical");
   const t: CheckType = {
     kind,
@@ -144,6 +147,11 @@ function decodeCheckType(raw: Raw): CheckType {
     tlsServerName: str(raw, "TLSServerName", "TLSServerName"),
     disableRedirects: bool(raw, "DisableRedirects", "DisableRedirects"),
     tcp,
+    ...(udp ? { udp } : {}),
+    ...(h2ping ? { h2ping, h2pingUseTls: useTls("H2PingUseTLS") } : {}),
+    ...(grpc ? { grpc, grpcUseTls: useTls("GRPCUseTLS") } : {}),
+    ...(dockerContainerId ? { dockerContainerId } : {}),
+    ...(osService ? { osService } : {}),
     args,
     aliasNode,
     aliasService,
@@ -159,12 +167,12 @@ function decodeCheckType(raw: Raw): CheckType {
 
 /** consul structs.CheckType.Validate, with its wording. */
 function validateCheckType(t: CheckType): void {
-  const intervalCheck = t.kind === "script" || t.kind === "http" || t.kind === "tcp";
+  const intervalCheck = t.kind !== "ttl" && t.kind !== "alias";
   const bad = (m: string): never => {
     throw new BadRequestError(`Invalid check: ${m}`);
   };
   if (t.intervalMs > 0 && t.ttlMs > 0) bad("Interval and TTL cannot both be specified");
-  if (intervalCheck && t.intervalMs <= 0) bad("Interval must be > 0 for Script, HTTP, H2PING, TCP or GRPC checks");
+  if (intervalCheck && t.intervalMs <= 0) bad("Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or GRPC checks");
   if (t.kind === "alias" && t.ttlMs > 0) bad("TTL must be not be set for Alias checks");
   if (t.kind === "ttl" && t.ttlMs <= 0) bad("TTL must be > 0 for TTL checks");
   if (t.outputMaxSize < 0) bad("MaxOutputMaxSize must be positive");
@@ -173,6 +181,10 @@ function validateCheckType(t: CheckType): void {
   }
   if (t.kind === "http" && !/^https?:\/\//i.test(t.http)) bad(`HTTP must be an http:// or https:// URL: "${t.http}"`);
   if (t.kind === "tcp" && !/^.+:\d+$/.test(t.tcp)) bad(`TCP must be host:port: "${t.tcp}"`);
+  if (t.kind === "udp" && !/^.+:\d+$/.test(t.udp ?? "")) bad(`UDP must be host:port: "${t.udp}"`);
+  if (t.kind === "h2ping" && !/^.+:\d+$/.test(t.h2ping ?? "")) bad(`H2PING must be host:port: "${t.h2ping}"`);
+  if (t.kind === "grpc" && !/^[^/]+:\d+(\/.*)?$/.test(t.grpc ?? "")) bad(`GRPC must be host:port or host:port/service: "${t.grpc}"`);
+  if (t.kind === "docker" && t.args.length === 0) bad("Docker checks need args");
 }
 
 function decodeStatus(raw: Raw, message: string): CheckDefinition["status"] {

@@ -45,7 +45,7 @@ export interface LocalService {
   enableTagOverride: boolean;
 }
 
-export type CheckKind = "ttl" | "http" | "tcp" | "script" | "alias";
+export type CheckKind = "ttl" | "http" | "tcp" | "udp" | "h2ping" | "grpc" | "script" | "alias" | "docker" | "os_service";
 
 /** How a check runs (consul structs.CheckType); all durations in ms. */
 export interface CheckType {
@@ -62,6 +62,19 @@ export interface CheckType {
   /** Do not follow HTTP redirects (consul disable_redirects). */
   disableRedirects: boolean;
   tcp: string;
+  /** host:port of a UDP check. */
+  udp?: string;
+  /** host:port of an H2PING check. */
+  h2ping?: string;
+  /** H2PING over TLS (consul h2ping_use_tls, default true). */
+  h2pingUseTls?: boolean;
+  /** host:port[/service] of a gRPC health check. */
+  grpc?: string;
+  grpcUseTls?: boolean;
+  /** Docker checks: the container (cairn does not run these; they stay critical). */
+  dockerContainerId?: string;
+  /** OS service checks: the service name (not run by cairn either). */
+  osService?: string;
   args: string[];
   aliasNode: string;
   aliasService: string;

@@ -9,9 +9,11 @@ import type { LocalState } from "../local/state.ts";
 import type { CheckKind, LocalCheck } from "../../service_defs/types.ts";
 import { AliasCheck } from "./alias.ts";
 import { httpProbe } from "./http.ts";
-import { defaultOutputMaxSize, IntervalRunner, StatusHandler, type CheckNotify, type CheckRunner, type Probe } from "./runner.ts";
+import { defaultCheckTimeoutMs, defaultOutputMaxSize, IntervalRunner, StatusHandler, type CheckNotify, type CheckRunner, type Probe } from "./runner.ts";
 import { defaultScriptTimeoutMs, scriptProbe, scriptTimeoutOutput } from "./script.ts";
 import { tcpProbe } from "./tcp.ts";
+import { grpcProbe, h2pingProbe } from "./h2.ts";
+import { udpProbe } from "./udp.ts";
 import { TtlCheck } from "./ttl.ts";
 
 export interface CheckManagerOptions {
@@ -72,8 +74,20 @@ export class CheckManager {
           logger,
         });
         break;
+      case "docker":
+      case "os_service": {
+        // Accepted so a Consul config loads unchanged, named in a warning, never run.
+        const what = t.kind === "docker" ? "Docker" : "OS service";
+        const output = `${what} checks are not run by cairn: this check stays critical`;
+        logger.warn(`${what} checks are not run by cairn; the check is registered and stays critical`, { check: check.checkId });
+        runner = { start: () => state.updateCheck(check.checkId, "critical", output), stop: () => {} };
+        break;
+      }
       case "http":
       case "tcp":
+      case "udp":
+      case "h2ping":
+      case "grpc":
       case "script": {
         const notify = new StatusHandler(direct, {
           logger,
@@ -81,11 +95,18 @@ export class CheckManager {
           failuresBeforeWarning: t.failuresBeforeWarning,
           failuresBeforeCritical: t.failuresBeforeCritical,
         });
-        const override = this.#o.probes?.[t.kind];
+        const override = t.kind === "http" || t.kind === "tcp" || t.kind === "script" ? this.#o.probes?.[t.kind] : undefined;
+        const tls = { tlsSkipVerify: t.tlsSkipVerify, tlsServerName: t.tlsServerName };
+        // A UDP check waits its whole timeout for an answer that may never come; the
+        // runner's own deadline sits just after it.
+        const udpWaitMs = t.timeoutMs > 0 ? t.timeoutMs : defaultCheckTimeoutMs;
         let probe: Probe;
         if (override) probe = override(check);
         else if (t.kind === "http") probe = (signal) => httpProbe({ ...t, outputMaxSize }, signal);
         else if (t.kind === "tcp") probe = (signal) => tcpProbe(t.tcp, signal);
+        else if (t.kind === "udp") probe = (signal) => udpProbe(t.udp ?? "", udpWaitMs, signal);
+        else if (t.kind === "h2ping") probe = (signal) => h2pingProbe({ address: t.h2ping ?? "", useTls: t.h2pingUseTls ?? true, ...tls }, signal);
+        else if (t.kind === "grpc") probe = (signal) => grpcProbe(t.grpc ?? "", { useTls: t.grpcUseTls ?? false, ...tls }, signal);
         else probe = (signal) => scriptProbe(t.args, { signal, outputMaxSize, timeoutMs: t.timeoutMs || defaultScriptTimeoutMs });
         runner = new IntervalRunner({
           checkId: check.checkId,
@@ -95,7 +116,7 @@ export class CheckManager {
           rng,
           logger,
           intervalMs: t.intervalMs,
-          timeoutMs: t.kind === "script" ? t.timeoutMs || defaultScriptTimeoutMs : t.timeoutMs,
+          timeoutMs: t.kind === "script" ? t.timeoutMs || defaultScriptTimeoutMs : t.kind === "udp" ? udpWaitMs + 1_000 : t.timeoutMs,
           timeoutOutput: t.kind === "script" ? scriptTimeoutOutput : undefined,
         });
         break;
