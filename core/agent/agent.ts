@@ -25,6 +25,8 @@ import { Leader } from "../server/leader/leader.ts";
 import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
 import { applyWatches, createAgentWatches, type WatchManager } from "./watches.ts";
+import { createAgentDebug } from "./debug_node.ts";
+import { keyToBase64 } from "../gossip/wire/crypto.ts";
 
 export interface AgentIo {
   stdout(s: string): void;
@@ -223,6 +225,11 @@ export async function startAgent(
         txnMaxRequestBytes: config.limits.txnMaxReqLenBytes,
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         logger: logger.named("agent.http"),
+        debug: createAgentDebug({
+          enableDebug: () => config.enableDebug,
+          dataDir: config.dataDir,
+          secrets: () => agentSecrets(config, gossip),
+        }),
       });
       // client_addr (or addresses.http) may be a space-separated list (`-client "127.0.0.1 ::1"`): one listener each, one port.
       for (const host of listenHosts(config.addresses.http || config.clientAddr)) {
@@ -366,8 +373,23 @@ function describeAgent(o: {
       SerfPortLAN: config.ports.serfLan,
       SerfPortWAN: config.ports.serfWan,
       ServerPort: config.ports.server,
+      // Read by cairn debug, as Consul's debug command reads them, to know whether it may take profiles.
+      EnableDebug: config.enableDebug,
+      ACLsEnabled: false,
+      // Consul's sanitized runtime config shows secrets as "hidden".
+      EncryptKey: config.encrypt ? "hidden" : "",
     }),
   };
+}
+
+/** What the agent must never hand out (heap snapshots are redacted of these): the gossip keys, as base64. */
+function agentSecrets(config: AgentConfig, gossip: AgentGossip): string[] {
+  const out = config.encrypt ? [config.encrypt] : [];
+  for (const pool of [gossip.lan, gossip.wan]) {
+    const ring = (pool as { keyring?: { keys: readonly Uint8Array[] } } | undefined)?.keyring;
+    for (const k of ring?.keys ?? []) out.push(keyToBase64(k));
+  }
+  return out;
 }
 
 /** The node's tagged addresses as Consul registers them: lan/wan plus lan_ipv4/wan_ipv4 (or _ipv6). */

@@ -9,6 +9,7 @@ import type { Metrics } from "../metrics/metrics.ts";
 import type { OperatorRaftRpc, Rpc } from "../rpc/mod.ts";
 import type { CheckDefinition, DefinitionSource, HealthStatus, LocalCheck, LocalService, ServiceDefinition } from "../service_defs/mod.ts";
 import type { AgentInfo } from "./agent.ts";
+import type { AgentDebugBackend } from "./agent_debug.ts";
 import type { RouteAuthorizer } from "./router.ts";
 import type { QueryTimes } from "../server/blocking.ts";
 
@@ -44,6 +45,8 @@ export interface HttpBackends {
   txnMaxRequestBytes?: number;
   /** Blocking waits (Consul default_query_time, max_query_time), default 5 and 10 minutes. */
   queryTimes?: QueryTimes;
+  /** /v1/agent/host and /v1/agent/debug/* (core/agent/debug_node.ts); absent: they answer 500. */
+  debug?: AgentDebugBackend;
   /** Decides every route's authorization rule before its handler; default: allow all (no ACLs). */
   authorizer?: RouteAuthorizer;
   logger?: Logger;

@@ -22,6 +22,7 @@ import {
   agentServicesHandler,
   type AgentServicesDeps,
 } from "./agent_services.ts";
+import { agentDebugHeapHandler, agentDebugProfileHandler, agentHostHandler, unavailableDebug } from "./agent_debug.ts";
 import type { HttpBackends } from "./backends.ts";
 import {
   catalogDatacentersHandler,
@@ -89,6 +90,7 @@ export function createRoutes(backends: HttpBackends): Router {
   const maxValueBytes = backends.kvMaxValueBytes ?? kvMaxValueBytes;
   const txnMaxBytes = backends.txnMaxRequestBytes ?? txnMaxRequestBytes;
   const nodeName = () => agent.nodeName;
+  const debug = backends.debug ?? unavailableDebug;
   const near: NearOptions = { coordinates: () => gossip.lan.coordinates(), agentNode: nodeName };
   const own: AgentServicesDeps = { local, datacenter: agent.datacenter, reload: backends.reload, clock: backends.clock };
   /** On this agent (consul: agent:read / agent:write on the agent's node name). */
@@ -102,6 +104,9 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/agent/version", methods: GET, handler: agentVersionHandler({ agent }), authz: none },
     { pattern: "/v1/agent/reload", methods: PUT, handler: agentReloadHandler(own), authz: onAgent("write") },
     { pattern: "/v1/agent/monitor", methods: GET, handler: monitorHandler(backends.monitor), authz: onAgent("read") },
+    { pattern: "/v1/agent/host", methods: GET, handler: agentHostHandler(debug), authz: on("operator", "read") },
+    { pattern: "/v1/agent/debug/profile", methods: GET, handler: agentDebugProfileHandler(debug), authz: on("operator", "read") },
+    { pattern: "/v1/agent/debug/heap", methods: GET, handler: agentDebugHeapHandler(debug), authz: on("operator", "read") },
     { pattern: "/v1/agent/metrics", methods: GET, handler: metricsHandler({ metrics: backends.metrics, prometheus: backends.prometheus }), authz: onAgent("read") },
     { pattern: "/v1/agent/members", methods: GET, handler: membersHandler({ gossip }), authz: on("node", "list") },
     { pattern: "/v1/agent/join/", methods: PUT, handler: joinHandler({ gossip }), authz: onAgent("write") },

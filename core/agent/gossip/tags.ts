@@ -48,6 +48,9 @@ export function consulTags(config: AgentConfig, options: { nodeId: string; pool:
     tags.ft_fs = "1";
     tags.ft_si = "1";
   }
+  // cairn's own: where this agent's HTTP API listens (on its client address), so `cairn doctor` can ask
+  // each server for its own view. Absent when the port is chosen at bind time (0) or HTTP is off.
+  if (options.pool === "lan" && config.ports.http > 0) tags.http_port = String(config.ports.http);
   // advertise_reconnect_timeout (clients only, Consul's client_serf.go): how long others keep us once we failed.
   if (!config.server && options.pool === "lan" && config.advertiseReconnectTimeoutMs > 0) {
     tags[RECONNECT_TIMEOUT_TAG] = formatDuration(config.advertiseReconnectTimeoutMs);
