@@ -17,7 +17,7 @@ import { startDnsServer } from "../dns/mod.ts";
 import { buildDate, revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
-import { retryJoin, startGossip, type AgentGossip } from "./gossip/mod.ts";
+import { floodWanJoins, retryJoin, startGossip, type AgentGossip } from "./gossip/mod.ts";
 import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "./random_node.ts";
 import { UserEventStore } from "./user_events.ts";
@@ -224,6 +224,7 @@ export async function startAgent(
         kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
         txnMaxRequestBytes: config.limits.txnMaxReqLenBytes,
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
+        discoveryMaxStaleMs: config.discoveryMaxStaleMs,
         logger: logger.named("agent.http"),
         debug: createAgentDebug({
           enableDebug: () => config.enableDebug,
@@ -285,6 +286,11 @@ export async function startAgent(
       { pool: gossip.lan, addrs: config.retryJoin, intervalMs: config.retryIntervalMs, maxAttempts: config.retryMax },
       ...(gossip.wan ? [{ pool: gossip.wan, addrs: config.retryJoinWan, intervalMs: config.retryIntervalWanMs, maxAttempts: config.retryMaxWan }] : []),
     ];
+    // A server brings the other servers of its datacenter into the WAN pool (Consul's flood join).
+    if (gossip.wan) {
+      const flood = floodWanJoins(gossip.lan, gossip.wan, { datacenter: config.datacenter, nodeName: config.nodeName, clock, logger: joinLog });
+      closers.add("wan flood join", () => flood.cancel());
+    }
     for (const r of retrySpecs) {
       if (r.addrs.length === 0) continue;
       const job = retryJoin(r.pool, { addrs: r.addrs, intervalMs: r.intervalMs, maxAttempts: r.maxAttempts, clock, logger: joinLog });

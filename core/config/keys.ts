@@ -334,7 +334,7 @@ export const AGENT_KEYS: KeyTable = {
   disable_remote_exec: planned("remote exec (`consul exec`) is not implemented; it is always off", { inert: [true] }),
   disable_update_check: impl(undefined, { note: "cairn never checks for updates" }),
   discard_check_output: impl("bool"),
-  discovery_max_stale: planned("stale reads for DNS and service discovery by default are not implemented yet"),
+  discovery_max_stale: impl("duration", { note: "catalog and health reads without ?stale/?consistent/?leader read stale up to this age" }),
   dns_config: impl(undefined, {
     keys: {
       allow_stale: impl("bool"),
@@ -554,11 +554,19 @@ export const AGENT_KEYS: KeyTable = {
   build_date: ignored(INTERNAL),
   check_deregister_interval_min: ignored(INTERNAL),
   check_reap_interval: ignored(INTERNAL),
-  consul: ignored(INTERNAL, {
+  consul: impl(undefined, {
+    note: "internal Consul tuning; only the coordinate batching is read",
     keys: {
-      coordinate: { keys: leaves("update_batch_size", "update_max_batches", "update_period") },
-      raft: { keys: leaves("election_timeout", "heartbeat_timeout", "leader_lease_timeout") },
-      server: { keys: leaves("health_interval") },
+      coordinate: impl(undefined, {
+        to: "$coordinate",
+        keys: {
+          update_batch_size: impl("uint"),
+          update_max_batches: impl("uint"),
+          update_period: impl("duration"),
+        },
+      }),
+      raft: ignored(INTERNAL, { keys: leaves("election_timeout", "heartbeat_timeout", "leader_lease_timeout") }),
+      server: ignored(INTERNAL, { keys: leaves("health_interval") }),
     },
   }),
   license_poll_base_time: ignored(ENTERPRISE),
@@ -568,8 +576,8 @@ export const AGENT_KEYS: KeyTable = {
   revision: ignored(INTERNAL),
   segment_limit: ignored(ENTERPRISE),
   segment_name_limit: ignored(ENTERPRISE),
-  sync_coordinate_interval_min: ignored(INTERNAL),
-  sync_coordinate_rate_target: ignored(INTERNAL),
+  sync_coordinate_interval_min: impl("duration", { to: "$coordinate.syncIntervalMinMs", note: "how often at least an agent sends its coordinate to the servers" }),
+  sync_coordinate_rate_target: impl("uint", { to: "$coordinate.syncRateTarget", note: "coordinate updates a second the whole pool aims at" }),
   version: ignored(INTERNAL),
   version_metadata: ignored(INTERNAL),
   version_prerelease: ignored(INTERNAL),

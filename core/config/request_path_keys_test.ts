@@ -37,6 +37,10 @@ test("default_query_time, max_query_time, limits.txn_max_req_len", () => {
   assert.equal(c.maxQueryTimeMs, 120_000);
   assert.equal(c.limits.txnMaxReqLenBytes, 1_048_576);
   assert.deepEqual(warnedKeys(c), []);
+  assert.equal(d.discoveryMaxStaleMs, 0, "off by default");
+  const s = fromHcl(`discovery_max_stale = "5s"`);
+  assert.equal(s.discoveryMaxStaleMs, 5_000);
+  assert.deepEqual(warnedKeys(s), []);
 });
 
 test("check_output_max_size, discard_check_output, check_update_interval", () => {

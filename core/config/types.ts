@@ -148,6 +148,8 @@ export interface AgentConfig {
   raftSnapshotIntervalMs: number;
   /** Raft entries kept behind a snapshot for slow followers (Consul raft_trailing_logs). Default 10,240. */
   raftTrailingLogs: number;
+  /** Network coordinates: how often agents send theirs, how servers batch them (Consul's internal tuning keys). */
+  coordinate: CoordinateConfig;
   /** Always ends with a dot: `consul.`. */
   domain: string;
   altDomain: string;
@@ -159,6 +161,8 @@ export interface AgentConfig {
   defaultQueryTimeMs: number;
   /** Longest blocking wait (Consul max_query_time). */
   maxQueryTimeMs: number;
+  /** Catalog and health reads without a consistency parameter are stale reads up to this age (0: off). */
+  discoveryMaxStaleMs: number;
   /** Check output is cut to this many bytes (a check's own output_max_size may only lower it). */
   checkOutputMaxSize: number;
   /** Checks report no output at all. */
@@ -185,6 +189,24 @@ export interface AgentConfig {
   configFiles: string[];
   /** Logged once at startup: planned and ignored keys (one per key), skipped files. */
   warnings: ConfigWarning[];
+}
+
+/**
+ * `sync_coordinate_interval_min`, `sync_coordinate_rate_target` (agents) and
+ * `consul { coordinate { update_period, update_batch_size, update_max_batches } }`
+ * (servers), with Consul's defaults.
+ */
+export interface CoordinateConfig {
+  /** An agent sends its coordinate at least this far apart (default 15 s) … */
+  syncIntervalMinMs: number;
+  /** … and the pool sends at most about this many a second in all (default 64): the interval grows with the member count. */
+  syncRateTarget: number;
+  /** The leader applies the updates it has every this often (default 5 s). */
+  updatePeriodMs: number;
+  /** Updates in one Raft command (default 128). */
+  updateBatchSize: number;
+  /** Commands a period; the rest are dropped (default 5). */
+  updateMaxBatches: number;
 }
 
 export type WatchType = "key" | "keyprefix" | "services" | "nodes" | "service" | "checks" | "event";

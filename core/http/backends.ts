@@ -45,6 +45,8 @@ export interface HttpBackends {
   txnMaxRequestBytes?: number;
   /** Blocking waits (Consul default_query_time, max_query_time), default 5 and 10 minutes. */
   queryTimes?: QueryTimes;
+  /** Consul discovery_max_stale: catalog and health reads are stale by default, up to this age. */
+  discoveryMaxStaleMs?: number;
   /** /v1/agent/host and /v1/agent/debug/* (core/agent/debug_node.ts); absent: they answer 500. */
   debug?: AgentDebugBackend;
   /** Decides every route's authorization rule before its handler; default: allow all (no ACLs). */

@@ -2,7 +2,7 @@
 // (consul agent/http.go parseWait, parseConsistency, parseDC, parseToken,
 // setMeta). Blocking itself happens on the server; this only parses and clamps.
 import { BadRequestError } from "../errors.ts";
-import type { QueryMeta, QueryOptions } from "../rpc/mod.ts";
+import type { QueryMeta, QueryOptions, Rpc } from "../rpc/mod.ts";
 import { consulQueryTimes } from "../server/blocking.ts";
 import type { HttpRequest } from "./types.ts";
 
@@ -93,7 +93,7 @@ function parseUint(name: string, text: string): number {
   return n;
 }
 
-/** `?index`, `?wait`, `?stale`, `?consistent`, `?dc` and the token, as QueryOptions. */
+/** The request context of a read: `?index`, `?wait`, `?stale`, `?max_stale`, `?consistent`, `?dc`, the token, `?filter`, `?near`. */
 export function parseQueryOptions(req: HttpRequest): QueryOptions {
   const q = req.query;
   let waitMs = clampWaitMs(req, undefined);
@@ -107,17 +107,57 @@ export function parseQueryOptions(req: HttpRequest): QueryOptions {
   }
   const index = q.get("index");
   const minQueryIndex = index !== null && index !== "" ? parseUint("index", index) : 0;
-  const allowStale = q.has("stale");
+  let allowStale = q.has("stale");
   const requireConsistent = q.has("consistent");
+  // consul parseConsistency: ?max_stale implies ?stale.
+  let maxStaleMs = 0;
+  const maxStale = q.get("max_stale");
+  if (maxStale !== null) {
+    const ms = parseGoDuration(maxStale);
+    if (ms === undefined || ms < 0) throw new BadRequestError(`Invalid max_stale value "${maxStale}"`);
+    maxStaleMs = ms;
+    allowStale = true;
+  }
   if (allowStale && requireConsistent) {
     throw new BadRequestError("Cannot specify ?stale with ?consistent, conflicting semantics.");
   }
+  // consul parseConsistency: discovery_max_stale makes catalog and health reads
+  // that name no consistency stale ones, bounded by it.
+  const discovery = req.discoveryMaxStaleMs ?? 0;
+  if (discovery > 0 && !allowStale && !requireConsistent && !q.has("leader") && (req.path.startsWith("/v1/catalog") || req.path.startsWith("/v1/health"))) {
+    allowStale = true;
+    maxStaleMs = discovery;
+  }
   const options: QueryOptions = { minQueryIndex, maxQueryTimeMs: waitMs, allowStale, requireConsistent };
+  if (maxStaleMs > 0) options.maxStaleMs = maxStaleMs;
   const dc = parseDatacenter(req);
   if (dc) options.datacenter = dc;
   const token = parseToken(req);
   if (token) options.token = token;
+  const filter = q.get("filter");
+  if (filter !== null && filter.trim() !== "") options.filter = filter;
+  const near = q.get("near");
+  if (near !== null && near !== "") options.near = near;
   return options;
+}
+
+/**
+ * The one place `?max_stale` is honoured (consul's endpoints RETRY_ONCE):
+ * a read answered stale by a server that last heard from the leader longer
+ * ago than max_stale is asked once more, of the leader. Every HTTP read goes
+ * through the Rpc this returns.
+ */
+export function withMaxStale(rpc: Rpc): Rpc {
+  return {
+    async call(method, args, options) {
+      const reply = await rpc.call(method, args, options);
+      const query = (args as { query?: QueryOptions }).query;
+      const meta = (reply as { meta?: QueryMeta } | undefined)?.meta;
+      if (!query?.allowStale || !query.maxStaleMs || !meta || !(meta.lastContactMs > query.maxStaleMs)) return reply;
+      const fresh = { ...query, allowStale: false, maxStaleMs: 0 };
+      return await rpc.call(method, { ...args, query: fresh } as typeof args, options);
+    },
+  };
 }
 
 /** Write options: only the datacenter and token matter. */

@@ -1,7 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BadRequestError } from "../errors.ts";
-import { defaultQueryTimeMs, maxQueryTimeMs, parseGoDuration, parseQueryOptions, parseToken, setMetaHeaders } from "./blocking.ts";
+import type { QueryMeta, QueryOptions, Rpc } from "../rpc/mod.ts";
+import { defaultQueryTimeMs, maxQueryTimeMs, parseGoDuration, parseQueryOptions, parseToken, setMetaHeaders, withMaxStale } from "./blocking.ts";
 import { makeRequest } from "./types.ts";
 
 test("parseGoDuration: Go duration syntax", () => {
@@ -57,6 +58,8 @@ test("parseQueryOptions: bad values are 400s that name the parameter", () => {
     ["index=1.5", /Invalid index "1.5"/],
     ["index=99999999999999999999", /Invalid index/],
     ["stale&consistent", /Cannot specify \?stale with \?consistent/],
+    ["max_stale=10s&consistent", /Cannot specify \?stale with \?consistent/],
+    ["max_stale=soon", /Invalid max_stale value "soon"/],
   ];
   for (const [qs, re] of cases) {
     assert.throws(() => parseQueryOptions(makeRequest("GET", `/v1/kv/a?${qs}`)), (err: unknown) => {
@@ -65,6 +68,57 @@ test("parseQueryOptions: bad values are 400s that name the parameter", () => {
       return true;
     });
   }
+});
+
+test("parseQueryOptions: the whole request context (max_stale implies stale; filter and near ride along)", () => {
+  const o = parseQueryOptions(makeRequest("GET", `/v1/health/service/web?max_stale=3s&filter=${encodeURIComponent('Service.Port > 80')}&near=_agent&token=t`));
+  assert.deepEqual(o, {
+    minQueryIndex: 0, maxQueryTimeMs: defaultQueryTimeMs, allowStale: true, requireConsistent: false,
+    maxStaleMs: 3_000, filter: "Service.Port > 80", near: "_agent", token: "t",
+  });
+  assert.equal(parseQueryOptions(makeRequest("GET", "/v1/kv/a?filter=%20")).filter, undefined, "a blank filter is no filter");
+});
+
+test("discovery_max_stale: catalog and health reads naming no consistency become bounded stale reads", () => {
+  const ctx = (path: string) => parseQueryOptions({ ...makeRequest("GET", path), discoveryMaxStaleMs: 4_000 });
+  for (const path of ["/v1/catalog/nodes", "/v1/health/service/web"]) {
+    const o = ctx(path);
+    assert.equal(o.allowStale, true, path);
+    assert.equal(o.maxStaleMs, 4_000, path);
+  }
+  assert.equal(ctx("/v1/kv/a").allowStale, false, "KV is not service discovery");
+  assert.equal(ctx("/v1/catalog/nodes?consistent").allowStale, false);
+  assert.equal(ctx("/v1/catalog/nodes?leader").allowStale, false, "?leader asks for the default mode explicitly");
+  assert.equal(ctx("/v1/catalog/nodes?max_stale=1s").maxStaleMs, 1_000, "the request's own max_stale wins");
+});
+
+test("withMaxStale: a stale answer older than max_stale is asked again of the leader, once; others pass through", async () => {
+  const calls: QueryOptions[] = [];
+  let lastContactMs = 0;
+  const inner = {
+    async call(_method: string, args: { query: QueryOptions }) {
+      calls.push(args.query);
+      const meta: QueryMeta = { index: 7, knownLeader: true, lastContactMs: args.query.allowStale ? lastContactMs : 0, consistencyLevel: args.query.allowStale ? "stale" : "leader" };
+      return { entries: [], meta };
+    },
+  } as unknown as Rpc;
+  const rpc = withMaxStale(inner);
+  const query = (extra: Partial<QueryOptions>): QueryOptions => ({ minQueryIndex: 0, maxQueryTimeMs: 1000, allowStale: true, requireConsistent: false, ...extra });
+
+  lastContactMs = 50;
+  let r = await rpc.call("KVS.Get", { key: "a", query: query({ maxStaleMs: 100 }) });
+  assert.equal(r.meta.consistencyLevel, "stale", "fresh enough");
+  assert.equal(calls.length, 1);
+
+  lastContactMs = 5_000;
+  r = await rpc.call("KVS.Get", { key: "a", query: query({ maxStaleMs: 100 }) });
+  assert.equal(r.meta.consistencyLevel, "leader", "too stale: the leader answers");
+  assert.equal(calls.length, 3);
+  assert.equal(calls[2]!.allowStale, false);
+
+  r = await rpc.call("KVS.Get", { key: "a", query: query({}) });
+  assert.equal(r.meta.consistencyLevel, "stale", "?stale without max_stale takes any age");
+  assert.equal(calls.length, 4);
 });
 
 test("parseToken: ?token, then X-Consul-Token, then Authorization: Bearer", () => {

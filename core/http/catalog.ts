@@ -247,9 +247,9 @@ export function parseNodeMeta(req: HttpRequest): Record<string, string> | undefi
 
 /** Common list-read args: blocking options, `?filter`, `?node-meta`. */
 export function listArgs(req: HttpRequest): { query: ReturnType<typeof parseQueryOptions>; filter?: string; nodeMetaFilters?: Record<string, string> } {
-  const out: { query: ReturnType<typeof parseQueryOptions>; filter?: string; nodeMetaFilters?: Record<string, string> } = { query: parseQueryOptions(req) };
-  const filter = req.query.get("filter");
-  if (filter !== null && filter.trim() !== "") out.filter = filter;
+  const query = parseQueryOptions(req);
+  const out: { query: ReturnType<typeof parseQueryOptions>; filter?: string; nodeMetaFilters?: Record<string, string> } = { query };
+  if (query.filter !== undefined) out.filter = query.filter;
   const meta = parseNodeMeta(req);
   if (meta) out.nodeMetaFilters = meta;
   return out;
@@ -307,8 +307,9 @@ export function catalogDatacentersHandler(options: { rpc: Rpc }): H {
 
 export function catalogNodesHandler(options: { rpc: Rpc; near?: NearOptions }): H {
   return async (req) => {
-    const reply = await options.rpc.call("Catalog.ListNodes", listArgs(req), callOptions(req));
-    const nodes = options.near ? sortNear(reply.nodes, (n) => n.node, req.query.get("near") ?? "", options.near) : reply.nodes;
+    const args = listArgs(req);
+    const reply = await options.rpc.call("Catalog.ListNodes", args, callOptions(req));
+    const nodes = options.near ? sortNear(reply.nodes, (n) => n.node, args.query.near ?? "", options.near) : reply.nodes;
     return readResponse(req, reply.meta, nodes.map(nodeToJson));
   };
 }
@@ -327,12 +328,13 @@ export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions })
     const serviceName = pathTail(req, catalogServicePrefix);
     if (serviceName === "") throw new BadRequestError("Missing service name");
     const tags = req.query.getAll("tag");
+    const args = listArgs(req);
     const reply = await options.rpc.call(
       "Catalog.ServiceNodes",
-      { ...listArgs(req), serviceName, ...(tags.length > 0 ? { serviceTags: tags } : {}) },
+      { ...args, serviceName, ...(tags.length > 0 ? { serviceTags: tags } : {}) },
       callOptions(req),
     );
-    const rows = options.near ? sortNear(reply.serviceNodes, (s) => s.node.node, req.query.get("near") ?? "", options.near) : reply.serviceNodes;
+    const rows = options.near ? sortNear(reply.serviceNodes, (s) => s.node.node, args.query.near ?? "", options.near) : reply.serviceNodes;
     return readResponse(req, reply.meta, rows.map(serviceNodeToJson));
   };
 }

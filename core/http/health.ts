@@ -47,12 +47,13 @@ export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions }):
     const serviceName = pathTail(req, healthServicePrefix);
     if (serviceName === "") throw new BadRequestError("Missing service name");
     const tags = req.query.getAll("tag");
+    const args = listArgs(req);
     const reply = await options.rpc.call(
       "Health.ServiceNodes",
-      { ...listArgs(req), serviceName, passingOnly: parsePassing(req), ...(tags.length > 0 ? { serviceTags: tags } : {}) },
+      { ...args, serviceName, passingOnly: parsePassing(req), ...(tags.length > 0 ? { serviceTags: tags } : {}) },
       callOptions(req),
     );
-    const rows = options.near ? sortNear(reply.nodes, (n) => n.node.node, req.query.get("near") ?? "", options.near) : reply.nodes;
+    const rows = options.near ? sortNear(reply.nodes, (n) => n.node.node, args.query.near ?? "", options.near) : reply.nodes;
     return readResponse(req, reply.meta, rows.map(checkServiceNodeToJson));
   };
 }

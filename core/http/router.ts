@@ -87,14 +87,16 @@ export class Router {
   readonly #authorizer: RouteAuthorizer;
   /** Handed to every handler on its request (blocking waits). */
   readonly #queryTimes: QueryTimes | undefined;
+  readonly #discoveryMaxStaleMs: number;
   /** consul.api.http timings (method, route path) when set. */
   metrics: Metrics | undefined;
   /** Each route's `path` label, as Consul writes it: "/v1/kv/" → "v1.kv._". */
   readonly #pathLabels = new WeakMap<Route, string>();
 
-  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes } = {}) {
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes; discoveryMaxStaleMs?: number } = {}) {
     this.#logger = options.logger ?? nullLogger();
     this.#queryTimes = options.queryTimes;
+    this.#discoveryMaxStaleMs = options.discoveryMaxStaleMs ?? 0;
     this.#authorizer = options.authorizer ?? allowAll;
     this.metrics = options.metrics;
     for (const r of routes) this.add(r);
@@ -165,7 +167,7 @@ export class Router {
       let decision = this.#authorizer.authorize(req, need);
       if (decision instanceof Promise) decision = await decision;
       if (!decision.allowed) throw new PermissionDeniedError(decision.reason);
-      r = await route.handler(this.#queryTimes ? { ...req, queryTimes: this.#queryTimes } : req);
+      r = await route.handler(this.#queryTimes || this.#discoveryMaxStaleMs ? { ...req, queryTimes: this.#queryTimes, discoveryMaxStaleMs: this.#discoveryMaxStaleMs } : req);
     } catch (err) {
       r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
     }

@@ -57,6 +57,7 @@ import { snapshotHandler, snapshotMaxBodyBytes } from "./snapshot.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
 import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
 import { hasFlag } from "./types.ts";
+import { withMaxStale } from "./blocking.ts";
 
 const GET = ["GET"] as const;
 const PUT = ["PUT"] as const;
@@ -86,7 +87,9 @@ function readOrWrite(resource: AuthzResource): RouteAuthz {
 }
 
 export function createRoutes(backends: HttpBackends): Router {
-  const { rpc, agent, local, gossip, events, operator } = backends;
+  const { agent, local, gossip, events, operator } = backends;
+  // Every read of the servers honours ?max_stale in this one wrapper.
+  const rpc = withMaxStale(backends.rpc);
   const maxValueBytes = backends.kvMaxValueBytes ?? kvMaxValueBytes;
   const txnMaxBytes = backends.txnMaxRequestBytes ?? txnMaxRequestBytes;
   const nodeName = () => agent.nodeName;
@@ -178,5 +181,5 @@ export function createRoutes(backends: HttpBackends): Router {
     // Status: public.
     { pattern: "/v1/status/leader", methods: GET, handler: statusLeaderHandler({ rpc }), authz: none },
     { pattern: "/v1/status/peers", methods: GET, handler: statusPeersHandler({ rpc }), authz: none },
-  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes });
+  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes, discoveryMaxStaleMs: backends.discoveryMaxStaleMs });
 }

@@ -18,6 +18,8 @@ export interface HttpRequest {
   signal?: AbortSignal;
   /** The agent's default_query_time and max_query_time (the Router sets them); absent: Consul's 5 and 10 minutes. */
   queryTimes?: QueryTimes;
+  /** The agent's discovery_max_stale in ms (the Router sets it); absent or 0: off. */
+  discoveryMaxStaleMs?: number;
 }
 
 export interface HttpResponse {

@@ -6,7 +6,12 @@
 import type { RequestId } from "../state/requests.ts";
 export type { RequestId } from "../state/requests.ts";
 
-/** Read options, parsed from `?index`, `?wait`, `?stale`, `?consistent`. */
+/**
+ * The request context of a read, parsed once at the edge (core/http/blocking.ts
+ * parseQueryOptions for HTTP; the DNS server and the CLI build the same):
+ * `?index`, `?wait`, `?stale`, `?max_stale`, `?consistent`, `?dc`, the token,
+ * `?filter`, `?near`.
+ */
 export interface QueryOptions {
   /** Block until the result's index is greater than this (0: answer at once). */
   minQueryIndex: number;
@@ -16,9 +21,18 @@ export interface QueryOptions {
   allowStale: boolean;
   /** Confirm leadership with a quorum before reading (ReadIndex). */
   requireConsistent: boolean;
+  /**
+   * `?max_stale`: a stale answer whose server last heard from the leader
+   * longer ago than this is asked again of the leader (once). 0/undefined: any age.
+   */
+  maxStaleMs?: number;
   /** Target datacenter ("" or undefined: the local one). */
   datacenter?: string;
   token?: string;
+  /** `?filter`: a filter expression over the result rows (core/filter). */
+  filter?: string;
+  /** `?near`: sort by round-trip time from this node ("_agent": the answering agent). */
+  near?: string;
 }
 
 /** Facts about a read, sent back as X-Consul-* headers. */
@@ -351,6 +365,21 @@ export interface PreparedQueryExecuteReply {
   meta: QueryMeta;
 }
 
+/** A Vivaldi network coordinate (Serf's coordinate.Coordinate; HTTP: Vec, Error, Adjustment, Height). */
+export interface VivaldiCoord {
+  vec: number[];
+  error: number;
+  adjustment: number;
+  height: number;
+}
+
+/** A node's LAN coordinate in one network segment ("" outside Enterprise segments), as the catalog keeps it. */
+export interface CoordinateEntry {
+  node: string;
+  segment: string;
+  coord: VivaldiCoord;
+}
+
 /** Every RPC method with its argument and reply types. */
 export interface RpcMethods {
   "KVS.Apply": { args: KvsApplyArgs; reply: { ok: boolean; index: number } };
@@ -419,6 +448,12 @@ export interface RpcMethods {
   /** The query an ID or name resolves to, rendered when it is a template. */
   "PreparedQuery.Explain": { args: PreparedQueryExecuteArgs; reply: { query: PreparedQuery; meta: QueryMeta } };
   "PreparedQuery.Execute": { args: PreparedQueryExecuteArgs; reply: PreparedQueryExecuteReply };
+  /** Queue a node's coordinate on the leader; it reaches the catalog with the next batch (coordinate_update_period). */
+  "Coordinate.Update": { args: { node: string; segment?: string; coord: VivaldiCoord; datacenter?: string; token?: string }; reply: Record<string, never> };
+  /** Every node's coordinates in the catalog, by node name. */
+  "Coordinate.ListNodes": { args: { query: QueryOptions }; reply: { coordinates: CoordinateEntry[]; meta: QueryMeta } };
+  /** One node's coordinates (one per segment); empty when it has none. */
+  "Coordinate.Node": { args: { node: string; query: QueryOptions }; reply: { coordinates: CoordinateEntry[]; meta: QueryMeta } };
 }
 
 export type RpcMethod = keyof RpcMethods;
