@@ -95,6 +95,15 @@ export class NoPathToDatacenterError extends CairnError {
   }
 }
 
+/** A datacenter the WAN pool knows, with no server that answers (consul structs.ErrDCNotAvailable). */
+export class DcUnavailableError extends CairnError {
+  readonly datacenter: string;
+  constructor(datacenter: string, options?: { cause?: unknown }) {
+    super("dc_unavailable", "Remote DC has no server currently reachable", options);
+    this.datacenter = datacenter;
+  }
+}
+
 export class CasConflictError extends CairnError {
   constructor(message: string) {
     super("cas_conflict", message);

@@ -40,6 +40,8 @@ import {
   type LanPoolLike,
 } from "./bootstrap.ts";
 import { RpcRouter } from "../rpc/forward.ts";
+import { datacentersByDistance, WanRoutes, type WanServer } from "../rpc/wan_routes.ts";
+import { distanceSeconds } from "../gossip/coordinate.ts";
 import { writeFileDurable, writeFileDurableSync } from "../durable_node.ts";
 import { randomUUID } from "./random_node.ts";
 
@@ -134,7 +136,10 @@ export class ServerNode {
   readonly autopilot: Autopilot;
   #lan: LanPoolLike | undefined;
   #wan: LanPoolLike | undefined;
+  /** Servers of other datacenters, from the WAN pool: where a request for one goes. */
+  readonly wanRoutes: WanRoutes;
   #unsubscribe: (() => void) | undefined;
+  #unsubscribeWan: (() => void) | undefined;
   #unsubscribeLost: (() => void) | undefined;
   #timer: Timer | undefined;
   #starting = false;
@@ -166,6 +171,7 @@ export class ServerNode {
     this.#transport = parts.transport;
     this.#stores = parts.stores;
     this.rpcAddr = parts.rpcAddr;
+    this.wanRoutes = new WanRoutes({ localDatacenter: o.config.datacenter, servers: () => this.#wanServers(), rng: o.rng.fork() });
     this.server = new Server({
       fsm: this.fsm,
       consensus: this.#consensus,
@@ -173,8 +179,10 @@ export class ServerNode {
       rng: o.rng.fork(),
       logger: o.logger,
       datacenter: o.config.datacenter,
+      datacenters: () => this.datacentersByDistance(),
       coordinates: () => this.#lan?.coordinates?.() ?? [],
       queryTimes: { defaultMs: o.config.defaultQueryTimeMs, maxMs: o.config.maxQueryTimeMs },
+      coordinateUpdate: coordinateUpdateOf(o.config),
     });
     const local = {
       handle: (method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> => this.#handleLocal(method, args, options),
@@ -189,7 +197,7 @@ export class ServerNode {
       holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
       self: this.rpcAddr,
       datacenter: o.config.datacenter,
-      datacenters: () => wanDatacenters(this.#wan),
+      wan: this.wanRoutes,
     });
     // Calls from other agents: answer here, or forward once to the leader (the caller retries).
     const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods)];
@@ -225,9 +233,33 @@ export class ServerNode {
     return this.#consensus;
   }
 
-  /** The WAN pool (servers of every datacenter): which datacenters exist. */
+  /** The WAN pool (servers of every datacenter): which datacenters exist and where their servers are. */
   attachWan(wan: LanPoolLike): void {
     this.#wan = wan;
+    this.#unsubscribeWan = wan.onMemberEvent(() => this.wanRoutes.invalidate());
+    this.wanRoutes.invalidate();
+  }
+
+  /** Every known datacenter, ours first, then by median WAN round trip (consul GetDatacentersByDistance). */
+  datacentersByDistance(): string[] {
+    const dc = this.#o.config.datacenter;
+    const wan = this.#wan;
+    if (!wan) return [dc];
+    const coords = new Map((wan.coordinates?.() ?? []).map((c) => [c.node, c.coord]));
+    const self = coords.get(`${this.#o.config.nodeName}.${dc}`);
+    return datacentersByDistance(dc, this.#wanServers(), (node) => {
+      const c = coords.get(node);
+      return self && c && c.vec.length === self.vec.length ? distanceSeconds(self, c) * 1_000 : undefined;
+    });
+  }
+
+  #wanServers(): WanServer[] {
+    const out: WanServer[] = [];
+    for (const m of this.#wan?.members() ?? []) {
+      const s = serverFromMember(m);
+      if (s) out.push({ name: s.name, datacenter: s.datacenter, address: s.address, status: s.status });
+    }
+    return out;
   }
 
   /** Follow the LAN pool: bootstrap-expect, and (on the leader) add/remove servers as gossip sees them. */
@@ -384,8 +416,10 @@ export class ServerNode {
     this.#stopped = true;
     this.#timer?.cancel();
     this.#unsubscribe?.();
+    this.#unsubscribeWan?.();
     this.#unsubscribeLost?.();
     this.server.sessionTimers.stop();
+    this.server.coordinateBatcher.stop();
     await this.#consensus.node?.stop();
     await this.#transport.close();
     this.pool.close();
@@ -506,6 +540,12 @@ export interface DevNode {
 }
 
 /** Start `-dev`'s Raft; resolves once it is leader (it elects itself at once). */
+/** consul.coordinate.* as the server's batcher takes it. */
+function coordinateUpdateOf(config: AgentConfig): { updatePeriodMs: number; batchSize: number; maxBatches: number } {
+  const c = config.coordinate ?? defaultConfig().coordinate;
+  return { updatePeriodMs: c.updatePeriodMs, batchSize: c.updateBatchSize, maxBatches: c.updateMaxBatches };
+}
+
 export async function startDevNode(o: { config: AgentConfig; nodeId: string; clock: Clock; rng: Rng; logger: Logger; coordinates?: CoordinateSource }): Promise<DevNode> {
   const { config } = o;
   const host = config.advertiseAddr || config.bindAddr;
@@ -522,6 +562,7 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     trailingLogs: config.raftTrailingLogs,
     coordinates: o.coordinates,
     queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
+    coordinateUpdate: coordinateUpdateOf(config),
   });
   const ops = raftOperatorEndpoints({
     raft: () => dev.raft,
@@ -617,11 +658,4 @@ export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng
     holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
   });
   return { router, close: () => pool.close() };
-}
-
-/** Datacenters with a live server in the WAN pool. */
-function wanDatacenters(wan: LanPoolLike | undefined): string[] {
-  const out = new Set<string>();
-  for (const m of wan?.members() ?? []) if (m.status === "alive" && m.tags.dc) out.add(m.tags.dc);
-  return [...out];
 }

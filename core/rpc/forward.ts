@@ -14,11 +14,22 @@
 // applies an id once and answers a repeat with the first result
 // (core/state/requests.ts). A write still without an answer at the hold
 // timeout is answered OutcomeUnknownError, never sent blindly.
+//
+// A request for another datacenter (consul rpc.go `forwardDC`) goes, from a
+// server, to a server of that datacenter chosen by the WAN routes
+// (wan_routes.ts): shuffled, a failed server moved to the back. It travels
+// unchanged — the request id the first router gave a write included, so a
+// write retried across datacenters is still applied once — and the remote
+// server answers it as a local request (its own leader forwarding, stale
+// reads, blocking). A datacenter the WAN pool never heard of is "No path to
+// datacenter"; one it knows with no server alive, or whose servers all fail
+// to connect, is "Remote DC has no server currently reachable". A client
+// agent leaves all of this to the server it asks.
 import type { Clock } from "../clock/clock.ts";
 import {
   errorMessage,
   LeadershipLostError,
-  CairnError,
+  DcUnavailableError,
   NoLeaderError,
   NoPathToDatacenterError,
   NotLeaderError,
@@ -32,6 +43,13 @@ import type { Rng } from "../sim/rng.ts";
 import type { RequestId } from "../state/requests.ts";
 import { writeMethods } from "./methods.ts";
 import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "./methods.ts";
+import type { WanRoute } from "./wan_routes.ts";
+
+/** Where a request for another datacenter may go (WanRoutes fits). */
+export interface WanRouting {
+  route(dc: string): WanRoute;
+  failed(dc: string, address: string): void;
+}
 
 /** Answers a call locally (a server's handler table). Methods named by string so operator calls ride along. */
 export interface LocalHandler {
@@ -59,12 +77,13 @@ export interface RpcRouterOptions {
   /** A server's own RPC address: a refusal naming it is not forwarded (to ourselves). */
   self?: string;
   /**
-   * On servers and `-dev`: this datacenter, and the others the WAN pool
-   * knows. A request for any other datacenter is refused before an
-   * endpoint runs. Clients leave this to the server they ask.
+   * On servers and `-dev`: this datacenter. A request for another one goes
+   * through `wan` (servers), or is refused before an endpoint runs. Clients
+   * leave this to the server they ask.
    */
   datacenter?: string;
-  datacenters?: () => readonly string[];
+  /** Servers: the other datacenters' servers, from the WAN pool. */
+  wan?: WanRouting;
 }
 
 /** The datacenter a call names: `datacenter` for writes, `query.datacenter` for reads; "" for none. */
@@ -82,6 +101,9 @@ export interface RpcRouterStats {
   holdTimeouts: number;
   /** Writes answered OutcomeUnknownError: an attempt may have been applied and none answered. */
   outcomeUnknown: number;
+  /** Requests sent to another datacenter, and attempts there that failed to reach a server. */
+  crossDc: number;
+  crossDcFailures: number;
 }
 
 /**
@@ -107,7 +129,7 @@ export function blockingWaitMs(args: unknown): number {
 const noneTried: Set<string> = new Set();
 
 export class RpcRouter implements Rpc {
-  readonly stats: RpcRouterStats = { local: 0, forwarded: 0, retries: 0, holdTimeouts: 0, outcomeUnknown: 0 };
+  readonly stats: RpcRouterStats = { local: 0, forwarded: 0, retries: 0, holdTimeouts: 0, outcomeUnknown: 0, crossDc: 0, crossDcFailures: 0 };
   readonly #o: RpcRouterOptions;
   readonly #holdMs: number;
   readonly #callMs: number;
@@ -187,7 +209,8 @@ export class RpcRouter implements Rpc {
   async serve(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
     const { local } = this.#o;
     if (!local) throw new TypeError("Only a server's router answers calls from other agents");
-    this.#checkDatacenter(args);
+    const dc = this.#remoteDatacenter(args);
+    if (dc !== undefined) return await this.#forwardDc(dc, method, args, options);
     try {
       this.stats.local++;
       return await local.handle(method, args, options);
@@ -197,16 +220,45 @@ export class RpcRouter implements Rpc {
     }
   }
 
-  /** Routing before handling: a call for another datacenter never reaches a local endpoint. */
-  #checkDatacenter(args: unknown): void {
+  /** Routing before handling: the other datacenter a call names, if any; it never reaches a local endpoint. */
+  #remoteDatacenter(args: unknown): string | undefined {
     const ours = this.#o.datacenter;
-    if (ours === undefined) return;
+    if (ours === undefined) return undefined;
     const dc = requestDatacenter(args);
-    if (dc === "" || dc === ours) return;
-    if (this.#o.datacenters?.().includes(dc)) {
-      throw new CairnError("cross_dc", `Requests for datacenter "${dc}" cannot be forwarded yet: cairn answers only for its own datacenter "${ours}"`);
+    if (dc === "" || dc === ours) return undefined;
+    return dc;
+  }
+
+  /**
+   * Send a call to a server of datacenter `dc`, as it is (its request id
+   * included). A server that cannot be reached goes to the back of the list
+   * and the next one is tried, each once: a dead datacenter fails within one
+   * connection attempt per server. A read, or a write with its request id,
+   * whose connection was lost after sending is tried at the next server too.
+   */
+  async #forwardDc(dc: string, method: string, args: unknown, options: { signal?: AbortSignal }): Promise<unknown> {
+    const route = this.#o.wan?.route(dc) ?? { kind: "unknown" as const };
+    if (route.kind === "unknown") throw new NoPathToDatacenterError(dc);
+    if (route.kind === "unavailable") throw new DcUnavailableError(dc);
+    this.stats.crossDc++;
+    const retrySent = !writeMethods.has(method) || (typeof args === "object" && args !== null && (args as { requestId?: unknown }).requestId !== undefined);
+    let lastErr: unknown;
+    for (const address of [...route.addresses]) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      try {
+        return await this.#forward(address, method, args, options);
+      } catch (err) {
+        // The remote server's own answer (an error of the endpoint, no leader there, …) is the answer.
+        if (!(err instanceof RpcError) || err.remoteCode !== undefined) throw crossDcError(err);
+        this.stats.crossDcFailures++;
+        this.#o.wan!.failed(dc, address);
+        this.#o.logger.debug("server of another datacenter failed; trying the next", { datacenter: dc, server: address, error: errorMessage(err) });
+        lastErr = err;
+        if (!err.unsent && !retrySent) throw err;
+      }
     }
-    throw new NoPathToDatacenterError(dc);
+    this.#o.logger.warn("no server of the datacenter could be reached", { datacenter: dc, method, error: errorMessage(lastErr) });
+    throw new DcUnavailableError(dc, { cause: lastErr });
   }
 
   #unknownIf(maybeApplied: boolean, method: string, err: unknown): unknown {
@@ -229,7 +281,8 @@ export class RpcRouter implements Rpc {
   async #once(method: string, args: unknown, options: { signal?: AbortSignal }, tried: Set<string>): Promise<unknown> {
     const { local } = this.#o;
     if (local) {
-      this.#checkDatacenter(args);
+      const dc = this.#remoteDatacenter(args);
+      if (dc !== undefined) return await this.#forwardDc(dc, method, args, options);
       try {
         this.stats.local++;
         return await local.handle(method, args, options);
@@ -278,4 +331,14 @@ export class RpcRouter implements Rpc {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
+}
+
+/**
+ * An error of the remote datacenter as it may travel on: a refusal naming
+ * that datacenter's leader becomes a plain "not the leader" (retried, by the
+ * first router, through us again), never an address to dial from here.
+ */
+function crossDcError(err: unknown): unknown {
+  if (err instanceof NotLeaderError && err.leader) return new NotLeaderError();
+  return err;
 }

@@ -1,10 +1,11 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { BadRequestError, LeadershipLostError, NoLeaderError, NoPathToDatacenterError, NotLeaderError, OutcomeUnknownError, RequestExpiredError, RpcError, RpcTimeoutError } from "../errors.ts";
+import { BadRequestError, DcUnavailableError, LeadershipLostError, NoLeaderError, NoPathToDatacenterError, NotLeaderError, OutcomeUnknownError, RequestExpiredError, RpcError, RpcTimeoutError } from "../errors.ts";
 import { nullLogger } from "../log/logger.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { RpcRouter, type LocalHandler, type RemoteCaller } from "./forward.ts";
+import { datacentersByDistance, WanRoutes } from "./wan_routes.ts";
 
 interface Call {
   address: string;
@@ -259,24 +260,120 @@ test("rpc router: a server answers another agent's call once, forwarding a refus
   assert.equal(remote.calls.length, 1, "never forwarded to itself");
 });
 
-test("rpc router: a call for an unknown datacenter is refused before any endpoint runs; a known remote one is a clear error", async () => {
-  const clock = new SimClock();
+function wanOf(servers: Record<string, Array<{ address: string; status?: string }>>, seed = 3): WanRoutes {
+  return new WanRoutes({
+    localDatacenter: "dc1",
+    servers: () => Object.entries(servers).flatMap(([dc, list]) => list.map((s) => ({ name: `${s.address}.${dc}`, datacenter: dc, address: s.address, status: s.status ?? "alive" }))),
+    rng: new Rng(seed),
+  });
+}
+
+function dcRouter(o: { remote: RemoteCaller; wan: WanRoutes; local?: LocalHandler }): { r: RpcRouter; handled: () => number } {
   let handled = 0;
   const r = new RpcRouter({
-    local: { handle: () => (handled++, Promise.resolve("local")) },
-    remote: remoteOf(() => "x"),
+    local: o.local ?? { handle: () => (handled++, Promise.resolve("local")) },
+    remote: o.remote,
     servers: () => [],
-    clock,
+    clock: new SimClock(),
     rng: new Rng(1),
     logger: nullLogger(),
     datacenter: "dc1",
-    datacenters: () => ["dc1", "dc2"],
+    wan: o.wan,
   });
+  return { r, handled: () => handled };
+}
+
+test("rpc router: a call for an unknown datacenter is refused before any endpoint runs; one for a known datacenter goes to a server there", async () => {
+  const remote = remoteOf((address) => `from ${address}`);
+  const { r, handled } = dcRouter({ remote, wan: wanOf({ dc2: [{ address: "10.2.0.1:8300" }] }) });
   await assert.rejects(r.callRaw("KVS.Apply", { op: "set", entry: { key: "k" }, datacenter: "nowhere" }), (e: unknown) => e instanceof NoPathToDatacenterError && e.message === "No path to datacenter");
   await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "nowhere" } }), NoPathToDatacenterError);
   await assert.rejects(r.serve("KVS.Get", { key: "k", query: { datacenter: "nowhere" } }), NoPathToDatacenterError);
-  await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), /cannot be forwarded yet/);
-  assert.equal(handled, 0);
+  assert.equal(await r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), "from 10.2.0.1:8300");
+  assert.equal(await r.serve("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), "from 10.2.0.1:8300");
+  assert.equal(handled(), 0);
   assert.equal(await r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc1" } }), "local");
   assert.equal(await r.callRaw("KVS.Get", { key: "k", query: {} }), "local");
+  assert.equal(r.stats.crossDc, 2);
+});
+
+test("rpc router: a write forwarded to another datacenter keeps the request id the first router gave it", async () => {
+  const bodies: unknown[] = [];
+  const remote: RemoteCaller = { call: (_a, _m, body) => (bodies.push(body), Promise.resolve({ ok: true, index: 9 })) };
+  const { r } = dcRouter({ remote, wan: wanOf({ dc2: [{ address: "10.2.0.1:8300" }] }) });
+  await r.callRaw("KVS.Apply", { op: "set", entry: { key: "k" }, datacenter: "dc2" });
+  const id = (bodies[0] as { requestId?: unknown }).requestId;
+  assert.ok(Array.isArray(id) && id.length === 2, "the first router gives the id");
+  // A call that arrives with an id (from a client agent) travels with that id, unchanged.
+  await r.serve("KVS.Apply", { op: "set", entry: { key: "k" }, datacenter: "dc2", requestId: ["issuer-x", 41] });
+  assert.deepEqual((bodies[1] as { requestId?: unknown }).requestId, ["issuer-x", 41]);
+});
+
+test("rpc router: a known datacenter with no live server is Remote DC has no server currently reachable, at once", async () => {
+  const remote = remoteOf(() => "x");
+  const { r } = dcRouter({ remote, wan: wanOf({ dc2: [{ address: "10.2.0.1:8300", status: "failed" }, { address: "10.2.0.2:8300", status: "left" }] }) });
+  await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), (e: unknown) => e instanceof DcUnavailableError && e.message === "Remote DC has no server currently reachable");
+  assert.equal(remote.calls.length, 0);
+});
+
+test("rpc router: a server of another datacenter that cannot be reached goes to the back; every one failing is DcUnavailable, each tried once", async () => {
+  const down = new Set(["10.2.0.1:8300", "10.2.0.2:8300"]);
+  const remote = remoteOf((address) => {
+    if (down.has(address)) throw new RpcError(`Cannot connect to "${address}": connection refused`, { unsent: true });
+    return `from ${address}`;
+  });
+  const wan = wanOf({ dc2: [{ address: "10.2.0.1:8300" }, { address: "10.2.0.2:8300" }, { address: "10.2.0.3:8300" }] });
+  const { r } = dcRouter({ remote, wan });
+  assert.equal(await r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), "from 10.2.0.3:8300");
+  const route = wan.route("dc2");
+  assert.ok(route.kind === "servers");
+  assert.equal(route.addresses[0], "10.2.0.3:8300", "the failed ones went to the back");
+  remote.calls.length = 0;
+  assert.equal(await r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), "from 10.2.0.3:8300");
+  assert.equal(remote.calls.length, 1, "the working server is tried first now");
+  down.add("10.2.0.3:8300");
+  remote.calls.length = 0;
+  await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), DcUnavailableError);
+  assert.equal(remote.calls.length, 3, "each server once, no hold-timeout retries");
+});
+
+test("rpc router: the remote datacenter's own answer is the answer; a refusal naming its leader does not leak that address", async () => {
+  const remote = remoteOf(() => {
+    throw new NotLeaderError("10.2.0.9:8300");
+  });
+  const { r } = dcRouter({ remote, wan: wanOf({ dc2: [{ address: "10.2.0.1:8300" }, { address: "10.2.0.2:8300" }] }) });
+  await assert.rejects(r.serve("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), (e: unknown) => e instanceof NotLeaderError && e.leader === undefined);
+  assert.equal(remote.calls.length, 1, "an answer from the remote side is not a reason to try another server");
+  const notFound = remoteOf(() => {
+    throw new BadRequestError("Missing key name");
+  });
+  const { r: r2 } = dcRouter({ remote: notFound, wan: wanOf({ dc2: [{ address: "10.2.0.1:8300" }] }) });
+  await assert.rejects(r2.callRaw("KVS.Get", { key: "", query: { datacenter: "dc2" } }), BadRequestError);
+});
+
+test("wan routes: kept servers keep their place across membership changes; the local datacenter is listed first, others by median RTT", () => {
+  const servers = [
+    { address: "a:1", status: "alive" },
+    { address: "b:1", status: "alive" },
+  ];
+  const wan = wanOf({ dc2: servers });
+  const first = wan.route("dc2");
+  assert.ok(first.kind === "servers");
+  wan.failed("dc2", first.addresses[0]!);
+  const before = wan.route("dc2");
+  assert.ok(before.kind === "servers");
+  servers.push({ address: "c:1", status: "alive" });
+  wan.invalidate();
+  const after = wan.route("dc2");
+  assert.ok(after.kind === "servers");
+  assert.deepEqual(after.addresses.filter((a) => a !== "c:1"), before.addresses);
+  assert.deepEqual(wan.route("dc9"), { kind: "unknown" });
+  assert.deepEqual(wan.datacenters().sort(), ["dc1", "dc2"]);
+  const rtt: Record<string, number> = { x1: 80, x2: 90, x3: 100, y1: 20, y2: 500, y3: 30 };
+  const list = [
+    { name: "x1", datacenter: "dc3" }, { name: "x2", datacenter: "dc3" }, { name: "x3", datacenter: "dc3" },
+    { name: "y1", datacenter: "dc2" }, { name: "y2", datacenter: "dc2" }, { name: "y3", datacenter: "dc2" },
+    { name: "z1", datacenter: "dc0" }, { name: "l1", datacenter: "dc9" },
+  ];
+  assert.deepEqual(datacentersByDistance("dc9", list, (n) => rtt[n]), ["dc9", "dc2", "dc3", "dc0"]);
 });

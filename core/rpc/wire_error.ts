@@ -7,6 +7,7 @@ import {
   BadRequestError,
   CairnError,
   CasConflictError,
+  DcUnavailableError,
   LeadershipLostError,
   NoLeaderError,
   NoPathToDatacenterError,
@@ -41,6 +42,8 @@ export function fromWireError(w: WireError): Error {
       return new NoLeaderError();
     case "no_path_to_dc":
       return new NoPathToDatacenterError("");
+    case "dc_unavailable":
+      return new DcUnavailableError("");
     case "leadership_lost":
       return new LeadershipLostError(w.leader || undefined);
     case "request_expired":

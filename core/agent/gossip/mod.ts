@@ -3,7 +3,8 @@
 // over the UDP/TCP transport with the memberlist/Serf wire codec. One file
 // per job: types.ts (what other layers read), tags.ts (what an agent says
 // about itself), pool.ts (one pool), keyring.ts (keys across pools),
-// start.ts (building the pools), join.ts (-join and -retry-join).
+// start.ts (building the pools), join.ts (-join, -retry-join and the WAN
+// flood join of a datacenter's servers).
 export type {
   AgentGossip,
   AgentKeyring,
@@ -23,4 +24,4 @@ export { buildTag, consulProtocol, consulTags, consulVsn, devProfile, pickAdvert
 export { ForceLeaveError, SerfPool } from "./pool.ts";
 export { KeyringInputError, keyringPoolOperation } from "./keyring.ts";
 export { startGossip } from "./start.ts";
-export { retryJoin, startJoin } from "./join.ts";
+export { floodTargets, floodWanJoins, retryJoin, startJoin } from "./join.ts";

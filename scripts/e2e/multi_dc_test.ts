@@ -1,0 +1,213 @@
+// End-to-end: two datacenters on loopback. dc1 has 3 servers and a client,
+// dc2 one server and a client; the datacenters are joined by one
+// `cairn join -wan` of dc2's server to one server of dc1 (the other dc1
+// servers come in through the WAN flood join). Requests with ?dc= at a dc1
+// client go to a dc1 server, over the WAN to a dc2 server, and are answered
+// there: KV, catalog, health, sessions, a blocking query. Then every server
+// of dc2 is killed: dc1 requests for dc2 fail fast with Consul's errors,
+// local ones do not notice, and dc2 comes back by itself after a restart.
+import assert from "node:assert/strict";
+import { Resolver } from "node:dns/promises";
+import { test } from "node:test";
+import { until } from "../../core/testing/until.ts";
+import { cairn, freePort, makeCluster, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+
+interface Reply {
+  status: number;
+  text: string;
+  headers: Headers;
+}
+
+async function req(url: string, init: RequestInit = {}): Promise<Reply> {
+  const r = await fetch(url, { ...init, signal: init.signal ?? AbortSignal.timeout(30_000) });
+  return { status: r.status, text: await r.text(), headers: r.headers };
+}
+
+async function json<T>(url: string): Promise<T> {
+  const r = await req(url);
+  if (r.status !== 200) throw new Error(`GET ${url}: ${r.status} ${r.text}`);
+  return JSON.parse(r.text) as T;
+}
+
+async function put(url: string, body?: unknown): Promise<string> {
+  const r = await req(url, { method: "PUT", body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
+  if (r.status !== 200) throw new Error(`PUT ${url}: ${r.status} ${r.text}`);
+  return r.text;
+}
+
+function urlOf(s: ServerSpec, path: string): string {
+  return `http://${s.addr}:${s.http}${path}`;
+}
+
+function tails(c: Cluster): string {
+  return c.servers.map((s) => `\n--- ${s.name} (tail) ---\n${c.output(s).slice(-2500)}`).join("");
+}
+
+export interface TwoDcs {
+  dc1: Cluster;
+  dc2: Cluster;
+  c1: Agent;
+  c2: Agent;
+  /** c1's DNS port. */
+  c1Dns: number;
+  stop(): Promise<void>;
+}
+
+/** dc1 (3 servers, client c1 with DNS) and dc2 (1 server, client c2), joined by one `join -wan`. */
+export async function startTwoDcs(): Promise<TwoDcs> {
+  const dc1 = await makeCluster(3, { config: { datacenter: "dc1", retry_interval_wan: "1s" }, prefix: "cairn-dc1-" });
+  const dc2 = await makeCluster(1, { config: { datacenter: "dc2", retry_interval_wan: "1s" }, prefix: "cairn-dc2-" });
+  for (const s of dc1.servers) dc1.start(s);
+  for (const s of dc2.servers) dc2.start(s);
+  try {
+    await waitForLeader(dc1, dc1.servers, { timeoutMs: 60_000 });
+    await waitForLeader(dc2, dc2.servers, { timeoutMs: 60_000 });
+  } catch (err) {
+    throw new Error(`${String(err)}${tails(dc1)}${tails(dc2)}`);
+  }
+  const c1Dns = await freePort();
+  const c1 = await dc1.startClient("c1", { args: ["-datacenter=dc1", `-dns-port=${c1Dns}`] });
+  const c2 = await dc2.startClient("c2", { args: ["-datacenter=dc2"] });
+  // One join -wan, from dc2's server to one server of dc1.
+  const s1 = dc1.servers[0]!;
+  const joined = await cairn(["join", "-wan", `-http-addr=${dc2.servers[0]!.addr}:${dc2.servers[0]!.http}`, `${s1.addr}:${s1.serfWan}`]);
+  assert.equal(joined.code, 0, joined.stderr);
+  return {
+    dc1,
+    dc2,
+    c1,
+    c2,
+    c1Dns,
+    async stop() {
+      await c1.stop();
+      await c2.stop();
+      await dc1.stopAll();
+      await dc2.stopAll();
+    },
+  };
+}
+
+test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions, blocking query, DNS; a dead datacenter fails fast and comes back", { timeout: 300_000 }, async () => {
+  const t = await startTwoDcs();
+  const { dc1, dc2, c1, c2 } = t;
+  try {
+    // 1. The WAN pool: all four servers, every one of them, through the flood join.
+    for (const s of [...dc1.servers, ...dc2.servers]) {
+      await until(async () => {
+        const m = await json<Array<{ Name: string; Status: number }>>(urlOf(s, "/v1/agent/members?wan=1"));
+        return m.filter((x) => x.Status === 1).length === 4 ? m : undefined;
+      }, `4 alive WAN members seen by ${s.name}`, { timeoutMs: 60_000 }).catch((err) => { throw new Error(`${String(err)}${tails(dc1)}${tails(dc2)}`); });
+    }
+    const wanNames = (await json<Array<{ Name: string }>>(urlOf(dc2.servers[0]!, "/v1/agent/members?wan=1"))).map((m) => m.Name).sort();
+    assert.deepEqual(wanNames, ["s1.dc1", "s1.dc2", "s2.dc1", "s3.dc1"]);
+    const members = await cairn(["members", "-wan", `-http-addr=${dc1.servers[1]!.addr}:${dc1.servers[1]!.http}`]);
+    assert.equal(members.code, 0, members.stderr);
+    assert.match(members.stdout, /s1\.dc2\s/);
+    // Both datacenters listed everywhere, the local one first.
+    assert.deepEqual(await json<string[]>(`${c1.http}/v1/catalog/datacenters`), ["dc1", "dc2"]);
+    assert.deepEqual(await json<string[]>(`${c2.http}/v1/catalog/datacenters`), ["dc2", "dc1"]);
+
+    // 2. KV: written through dc1 for dc2, stored in dc2 only.
+    assert.equal(await put(`${c1.http}/v1/kv/cross/key?dc=dc2`, "in-dc2"), "true");
+    const local2 = await req(`${c2.http}/v1/kv/cross/key?raw`);
+    assert.equal(local2.status, 200);
+    assert.equal(local2.text, "in-dc2");
+    assert.equal((await req(`${c1.http}/v1/kv/cross/key`)).status, 404, "not in dc1");
+    const across = await req(`${c1.http}/v1/kv/cross/key?dc=dc2`);
+    assert.equal(across.status, 200, across.text);
+    const entry = (JSON.parse(across.text) as Array<{ Key: string; Value: string; ModifyIndex: number }>)[0]!;
+    assert.equal(Buffer.from(entry.Value, "base64").toString(), "in-dc2");
+    assert.equal(across.headers.get("x-consul-index"), String(entry.ModifyIndex), "the remote index");
+    assert.equal(across.headers.get("x-consul-knownleader"), "true");
+    const stale = await req(`${c1.http}/v1/kv/cross/key?dc=dc2&stale`);
+    assert.equal(stale.status, 200);
+    assert.ok(stale.headers.get("x-consul-lastcontact") !== null);
+    // CAS and delete across, the CLI with -datacenter too.
+    assert.equal(await put(`${c1.http}/v1/kv/cross/key?dc=dc2&cas=1`, "nope"), "false");
+    const cli = await cairn(["kv", "get", `-http-addr=${c1.httpAddr}`, "-datacenter=dc2", "cross/key"]);
+    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal(cli.stdout.trim(), "in-dc2");
+
+    // 3. Catalog and health of dc2, through c1.
+    const nodes2 = await json<Array<{ Node: string; Datacenter: string }>>(`${c1.http}/v1/catalog/nodes?dc=dc2`);
+    assert.deepEqual(nodes2.map((n) => n.Node).sort(), ["c2", "s1"]);
+    assert.ok(nodes2.every((n) => n.Datacenter === "dc2"));
+    await put(`${c2.http}/v1/agent/service/register`, { Name: "web", ID: "web-dc2", Port: 8080, Check: { CheckID: "web-ttl", TTL: "300s", Status: "passing" } });
+    const healthy = await until(async () => {
+      const e = await json<Array<{ Node: { Node: string; Datacenter: string }; Service: { ID: string } }>>(`${c1.http}/v1/health/service/web?dc=dc2&passing`);
+      return e.length === 1 ? e : undefined;
+    }, "web in dc2 passing, read through dc1", { timeoutMs: 20_000 });
+    assert.equal(healthy[0]!.Node.Node, "c2");
+    assert.deepEqual(await json<unknown[]>(`${c1.http}/v1/health/service/web`), [], "dc1 has no web");
+    const services = await json<Record<string, string[]>>(`${c1.http}/v1/catalog/services?dc=dc2`);
+    assert.ok("web" in services && "consul" in services);
+
+    // 4. Sessions: created in dc2 through dc1, known there only.
+    const sid = (JSON.parse(await put(`${c1.http}/v1/session/create?dc=dc2`, { Node: "c2", Name: "across", LockDelay: "0s" })) as { ID: string }).ID;
+    const info = await json<Array<{ ID: string; Node: string }>>(`${c2.http}/v1/session/info/${sid}`);
+    assert.equal(info[0]!.Node, "c2");
+    assert.deepEqual((await json<unknown[] | null>(`${c1.http}/v1/session/info/${sid}`)) ?? [], [], "not in dc1");
+    assert.equal(await put(`${c1.http}/v1/kv/cross/lock?dc=dc2&acquire=${sid}`, "held"), "true");
+    assert.equal((await json<Array<{ Session: string }>>(`${c2.http}/v1/kv/cross/lock`))[0]!.Session, sid);
+    assert.equal(await put(`${c1.http}/v1/session/destroy/${sid}?dc=dc2`), "true");
+
+    // 5. A blocking query for dc2 through dc1 blocks on dc2's side and wakes on dc2's write.
+    const index = Number((await req(`${c1.http}/v1/kv/cross/block?dc=dc2`)).headers.get("x-consul-index"));
+    const started = performance.now();
+    const blocked = req(`${c1.http}/v1/kv/cross/block?dc=dc2&index=${index}&wait=20s`);
+    await new Promise((r) => setTimeout(r, 500));
+    await put(`${c2.http}/v1/kv/cross/block`, "woken");
+    const woke = await blocked;
+    assert.equal(woke.status, 200, woke.text);
+    assert.ok(Number(woke.headers.get("x-consul-index")) > index);
+    assert.ok(performance.now() - started < 15_000, "woken by the write, not the timeout");
+
+    // 6. Unknown datacenter: Consul's error, at once.
+    const nowhere = await req(`${c1.http}/v1/kv/x?dc=nowhere`);
+    assert.equal(nowhere.status, 500);
+    assert.equal(nowhere.text, "No path to datacenter");
+
+    // 7. DNS for dc2 through a client of dc1.
+    const resolver = new Resolver({ timeout: 3_000, tries: 1 });
+    resolver.setServers([`127.0.0.1:${t.c1Dns}`]);
+    assert.deepEqual(await resolver.resolve4("web.service.dc2.consul"), ["127.0.0.1"]);
+    assert.deepEqual(await resolver.resolve4("c2.node.dc2.consul"), ["127.0.0.1"]);
+    await assert.rejects(resolver.resolve4("web.service.consul"), /ENOTFOUND/, "no web in dc1");
+    await assert.rejects(resolver.resolve4("web.service.dc9.consul"), /ENOTFOUND/, "unknown dc is NXDOMAIN");
+
+    // 8. Every server of dc2 killed: requests for dc2 fail fast, local ones are unaffected.
+    await dc2.kill(dc2.servers[0]!);
+    const failFast = async (): Promise<Reply> => {
+      const t0 = performance.now();
+      const r = await req(`${c1.http}/v1/kv/cross/key?dc=dc2`);
+      return { ...r, text: `${r.text} (${Math.round(performance.now() - t0)} ms)` };
+    };
+    const dead = await failFast();
+    assert.equal(dead.status, 500);
+    assert.match(dead.text, /^Remote DC has no server currently reachable \(\d+ ms\)$/);
+    assert.ok(Number(/\((\d+) ms\)/.exec(dead.text)![1]) < 2_000, `fails fast: ${dead.text}`);
+    for (let i = 0; i < 20; i++) {
+      const t0 = performance.now();
+      assert.equal((await req(`${c1.http}/v1/kv/cross/key`)).status, 404);
+      assert.equal(await put(`${c1.http}/v1/kv/local/${i}`, "x"), "true");
+      assert.ok(performance.now() - t0 < 1_000, "local requests do not wait on the dead datacenter");
+    }
+    // Once the WAN pool has marked it failed, still the same error, without dialing.
+    await until(async () => {
+      const m = await json<Array<{ Name: string; Status: number }>>(urlOf(dc1.servers[0]!, "/v1/agent/members?wan=1"));
+      return m.find((x) => x.Name === "s1.dc2")?.Status === 4;
+    }, "s1.dc2 failed in dc1's WAN pool", { timeoutMs: 60_000 });
+    const failed = await failFast();
+    assert.match(failed.text, /^Remote DC has no server currently reachable/);
+    assert.deepEqual(await json<string[]>(`${c1.http}/v1/catalog/datacenters`), ["dc1", "dc2"], "still a known datacenter");
+
+    // 9. dc2's server restarted (same data dir, same ports): it rejoins the WAN pool by itself.
+    dc2.start(dc2.servers[0]!);
+    await until(async () => {
+      const r = await req(`${c1.http}/v1/kv/cross/key?dc=dc2&raw`, { signal: AbortSignal.timeout(5_000) });
+      return r.status === 200 && r.text === "in-dc2";
+    }, "dc2 answering through dc1 again after its restart", { timeoutMs: 90_000 }).catch((err) => { throw new Error(`${String(err)}${tails(dc2)}`); });
+  } finally {
+    await t.stop();
+  }
+});
