@@ -27,6 +27,7 @@ import { servicesDeregister } from "./services_deregister.ts";
 import { servicesRegister } from "./services_register.ts";
 import { validateCommand } from "./validate.ts";
 import { versionCommand } from "./version.ts";
+import { debugCommand } from "./debug.ts";
 import { eventCommand } from "./event.ts";
 import { forceLeaveCommand } from "./force_leave.ts";
 import { infoCommand } from "./info.ts";
@@ -138,6 +139,7 @@ Usage: cairn kv <subcommand> [options] [args]
   For more examples, ask for subcommand help or view the documentation.
 `,
   ),
+  debugCommand,
   eventCommand,
   forceLeaveCommand,
   infoCommand,
