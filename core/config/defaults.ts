@@ -36,6 +36,7 @@ export function defaultConfig(): AgentConfig {
     encryptVerifyIncoming: true,
     encryptVerifyOutgoing: true,
     disableKeyringFile: false,
+    translateWanAddrs: false,
     logLevel: "info",
     logJson: false,
     logFile: "",

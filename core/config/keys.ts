@@ -529,7 +529,7 @@ export const AGENT_KEYS: KeyTable = {
   tls_cipher_suites: planned(TLS, { replacedBy: "tls.defaults.tls_cipher_suites" }),
   tls_min_version: planned(TLS, { replacedBy: "tls.defaults.tls_min_version" }),
   tls_prefer_server_cipher_suites: ignored("Go's TLS library no longer honours it; Consul ignores it too"),
-  translate_wan_addrs: planned("WAN address translation is not implemented yet", { inert: [false] }),
+  translate_wan_addrs: impl("bool", { note: "DNS answers for another datacenter use its nodes' and services' `wan` tagged addresses" }),
   ui: ignored(UI, { inert: [false], replacedBy: "ui_config.enabled" }),
   ui_config: ignored(UI, {
     keys: {

@@ -124,6 +124,8 @@ export interface AgentConfig {
   encryptVerifyOutgoing: boolean;
   /** Keep the gossip keyring out of `<dataDir>/serf/` (the key comes from `encrypt` on every start). */
   disableKeyringFile: boolean;
+  /** `translate_wan_addrs`: DNS answers for another datacenter use the `wan` tagged addresses. */
+  translateWanAddrs: boolean;
   logLevel: LogLevel;
   logJson: boolean;
   /** `log_file`: also write the log here (a path ending in `/` is a directory holding consul.log); empty = no file. */

@@ -75,6 +75,8 @@ export interface DnsAnswerConfig {
   hasRecursors: boolean;
   /** Node meta TXT records in the additional section (Consul enable_additional_node_meta_txt); absent: true. */
   enableAdditionalNodeMetaTxt?: boolean;
+  /** Consul translate_wan_addrs: answers for another datacenter use the `wan` tagged addresses. */
+  translateWanAddrs?: boolean;
 }
 
 /** What to look up before answering. */
@@ -353,11 +355,11 @@ function txtChunks(text: string): string[] {
   return out;
 }
 
-function nodeAnswer(question: DnsQuestion, parsed: { domain: string }, node: Node | null, ctx: AnswerContext): DnsAnswer {
+function nodeAnswer(question: DnsQuestion, parsed: { domain: string; datacenter: string }, node: Node | null, ctx: AnswerContext): DnsAnswer {
   if (!node) return withSoa(empty("NXDOMAIN", true), parsed.domain, ctx);
   const ttl = seconds(ctx.config.nodeTtlMs);
   const a = empty("NOERROR", true);
-  a.answers.push(...addressRecords(node.address, question.type, question.name, ttl));
+  a.answers.push(...addressRecords(translatedNodeAddress(node, node.datacenter || parsed.datacenter, ctx.config), question.type, question.name, ttl));
   const meta = metaRecords(node.meta ?? {}, question.name, ttl);
   if (question.type === "TXT" || question.type === "ANY") a.answers.push(...meta);
   else if (a.answers.length > 0 && ctx.config.enableAdditionalNodeMetaTxt !== false) a.additionals.push(...meta);
@@ -420,16 +422,40 @@ function queryAnswer(
   return instanceRecords(question, parsed, [...result.nodes], ttl, ctx, hosts);
 }
 
+/** A node's address as answered: its `wan` tagged address for another datacenter under translate_wan_addrs. */
+function translatedNodeAddress(node: Node, datacenter: string, cfg: DnsAnswerConfig): string {
+  if (!cfg.translateWanAddrs || datacenter.toLowerCase() === cfg.datacenter.toLowerCase()) return node.address;
+  return node.taggedAddresses?.wan || node.address;
+}
+
+/**
+ * An instance as answered (consul TranslateServiceAddress): for another
+ * datacenter under translate_wan_addrs, the service's `wan` tagged address
+ * replaces its address, and the node's `wan` address the node's.
+ */
+function translatedInstance(inst: CheckServiceNode, datacenter: string, cfg: DnsAnswerConfig): CheckServiceNode {
+  const dc = inst.node.datacenter || datacenter;
+  if (!cfg.translateWanAddrs || dc.toLowerCase() === cfg.datacenter.toLowerCase()) return inst;
+  const nodeAddr = translatedNodeAddress(inst.node, dc, cfg);
+  const svcWan = inst.service.taggedAddresses?.wan?.address;
+  return {
+    ...inst,
+    node: nodeAddr === inst.node.address ? inst.node : { ...inst.node, address: nodeAddr },
+    service: svcWan ? { ...inst.service, address: svcWan } : inst.service,
+  };
+}
+
 /** SRV or address records for instances in the given order (service and query lookups). */
 function instanceRecords(
   question: DnsQuestion,
   parsed: { domain: string; datacenter: string },
-  healthy: CheckServiceNode[],
+  instances: CheckServiceNode[],
   ttl: number,
   ctx: AnswerContext,
   hosts?: Map<string, DnsRecord[]>,
 ): DnsAnswer {
   const cfg = ctx.config;
+  const healthy = cfg.translateWanAddrs ? instances.map((inst) => translatedInstance(inst, parsed.datacenter, cfg)) : instances;
   const a = empty("NOERROR", true);
   const qtype = question.type;
   if (qtype === "SRV") {

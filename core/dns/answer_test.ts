@@ -387,3 +387,27 @@ test("enable_additional_node_meta_txt = false: no meta TXT in the additional sec
   on.backend.instances.push(makeInstance(makeNode("foo", "10.1.2.3", { rack: "r1" }), "web", { port: 80 }));
   assert.deepEqual(datas((await on.ask("web.service.consul.", "SRV")).additionals, "TXT"), [["rack=r1"]], "default: meta after SRV");
 });
+
+test("other datacenters: <dc>.dc forms; translate_wan_addrs answers a remote datacenter with the wan tagged addresses, the local one as is", async () => {
+  for (const translate of [false, true]) {
+    const w = world({ translateWanAddrs: translate });
+    w.backend.datacenters = ["dc1", "dc2"];
+    const remote = { ...makeNode("r1", "10.2.0.1", {}, "dc2"), taggedAddresses: { lan: "10.2.0.1", wan: "198.51.100.1" } };
+    const local = { ...makeNode("l1", "10.1.0.1"), taggedAddresses: { lan: "10.1.0.1", wan: "203.0.113.1" } };
+    w.backend.nodes.push(remote, local);
+    const svc = makeInstance(remote, "db", { address: "10.2.0.5", port: 5432 });
+    svc.service.taggedAddresses = { wan: { address: "198.51.100.5", port: 5432 } };
+    w.backend.instances.push(makeInstance(remote, "web"), svc, makeInstance(local, "web"));
+    for (const name of ["web.service.dc2.consul.", "web.service.dc2.dc.consul."]) {
+      assert.deepEqual(datas((await w.ask(name, "A")).answers), [translate ? "198.51.100.1" : "10.2.0.1"], name);
+    }
+    assert.deepEqual(datas((await w.ask("web.service.consul.", "A")).answers), ["10.1.0.1"], "the local datacenter is never translated");
+    assert.deepEqual(datas((await w.ask("db.service.dc2.dc.consul.", "A")).answers), [translate ? "198.51.100.5" : "10.2.0.5"]);
+    const srv = await w.ask("web.service.dc2.consul.", "SRV");
+    assert.deepEqual(datas(srv.additionals, "A"), [translate ? "198.51.100.1" : "10.2.0.1"]);
+    for (const name of ["r1.node.dc2.consul.", "r1.node.dc2.dc.consul."]) {
+      assert.deepEqual(datas((await w.ask(name, "A")).answers), [translate ? "198.51.100.1" : "10.2.0.1"], name);
+    }
+    assert.equal((await w.ask("web.service.dc9.consul.", "A")).rcode, "NXDOMAIN");
+  }
+});

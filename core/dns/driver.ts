@@ -74,6 +74,7 @@ export function dnsAnswerConfig(config: AgentConfig): DnsAnswerConfig {
     soa: d.soa,
     hasRecursors: config.recursors.length > 0,
     enableAdditionalNodeMetaTxt: d.enableAdditionalNodeMetaTxt,
+    translateWanAddrs: config.translateWanAddrs,
   };
 }
 

@@ -1,8 +1,8 @@
 // Consul's DNS names (agent/dns.go `dispatch`): which kind of lookup a
 // question name asks for. Pure; names are compared lower-case.
 //
-//   <node>.node[.<dc>].<domain>
-//   [<tag>.]<service>.service[.<dc>].<domain>
+//   <node>.node[.<dc>].<domain>, <node>.node.<dc>.dc.<domain>
+//   [<tag>.]<service>.service[.<dc>].<domain>, …service.<dc>.dc.<domain>
 //   _<service>._<tag|tcp|udp>[.service][.<dc>].<domain>   (RFC 2782)
 //   <hex-ip>.addr[.<dc>].<domain>
 //   <query>.query[.<dc>].<domain>                          (prepared query)
@@ -71,7 +71,9 @@ function parseLabels(labels: string[], domain: string, localDc: string): ParsedN
   }
   const kind = labels[at]!;
   const parts = labels.slice(0, at);
-  const suffixes = labels.slice(at + 1);
+  let suffixes = labels.slice(at + 1);
+  // Consul's locality form for nodes and services (dns.go parseLocality): `<dc>.dc` after the kind.
+  if (suffixes.length === 2 && suffixes[1] === "dc" && (kind === "node" || kind === "service")) suffixes = suffixes.slice(0, 1);
   if (suffixes.length > 1 || parts.length === 0) return { kind: "nxdomain", domain };
   const datacenter = suffixes[0] ?? localDc;
   switch (kind) {
