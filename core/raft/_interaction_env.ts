@@ -254,9 +254,9 @@ export class InteractionEnv {
 
   #persist(n: EnvNode, rd: RaftReady): void {
     if (rd.snapshot) {
-      n.snapshot = rd.snapshot;
+      n.snapshot = rd.snapshot as { meta: SnapshotMeta; data: Uint8Array };
       n.entries = [];
-      n.applied = JSON.parse(dec.decode(rd.snapshot.data)) as string[];
+      n.applied = JSON.parse(dec.decode(rd.snapshot.data!)) as string[];
     }
     if (rd.hardState) n.hard = rd.hardState;
     if (rd.entries.length > 0) {

@@ -138,7 +138,9 @@ export function validateSnapshotMeta(x: unknown): SnapshotMeta | undefined {
   if (!isObj(x) || !isIdx(x.index) || !isIdx(x.term) || !isIdx(x.sizeBytes)) return undefined;
   const configuration = validateConfiguration(x.configuration);
   if (!configuration) return undefined;
-  return { index: x.index, term: x.term, sizeBytes: x.sizeBytes, configuration };
+  const meta: SnapshotMeta = { index: x.index, term: x.term, sizeBytes: x.sizeBytes, configuration };
+  if (x.userRestore === true) meta.userRestore = true;
+  return meta;
 }
 
 /** Check an already-decoded value from a peer; undefined when it is not a well-formed RaftMessage. */

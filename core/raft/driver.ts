@@ -22,6 +22,9 @@ import type {
   RaftTransport,
   ServerId,
   SnapshotMeta,
+  SnapshotRequest,
+  SnapshotSink,
+  SnapshotSource,
   SnapshotStore,
   StableStore,
 } from "./types.ts";
@@ -159,9 +162,16 @@ export class RaftNode implements Consensus {
   /** The last of the leader's own log writes still running (asyncLeaderAppend). */
   #leaderAppends: Promise<void> = Promise.resolve();
   #backgroundWrites = 0;
+  /** The snapshot the core knows, open for reading chunks to send. */
+  #source: SnapshotSource | undefined;
+  /** An InstallSnapshot being received (streamSnapshots). */
+  #incoming: { index: number; term: number; sink: SnapshotSink } | undefined;
+  /** A user restore holds the pump between its steps. */
+  #paused = false;
 
   /** Use createRaftNode. */
-  constructor(o: RaftNodeOptions, core: RaftCore, applied: number, savedHard: HardState) {
+  constructor(o: RaftNodeOptions, core: RaftCore, applied: number, savedHard: HardState, source?: SnapshotSource) {
+    this.#source = source;
     this.#o = o;
     this.id = o.id;
     this.address = o.address;
@@ -213,6 +223,93 @@ export class RaftNode implements Consensus {
     // Proposals in flight may still be committed by the next leader.
     this.#failAll(new LeadershipLostError());
     await this.#pumpDone.catch(() => {});
+    await this.#releaseSnapshotFiles();
+  }
+
+  async #releaseSnapshotFiles(): Promise<void> {
+    const inc = this.#incoming;
+    this.#incoming = undefined;
+    await inc?.sink.cancel().catch(() => {});
+    const src = this.#source;
+    this.#source = undefined;
+    await src?.close().catch(() => {});
+  }
+
+  /** The store snapshots are written to (a user restore writes its state there first, see restoreUserSnapshot). */
+  get snapshotStore(): SnapshotStore {
+    return this.#o.snapshotStore;
+  }
+
+  /**
+   * hashicorp/raft Restore: replace the whole state with an operator's
+   * snapshot, through Raft's own snapshot installation rather than a log
+   * entry, so its size is bounded by the disk, not by a message. `sink`
+   * (from `snapshotStore.begin()`) already holds the state bytes, checked;
+   * `stateIndex` is the index the state was saved at; `install` swaps the
+   * Fsm's state for the one built from those bytes (synchronously; it was
+   * built while the bytes arrived), given the snapshot's metadata. The
+   * snapshot is stored at an index above everything in the log, the log is
+   * emptied (writes not yet committed fail with "aborted by restore"),
+   * followers receive it by InstallSnapshot, and the promise resolves once a
+   * quorum holds it (the noop after it committed).
+   */
+  async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number }> {
+    if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
+    if (this.#paused) throw new Error("Another snapshot restore is in progress");
+    this.#paused = true;
+    let noop: Promise<unknown>;
+    let result: { index: number; term: number };
+    try {
+      await this.#pumpDone.catch(() => {});
+      await this.#leaderAppends;
+      if (this.#stopped) throw new NotLeaderError();
+      const r = this.core.step({ kind: "restoreUser", stateIndex: options.stateIndex, sizeBytes: options.sink.written });
+      if (!r.ok || r.index === undefined || r.term === undefined) {
+        if (!r.ok && r.reason === "not leader") throw new NotLeaderError(this.leaderAddr() || undefined);
+        throw new Error(`Cannot restore the snapshot: ${r.ok ? "no index" : r.reason}`);
+      }
+      result = { index: r.index, term: r.term };
+      // Entries the log no longer holds will never be applied here.
+      const aborted = new Error("Aborted by a snapshot restore");
+      for (const [i, p] of this.#pending.entries()) {
+        if (i > r.index) continue;
+        this.#pending.delete(i);
+        p.cleanup();
+        p.reject(aborted);
+      }
+      noop = new Promise((resolve, reject) => this.#pending.set(r.index! + 1, { term: r.term!, resolve, reject, cleanup: () => {} }));
+      noop.catch(() => {});
+      try {
+        const meta = await options.sink.finish(this.core.snapshotMeta!);
+        await this.#o.logStore.deleteRange(0, MAX_INDEX);
+        options.install(meta);
+        this.#applied = meta.index;
+        this.#lastSnapshotIndex = meta.index;
+        this.#storeCompacted = meta.index;
+        await this.#useSource(meta);
+        this.stats.snapshotsTaken++;
+        this.#log.info("user snapshot restored", { index: meta.index, term: meta.term, sizeBytes: meta.sizeBytes });
+      } catch (err) {
+        // The core already moved on: only a halt is safe.
+        this.#fail(err);
+        throw err;
+      }
+    } finally {
+      this.#paused = false;
+      this.#schedule();
+    }
+    this.#releaseReads();
+    await noop;
+    return result;
+  }
+
+  /** Open the stored snapshot `meta` for sending to followers (closing the one before). */
+  async #useSource(meta: SnapshotMeta): Promise<void> {
+    const next = await this.#o.snapshotStore.open({ index: meta.index, term: meta.term });
+    if (!next) throw new Error(`Snapshot ${meta.index}/${meta.term} was just stored but cannot be opened`);
+    const old = this.#source;
+    this.#source = next;
+    await old?.close().catch(() => {});
   }
 
   get stopped(): boolean {
@@ -453,7 +550,7 @@ export class RaftNode implements Consensus {
   }
 
   #schedule(): void {
-    if (this.#pumping || this.#stopped || !(this.core.hasReady() || this.#snapshotDue)) return;
+    if (this.#pumping || this.#stopped || this.#paused || !(this.core.hasReady() || this.#snapshotDue)) return;
     this.#pumping = true;
     this.#pumpDone = this.#pump().finally(() => {
       this.#pumping = false;
@@ -464,7 +561,7 @@ export class RaftNode implements Consensus {
 
   async #pump(): Promise<void> {
     try {
-      while (!this.#stopped && (this.core.hasReady() || this.#snapshotDue)) {
+      while (!this.#stopped && !this.#paused && (this.core.hasReady() || this.#snapshotDue)) {
         // New entries wait while our previous write runs, so that under load
         // they go out (and to followers' disks) in one larger Ready, as when
         // every write was waited for. An idle leader's Ready that only
@@ -526,11 +623,26 @@ export class RaftNode implements Consensus {
         this.#fail(err);
       });
     }
+    if (rd.snapshotChunks) await this.#writeIncoming(rd.snapshotChunks, rd.snapshot !== undefined);
     if (rd.snapshot) {
       const { meta, data } = rd.snapshot;
-      await o.snapshotStore.create(meta, data);
+      if (data) {
+        await o.snapshotStore.create(meta, data);
+      } else {
+        const inc = this.#incoming;
+        if (!inc || inc.index !== meta.index || inc.term !== meta.term || inc.sink.written !== meta.sizeBytes) {
+          throw new Error(`InstallSnapshot ${meta.index}/${meta.term} finished but its bytes were not all written`);
+        }
+        this.#incoming = undefined;
+        await inc.sink.finish(meta);
+      }
       await o.logStore.deleteRange(0, MAX_INDEX);
-      await o.fsm.restore(data);
+      if (data) {
+        await o.fsm.restore(data);
+      } else {
+        await this.#useSource(meta);
+        await restoreFsm(o.fsm, this.#source!);
+      }
       if (this.#stopped) return;
       this.#applied = meta.index;
       this.#lastSnapshotIndex = meta.index;
@@ -625,25 +737,83 @@ export class RaftNode implements Consensus {
         this.#log.debug("no address for raft peer; dropping message", { to: m.to, type: m.type });
         continue;
       }
+      if (m.type === "snapshot" && m.fillBytes !== undefined) {
+        void this.#sendSnapshotChunk({ id: m.to, address }, m);
+        continue;
+      }
       this.#o.transport.send({ id: m.to, address }, { ...m, fromAddress: this.address });
     }
     this.#o.transport.flush?.();
+  }
+
+  /** A streaming core's InstallSnapshot chunk: read its bytes from the stored snapshot, then send. */
+  async #sendSnapshotChunk(target: { id: ServerId; address: string }, m: SnapshotRequest): Promise<void> {
+    const src = this.#source;
+    if (!src || src.meta.index !== m.meta.index || src.meta.term !== m.meta.term) {
+      this.#log.warn("snapshot to send is not open; dropping chunk", { to: m.to, index: m.meta.index });
+      return;
+    }
+    let chunk: Uint8Array;
+    try {
+      chunk = await src.read(m.offset, m.fillBytes ?? 0);
+    } catch (err) {
+      this.#log.warn("cannot read snapshot chunk", { index: m.meta.index, offset: m.offset, error: errorMessage(err) });
+      return;
+    }
+    if (this.#stopped) return;
+    const { fillBytes: _, ...rest } = m;
+    this.#o.transport.send(target, { ...rest, chunk, fromAddress: this.address });
+    this.#o.transport.flush?.();
+  }
+
+  /** A follower's accepted InstallSnapshot chunks go to the incoming snapshot file before they are acknowledged. */
+  async #writeIncoming(chunks: NonNullable<RaftReady["snapshotChunks"]>, installing: boolean): Promise<void> {
+    for (const c of chunks) {
+      let inc = this.#incoming;
+      if (c.offset === 0 || !inc || inc.index !== c.meta.index || inc.term !== c.meta.term) {
+        await inc?.sink.cancel();
+        inc = this.#incoming = { index: c.meta.index, term: c.meta.term, sink: this.#o.snapshotStore.begin() };
+      }
+      if (inc.sink.written !== c.offset) throw new Error(`InstallSnapshot chunk at ${c.offset} does not follow the ${inc.sink.written} bytes written`);
+      await inc.sink.write(c.chunk);
+    }
+    const last = chunks[chunks.length - 1]!;
+    if (last.done && !installing) {
+      // The core did not need it (it already held that entry).
+      const inc = this.#incoming;
+      this.#incoming = undefined;
+      await inc?.sink.cancel();
+    }
   }
 
   async #takeSnapshot(): Promise<void> {
     const index = this.#applied;
     const term = this.core.termAt(index);
     if (term === undefined) return;
-    const data = await this.#o.fsm.snapshot();
+    // Written chunk by chunk from a point-in-time capture: a state of any
+    // size is never held as one buffer.
+    const fsm = this.#o.fsm;
+    const chunks = fsm.snapshotStream ? fsm.snapshotStream() : [await fsm.snapshot()];
+    const sink = this.#o.snapshotStore.begin();
+    let meta: SnapshotMeta;
+    try {
+      for await (const c of chunks) await sink.write(c);
+      if (this.#stopped) {
+        await sink.cancel();
+        return;
+      }
+      meta = await sink.finish({ index, term, configuration: this.core.configurationAt(index), sizeBytes: sink.written });
+    } catch (err) {
+      await sink.cancel().catch(() => {});
+      throw err;
+    }
     if (this.#stopped) return;
-    const meta: SnapshotMeta = { index, term, configuration: this.core.configurationAt(index), sizeBytes: data.length };
-    await this.#o.snapshotStore.create(meta, data);
-    if (this.#stopped) return;
-    const r = this.core.step({ kind: "snapshotDone", meta, data });
+    const r = this.core.step({ kind: "snapshotDone", meta });
     this.#lastSnapshotIndex = index;
     if (r.ok) {
+      await this.#useSource(meta);
       this.stats.snapshotsTaken++;
-      this.#log.info("snapshot taken", { index, term, sizeBytes: data.length });
+      this.#log.info("snapshot taken", { index, term, sizeBytes: meta.sizeBytes });
     } else {
       this.#log.warn("snapshot not used", { index, reason: r.reason });
     }
@@ -752,10 +922,32 @@ function commitNotifyMs(o: RaftNodeOptions): number {
   return Math.max(0, o.commitNotifyMs ?? 5);
 }
 
+/** Restore the Fsm from a stored snapshot: streamed when it can, else as one buffer. */
+async function restoreFsm(fsm: Fsm, src: SnapshotSource): Promise<void> {
+  if (fsm.restoreStream) {
+    await fsm.restoreStream(src.stream(), src.meta);
+    return;
+  }
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of src.stream()) {
+    chunks.push(c);
+    n += c.length;
+  }
+  const data = new Uint8Array(n);
+  let off = 0;
+  for (const c of chunks) {
+    data.set(c, off);
+    off += c.length;
+  }
+  await fsm.restore(data);
+}
+
 /** Load state from the stores, restore the Fsm from the latest snapshot, and start the node. */
 export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
-  const snap = await o.snapshotStore.latest();
-  if (snap) await o.fsm.restore(snap.data);
+  const source = await o.snapshotStore.open();
+  const snap = source ? { meta: source.meta } : undefined;
+  if (source) await restoreFsm(o.fsm, source);
   const hardState = await o.stableStore.load();
   const first = await o.logStore.firstIndex();
   const last = await o.logStore.lastIndex();
@@ -782,6 +974,7 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
   const core = new RaftCore(
     {
       ...o.raft,
+      streamSnapshots: true,
       lazyCommit: commitNotifyMs(o) > 0,
       id: o.id,
       electionTicks: o.electionTicks ?? 10,
@@ -798,7 +991,7 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
     },
     o.rng,
   );
-  const node = new RaftNode(o, core, snap?.meta.index ?? 0, hardState ?? { term: 0, vote: "", commit: 0 });
+  const node = new RaftNode(o, core, snap?.meta.index ?? 0, hardState ?? { term: 0, vote: "", commit: 0 }, source);
   node.start();
   return node;
 }

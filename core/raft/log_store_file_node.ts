@@ -87,6 +87,16 @@ export function crc32Js(bytes: Uint8Array, seed = 0): number {
 }
 
 let crc32Impl: ((bytes: Uint8Array) => number) | undefined;
+let crc32UpdateImpl: ((crc: number, bytes: Uint8Array) => number) | undefined;
+
+/** CRC-32 continued over more bytes: crc32Update(crc32(a), b) === crc32(a ++ b); start from 0. */
+export function crc32Update(crc: number, bytes: Uint8Array): number {
+  if (!crc32UpdateImpl) {
+    const native = (process.getBuiltinModule("node:zlib") as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+    crc32UpdateImpl = typeof native === "function" ? (c, b) => native(b, c) >>> 0 : (c, b) => crc32Js(b, c);
+  }
+  return crc32UpdateImpl(crc, bytes);
+}
 
 /**
  * CRC-32 (IEEE, as zlib and gzip): native `zlib.crc32` (Node >= 20.15, Deno 2)

@@ -53,6 +53,15 @@ export interface RaftConfig {
   maxInflight?: number;
   /** Bytes per InstallSnapshot chunk. Default 256 KiB. */
   snapshotChunkBytes?: number;
+  /**
+   * Snapshots of any size: the core holds no snapshot bytes. A leader's
+   * InstallSnapshot messages carry an empty chunk and `fillBytes` (the
+   * driver reads them from its snapshot store); a follower hands each chunk
+   * it accepts to the driver in `Ready.snapshotChunks` instead of keeping
+   * it, and its `Ready.snapshot` has no data. Default false (the data rides
+   * in the core, as the interaction tests show it).
+   */
+  streamSnapshots?: boolean;
   /** Entries kept behind a snapshot for slow followers. Default 10,240 (Consul). */
   trailingLogs?: number;
   /**
@@ -69,7 +78,7 @@ export interface RaftConfig {
 /** What the driver loaded from storage at start. */
 export interface RaftRestore {
   hardState?: HardState;
-  snapshot?: { meta: SnapshotMeta; data: Uint8Array };
+  snapshot?: { meta: SnapshotMeta; data?: Uint8Array };
   /** Stored entries; those at or below the snapshot index are ignored. */
   entries?: LogEntry[];
   /**
@@ -92,7 +101,18 @@ export type RaftInput =
   | { kind: "readIndex"; ctx: number }
   | { kind: "transferLeader"; to?: ServerId }
   | { kind: "confChange"; change: ConfChange }
-  | { kind: "snapshotDone"; meta: SnapshotMeta; data: Uint8Array }
+  | { kind: "snapshotDone"; meta: SnapshotMeta; data?: Uint8Array }
+  /**
+   * hashicorp/raft Restore on the leader: an operator's snapshot of
+   * `sizeBytes` (its state last changed at `stateIndex`) replaces the state.
+   * It becomes this server's snapshot at an index above everything in the
+   * log and above `stateIndex`, in the current term; the log is emptied
+   * (uncommitted entries are dropped), every follower is sent the snapshot,
+   * and a noop entry right after it commits once a quorum installed it.
+   * Answers the snapshot's index and term; the driver has the Fsm restored
+   * and the snapshot stored under them before it handles another Ready.
+   */
+  | { kind: "restoreUser"; stateIndex: number; sizeBytes: number }
   | { kind: "campaign" }
   /**
    * The transport saw the connection to `leader` end (its process died or
@@ -129,7 +149,15 @@ export interface RaftReady {
   /** Persist (with entries, before sending messages) when present. */
   hardState?: HardState;
   /** A snapshot from the leader: persist it, drop the whole log, restore the Fsm, before anything else. */
-  snapshot?: { meta: SnapshotMeta; data: Uint8Array };
+  snapshot?: { meta: SnapshotMeta; data?: Uint8Array };
+  /**
+   * streamSnapshots: InstallSnapshot chunks this follower accepted, in
+   * order; write them to the incoming snapshot (a chunk at offset 0 starts
+   * a new one) before sending messages. When the last (`done`) one is not
+   * followed by `snapshot` in the same Ready, the transfer was not needed:
+   * throw it away.
+   */
+  snapshotChunks?: { meta: SnapshotMeta; offset: number; chunk: Uint8Array; done: boolean }[];
   /** Append, replacing any stored suffix from entries[0].index. */
   entries: LogEntry[];
   mustSync: boolean;
@@ -210,9 +238,11 @@ export class RaftCore {
 
   /** Config entries present in the log, plus the base one at the compaction point. */
   #configs: { index: number; config: Configuration }[] = [];
-  #snapshot: { meta: SnapshotMeta; data: Uint8Array } | undefined;
+  #snapshot: { meta: SnapshotMeta; data?: Uint8Array } | undefined;
   #incoming: Incoming | undefined;
-  #pendingInstall: { meta: SnapshotMeta; data: Uint8Array } | undefined;
+  #pendingInstall: { meta: SnapshotMeta; data?: Uint8Array } | undefined;
+  #streamSnapshots: boolean;
+  #chunksOut: { meta: SnapshotMeta; offset: number; chunk: Uint8Array; done: boolean }[] = [];
 
   #round = 0;
   #roundTick = new Map<number, number>();
@@ -238,10 +268,11 @@ export class RaftCore {
     this.#chunkBytes = Math.max(1, config.snapshotChunkBytes ?? 256 * 1024);
     this.#trailingLogs = Math.max(0, config.trailingLogs ?? 10_240);
     this.#lazyCommit = config.lazyCommit ?? false;
+    this.#streamSnapshots = config.streamSnapshots ?? false;
 
     const snap = restore.snapshot;
     this.#log = snap ? new RaftLog(snap.meta.index, snap.meta.term) : new RaftLog();
-    this.#snapshot = snap ? { meta: snap.meta, data: snap.data } : undefined;
+    this.#snapshot = snap ? (this.#streamSnapshots || snap.data === undefined ? { meta: snap.meta } : { meta: snap.meta, data: snap.data }) : undefined;
     this.#configs = [{ index: this.#log.offsetIndex, config: snap ? snap.meta.configuration : { servers: [] } }];
     for (const e of restore.entries ?? []) {
       if (e.index <= this.#log.offsetIndex) continue;
@@ -376,6 +407,8 @@ export class RaftCore {
         return this.#confChange(input.change);
       case "snapshotDone":
         return this.#snapshotDone(input.meta, input.data);
+      case "restoreUser":
+        return this.#restoreUser(input.stateIndex, input.sizeBytes);
       case "campaign":
         if (this.#role === "leader") return { ok: false, reason: "already leader" };
         if (!this.#promotable()) return { ok: false, reason: "not a voter" };
@@ -431,7 +464,7 @@ export class RaftCore {
   }
 
   hasReady(): boolean {
-    if (this.#needBroadcast || this.#msgs.length > 0 || this.#readStates.length > 0 || this.#pendingInstall) return true;
+    if (this.#needBroadcast || this.#msgs.length > 0 || this.#readStates.length > 0 || this.#pendingInstall || this.#chunksOut.length > 0) return true;
     if (this.#log.hasUnstable() || this.#log.committed > this.#log.applying) return true;
     if (this.#needsReadRound()) return true;
     const h = this.#hardState();
@@ -482,6 +515,11 @@ export class RaftCore {
     if (hardChanged) rd.hardState = h;
     if (this.#pendingInstall) rd.snapshot = this.#pendingInstall;
     this.#pendingInstall = undefined;
+    if (this.#chunksOut.length > 0) {
+      rd.snapshotChunks = this.#chunksOut;
+      rd.mustSync = true;
+      this.#chunksOut = [];
+    }
     this.#msgs = [];
     this.#readStates = [];
     this.#prevHard = h;
@@ -598,17 +636,51 @@ export class RaftCore {
     return { ok: true };
   }
 
-  #snapshotDone(meta: SnapshotMeta, data: Uint8Array): StepResult {
+  #snapshotDone(meta: SnapshotMeta, data: Uint8Array | undefined): StepResult {
     if (meta.index <= (this.#snapshot?.meta.index ?? 0)) return { ok: false, reason: "snapshot is not newer" };
     if (meta.index > this.#log.applied) return { ok: false, reason: "snapshot is ahead of the applied index" };
     if (this.#log.term(meta.index) !== meta.term) return { ok: false, reason: "snapshot term does not match the log" };
-    this.#snapshot = { meta, data };
+    if (!this.#streamSnapshots && data === undefined) return { ok: false, reason: "snapshot without data" };
+    this.#snapshot = this.#streamSnapshots ? { meta } : { meta, data };
     const compactTo = meta.index - this.#trailingLogs;
     if (compactTo > this.#log.offsetIndex) {
       this.#log.compact(compactTo);
       this.#compactConfigs();
     }
     return { ok: true, index: meta.index, term: meta.term };
+  }
+
+  #restoreUser(stateIndex: number, sizeBytes: number): StepResult {
+    if (this.#role !== "leader") return { ok: false, reason: "not leader" };
+    if (!this.#streamSnapshots) return { ok: false, reason: "restore needs streamSnapshots" };
+    if (this.#leadTransferee !== "") return { ok: false, reason: "leadership transfer in progress" };
+    if (!Number.isSafeInteger(stateIndex) || stateIndex < 0 || !Number.isSafeInteger(sizeBytes) || sizeBytes < 0) {
+      return { ok: false, reason: "bad snapshot index or size" };
+    }
+    // hashicorp/raft restoreUserSnapshot: no restore while a configuration change is outstanding.
+    if (this.#configs[this.#configs.length - 1]!.index > this.#log.committed) {
+      return { ok: false, reason: "a configuration change is still pending" };
+    }
+    // Above everything in the log (and in the snapshot's own history), with
+    // a hole before it: followers cannot match an entry there, so
+    // replication faults and sends them the snapshot.
+    const index = Math.max(this.#log.lastIndex(), stateIndex) + 1;
+    const term = this.#term;
+    const configuration = this.configuration();
+    const meta: SnapshotMeta = { index, term, configuration, sizeBytes, userRestore: true };
+    this.#logger.info("restoring a user snapshot", { index, term, sizeBytes, droppedEntries: this.#log.lastIndex() - this.#log.committed });
+    this.#log.restore(index, term);
+    this.#configs = [{ index, config: configuration }];
+    this.#snapshot = { meta };
+    for (const id of this.#progress.keys()) {
+      const p = new Progress(index + 1);
+      p.recentActive = true;
+      this.#progress.set(id, p);
+    }
+    // A noop after it: once it commits, a quorum holds the restored state.
+    this.#log.append([{ index: index + 1, term, type: "noop", data: new Uint8Array(0) }]);
+    for (const [id, pr] of this.#progress) this.#startSnapshot(id, pr);
+    return { ok: true, index, term };
   }
 
   // -------------------------------------------------------------------------
@@ -836,14 +908,15 @@ export class RaftCore {
       reply(inc && inc.meta.index === m.meta.index ? inc.received : 0);
       return;
     }
-    inc.chunks.push(m.chunk);
-    inc.received += m.chunk.length;
-    if (inc.received > m.meta.sizeBytes) {
+    if (inc.received + m.chunk.length > m.meta.sizeBytes) {
       this.#incoming = undefined;
       this.stats.droppedMessages++;
       reply(0, true);
       return;
     }
+    if (this.#streamSnapshots) this.#chunksOut.push({ meta: m.meta, offset: m.offset, chunk: m.chunk, done: m.done });
+    else inc.chunks.push(m.chunk);
+    inc.received += m.chunk.length;
     if (!m.done) {
       reply(inc.received);
       return;
@@ -861,23 +934,27 @@ export class RaftCore {
       this.#send({ type: "appendResp", from: this.id, to: m.from, term: this.#term, index: m.meta.index, reject: false, rejectHint: 0, hintTerm: 0 });
       return;
     }
-    const data = new Uint8Array(inc.received);
-    let off = 0;
-    for (const c of inc.chunks) {
-      data.set(c, off);
-      off += c.length;
+    if (this.#streamSnapshots) {
+      this.#installSnapshot(m.meta, undefined);
+    } else {
+      const data = new Uint8Array(inc.received);
+      let off = 0;
+      for (const c of inc.chunks) {
+        data.set(c, off);
+        off += c.length;
+      }
+      this.#installSnapshot(m.meta, data);
     }
-    this.#installSnapshot(m.meta, data);
     reply(m.meta.sizeBytes);
   }
 
-  #installSnapshot(meta: SnapshotMeta, data: Uint8Array): void {
+  #installSnapshot(meta: SnapshotMeta, data: Uint8Array | undefined): void {
     this.#logger.info("installing snapshot from leader", { index: meta.index, term: meta.term, sizeBytes: meta.sizeBytes });
     this.stats.snapshotsInstalled++;
     this.#log.restore(meta.index, meta.term);
     this.#configs = [{ index: meta.index, config: meta.configuration }];
-    this.#snapshot = { meta, data };
-    this.#pendingInstall = { meta, data };
+    this.#snapshot = data ? { meta, data } : { meta };
+    this.#pendingInstall = data ? { meta, data } : { meta };
   }
 
   // -------------------------------------------------------------------------
@@ -1047,6 +1124,15 @@ export class RaftCore {
     if (!snap) return;
     if (pr.pendingSnapshot !== snap.meta.index) {
       pr.becomeSnapshot(snap.meta.index);
+    }
+    if (snap.data === undefined) {
+      // Streaming: the driver reads the bytes from its snapshot store.
+      const size = snap.meta.sizeBytes;
+      const off = Math.min(pr.snapshotOffset, size);
+      const fillBytes = Math.min(this.#chunkBytes, size - off);
+      this.#send({ type: "snapshot", from: this.id, to, term: this.#term, meta: snap.meta, offset: off, chunk: new Uint8Array(0), done: off + fillBytes >= size, fillBytes });
+      pr.paused = true;
+      return;
     }
     const off = Math.min(pr.snapshotOffset, snap.data.length);
     const chunk = snap.data.subarray(off, off + this.#chunkBytes);

@@ -15,13 +15,18 @@ import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { validateSnapshotMeta } from "./codec.ts";
 import { syncDir, writeFileDurable } from "../durable_node.ts";
-import { crc32, encodeRecord, readRecord } from "./log_store_file_node.ts";
-import type { SnapshotMeta, SnapshotStore } from "./types.ts";
+import { crc32, crc32Update, encodeRecord, readRecord } from "./log_store_file_node.ts";
+import type { SnapshotMeta, SnapshotSink, SnapshotSource, SnapshotStore } from "./types.ts";
 
 const mkdir = lazyFsPromises("mkdir");
+const open = lazyFsPromises("open");
 const readdir = lazyFsPromises("readdir");
 const readFile = lazyFsPromises("readFile");
+const rename = lazyFsPromises("rename");
 const rm = lazyFsPromises("rm");
+
+/** Bytes per read when a snapshot is streamed or checked. */
+const readChunkBytes = 1024 * 1024;
 
 const namePattern = /^(\d{20})-(\d{20})-(\d{10})\.(meta|snap)$/;
 
@@ -90,6 +95,90 @@ export class FileSnapshotStore implements SnapshotStore {
     return undefined;
   }
 
+  begin(): SnapshotSink {
+    this.#seq++;
+    const tmp = join(this.dir, `incoming-${String(this.#seq).padStart(10, "0")}.snap.tmp`);
+    const handle = open(tmp, "w", 0o644);
+    handle.catch(() => {}); // awaited by the first write, finish or cancel
+    let written = 0;
+    let crc = 0;
+    let state: "open" | "done" = "open";
+    let writes: Promise<void> = Promise.resolve();
+    const store = this;
+    return {
+      get written() {
+        return written;
+      },
+      write(chunk: Uint8Array): Promise<void> {
+        if (state !== "open") return Promise.reject(new Error("snapshot sink is closed"));
+        const copy = chunk;
+        written += copy.length;
+        crc = crc32Update(crc, copy);
+        const run = writes.then(async () => {
+          const fh = await handle;
+          let off = 0;
+          while (off < copy.length) off += (await fh.write(copy, off, copy.length - off)).bytesWritten;
+        });
+        writes = run.catch(() => {});
+        return run;
+      },
+      async finish(meta: SnapshotMeta): Promise<SnapshotMeta> {
+        if (state !== "open") throw new Error("snapshot sink is closed");
+        state = "done";
+        await writes;
+        const fh = await handle;
+        try {
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        const m: SnapshotMeta = { ...structuredClone(meta), sizeBytes: written };
+        const run = store.#chain.then(() => store.#adopt(m, tmp, written, crc));
+        store.#chain = run.catch(() => {});
+        await run;
+        return m;
+      },
+      async cancel(): Promise<void> {
+        if (state !== "open") return;
+        state = "done";
+        await writes;
+        await (await handle.catch(() => undefined))?.close().catch(() => {});
+        await rm(tmp, { force: true });
+      },
+    };
+  }
+
+  async open(which?: { index: number; term: number }): Promise<SnapshotSource | undefined> {
+    await this.#chain;
+    const candidates = which ? this.#entries.filter((e) => e.meta.index === which.index && e.meta.term === which.term) : [...this.#entries];
+    for (const e of candidates) {
+      const path = join(this.dir, `${e.name}.snap`);
+      let fh: Awaited<ReturnType<typeof open>> | undefined;
+      try {
+        fh = await open(path, "r");
+        const size = (await fh.stat()).size;
+        if (size !== e.dataBytes) throw new Error(`holds ${size} bytes, expected ${e.dataBytes}`);
+        if (!which) {
+          // The newest one is read at start: check it all before restoring from it.
+          let crc = 0;
+          const buf = new Uint8Array(readChunkBytes);
+          for (let off = 0; off < size;) {
+            const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, size - off), off);
+            if (bytesRead === 0) throw new Error("is shorter than its size");
+            crc = crc32Update(crc, buf.subarray(0, bytesRead));
+            off += bytesRead;
+          }
+          if (crc !== e.dataCrc) throw new Error("CRC mismatch");
+        }
+        return fileSource(fh, structuredClone(e.meta), size);
+      } catch (err) {
+        await fh?.close().catch(() => {});
+        this.#log.warn("skipping damaged Raft snapshot", { file: path, error: errorMessage(err) });
+      }
+    }
+    return undefined;
+  }
+
   async list(): Promise<SnapshotMeta[]> {
     await this.#chain;
     return this.#entries.map((e) => structuredClone(e.meta));
@@ -99,14 +188,28 @@ export class FileSnapshotStore implements SnapshotStore {
     await this.#chain;
   }
 
+  /** A sink's finished temp file becomes a stored snapshot. */
+  async #adopt(meta: SnapshotMeta, tmp: string, dataBytes: number, dataCrc: number): Promise<void> {
+    this.#seq++;
+    const name = `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
+    await rename(tmp, join(this.dir, `${name}.snap`));
+    await syncDir(this.dir);
+    await this.#record(name, meta, dataBytes, dataCrc);
+  }
+
   async #create(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
     this.#seq++;
     const name = `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
     const dataCrc = crc32(data);
     await writeFileDurable(join(this.dir, `${name}.snap`), data);
-    const record = encodeRecord(encode({ meta, dataBytes: data.length, dataCrc }));
+    await this.#record(name, meta, data.length, dataCrc);
+  }
+
+  /** Write the .meta (the snapshot exists from then on) and drop the oldest beyond `retain`. */
+  async #record(name: string, meta: SnapshotMeta, dataBytes: number, dataCrc: number): Promise<void> {
+    const record = encodeRecord(encode({ meta, dataBytes, dataCrc }));
     await writeFileDurable(join(this.dir, `${name}.meta`), record);
-    this.#entries.push({ name, index: meta.index, seq: this.#seq, meta, dataBytes: data.length, dataCrc });
+    this.#entries.push({ name, index: meta.index, seq: this.#seq, meta, dataBytes, dataCrc });
     this.#entries.sort(newestFirst);
     const old = this.#entries.splice(this.#retain);
     for (const e of old) {
@@ -115,7 +218,7 @@ export class FileSnapshotStore implements SnapshotStore {
       await rm(join(this.dir, `${e.name}.snap`), { force: true });
     }
     if (old.length > 0) await syncDir(this.dir);
-    this.#log.info("Raft snapshot stored", { index: meta.index, term: meta.term, sizeBytes: data.length, removed: old.length });
+    this.#log.info("Raft snapshot stored", { index: meta.index, term: meta.term, sizeBytes: dataBytes, removed: old.length });
   }
 
   async #scan(): Promise<void> {
@@ -166,6 +269,39 @@ export class FileSnapshotStore implements SnapshotStore {
       return undefined;
     }
   }
+}
+
+/** Reads from an open file: the data stays readable even once a newer snapshot removed its name. */
+function fileSource(fh: Awaited<ReturnType<typeof open>>, meta: SnapshotMeta, size: number): SnapshotSource {
+  let closed = false;
+  return {
+    meta,
+    async read(offset: number, length: number): Promise<Uint8Array> {
+      const n = Math.max(0, Math.min(length, size - offset));
+      const buf = new Uint8Array(n);
+      let got = 0;
+      while (got < n) {
+        const { bytesRead } = await fh.read(buf, got, n - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return got === n ? buf : buf.subarray(0, got);
+    },
+    async *stream(): AsyncIterable<Uint8Array> {
+      for (let off = 0; off < size;) {
+        const buf = new Uint8Array(Math.min(readChunkBytes, size - off));
+        const { bytesRead } = await fh.read(buf, 0, buf.length, off);
+        if (bytesRead === 0) throw new Error(`snapshot file is shorter than ${size} bytes`);
+        off += bytesRead;
+        yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
+      }
+    },
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      await fh.close();
+    },
+  };
 }
 
 export function openFileSnapshotStore(options: FileSnapshotStoreOptions): Promise<FileSnapshotStore> {

@@ -1,5 +1,5 @@
 // In-memory SnapshotStore keeping the newest `retain` snapshots.
-import type { SnapshotMeta, SnapshotStore } from "./types.ts";
+import type { SnapshotMeta, SnapshotSink, SnapshotSource, SnapshotStore } from "./types.ts";
 
 export class MemorySnapshotStore implements SnapshotStore {
   #snaps: { meta: SnapshotMeta; data: Uint8Array }[] = [];
@@ -19,6 +19,54 @@ export class MemorySnapshotStore implements SnapshotStore {
   latest(): Promise<{ meta: SnapshotMeta; data: Uint8Array } | undefined> {
     const s = this.#snaps[0];
     return Promise.resolve(s ? { meta: structuredClone(s.meta), data: s.data.slice() } : undefined);
+  }
+
+  begin(): SnapshotSink {
+    const chunks: Uint8Array[] = [];
+    let written = 0;
+    let open = true;
+    return {
+      get written() {
+        return written;
+      },
+      write: (chunk) => {
+        if (!open) return Promise.reject(new Error("snapshot sink is closed"));
+        chunks.push(chunk.slice());
+        written += chunk.length;
+        return Promise.resolve();
+      },
+      finish: async (meta) => {
+        if (!open) throw new Error("snapshot sink is closed");
+        open = false;
+        const data = new Uint8Array(written);
+        let off = 0;
+        for (const c of chunks) {
+          data.set(c, off);
+          off += c.length;
+        }
+        const m = { ...structuredClone(meta), sizeBytes: written };
+        await this.create(m, data);
+        return m;
+      },
+      cancel: () => {
+        open = false;
+        return Promise.resolve();
+      },
+    };
+  }
+
+  open(which?: { index: number; term: number }): Promise<SnapshotSource | undefined> {
+    const s = which ? this.#snaps.find((x) => x.meta.index === which.index && x.meta.term === which.term) : this.#snaps[0];
+    if (!s) return Promise.resolve(undefined);
+    const data = s.data;
+    return Promise.resolve({
+      meta: structuredClone(s.meta),
+      read: (offset, length) => Promise.resolve(data.slice(offset, offset + length)),
+      async *stream() {
+        for (let off = 0; off < data.length; off += 64 * 1024) yield data.slice(off, off + 64 * 1024);
+      },
+      close: () => Promise.resolve(),
+    });
   }
 
   list(): Promise<SnapshotMeta[]> {

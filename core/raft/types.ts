@@ -60,6 +60,13 @@ export interface SnapshotMeta {
   /** The membership as of `index`. */
   configuration: Configuration;
   sizeBytes: number;
+  /**
+   * A snapshot an operator restored (hashicorp/raft Restore, `PUT
+   * /v1/snapshot`): its state comes from elsewhere, at an index above
+   * everything in the log. The Fsm restores it the same way on every server
+   * (see Fsm.restore).
+   */
+  userRestore?: boolean;
 }
 
 // ---------------------------------------------------------------------------
@@ -132,6 +139,12 @@ export interface SnapshotRequest extends MessageHeader {
   offset: number;
   chunk: Uint8Array;
   done: boolean;
+  /**
+   * Only between a streaming core and its driver, never on the wire: the
+   * core holds no snapshot bytes, so `chunk` is empty and the driver reads
+   * this many bytes at `offset` from the snapshot store before sending.
+   */
+  fillBytes?: number;
 }
 
 export interface SnapshotResponse extends MessageHeader {
@@ -193,6 +206,28 @@ export interface StableStore {
   close(): Promise<void>;
 }
 
+/** A stored snapshot opened for reading, without loading it (hashicorp/raft SnapshotStore.Open). */
+export interface SnapshotSource {
+  readonly meta: SnapshotMeta;
+  /** Up to `length` bytes from `offset` (fewer only at the end). */
+  read(offset: number, length: number): Promise<Uint8Array>;
+  /** The whole data as chunks, from the start. */
+  stream(): AsyncIterable<Uint8Array>;
+  /** Release it (a file store keeps the file open: a newer snapshot may delete its name meanwhile). */
+  close(): Promise<void>;
+}
+
+/** A snapshot being written (hashicorp/raft SnapshotSink): nothing is visible until `finish`. */
+export interface SnapshotSink {
+  /** Bytes written so far. */
+  readonly written: number;
+  write(chunk: Uint8Array): Promise<void>;
+  /** Make it durable under `meta` (its sizeBytes is set to what was written) and keep the newest few. */
+  finish(meta: SnapshotMeta): Promise<SnapshotMeta>;
+  /** Throw it away. */
+  cancel(): Promise<void>;
+}
+
 export interface SnapshotStore {
   /**
    * Store a snapshot durably (file stores: temp name, fsync, rename) and
@@ -201,6 +236,10 @@ export interface SnapshotStore {
   create(meta: SnapshotMeta, data: Uint8Array): Promise<void>;
   /** The newest complete snapshot, or undefined. */
   latest(): Promise<{ meta: SnapshotMeta; data: Uint8Array } | undefined>;
+  /** Start writing a snapshot chunk by chunk (snapshots of any size: nothing is held in memory). */
+  begin(): SnapshotSink;
+  /** The newest complete snapshot (its checksum verified), open for reading; or the one with `meta`'s index and term. */
+  open(which?: { index: number; term: number }): Promise<SnapshotSource | undefined>;
   /** Metadata of stored snapshots, newest first. */
   list(): Promise<SnapshotMeta[]>;
   close(): Promise<void>;
@@ -241,4 +280,15 @@ export interface Fsm {
   snapshot(): Promise<Uint8Array> | Uint8Array;
   /** Replace the whole state with a snapshot's. */
   restore(data: Uint8Array): Promise<void> | void;
+  /**
+   * Optional, for state of any size: the point-in-time state as lazy
+   * chunks (captured when called), written straight to a SnapshotSink.
+   */
+  snapshotStream?(): Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
+  /**
+   * Optional: restore from chunks rather than one buffer. `meta` says which
+   * snapshot it is (a `userRestore` one is restored the same way on every
+   * server). Without it, the driver reads the snapshot into one buffer.
+   */
+  restoreStream?(data: AsyncIterable<Uint8Array>, meta: SnapshotMeta): Promise<void>;
 }

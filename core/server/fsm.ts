@@ -17,6 +17,7 @@ import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "../state/catalog_commands.ts";
 import { applyAutopilotCommand } from "../state/autopilot.ts";
+import { applyCoordinateBatchCommand } from "../state/coordinate.ts";
 import { applyPreparedQueryCommand } from "../state/prepared_query.ts";
 import { parseRequestId } from "../state/requests.ts";
 import { kvsLockDelayUntil } from "../state/session_ops.ts";
@@ -35,9 +36,9 @@ export const MessageType = {
   /** The autopilot configuration (Consul AutopilotRequestType). */
   Autopilot: 9,
   /**
-   * cairn's own: replace the whole state with a snapshot's (`PUT
-   * /v1/snapshot`). Consul restores beside the log; here the state travels
-   * in the entry, so every server replaces its state at the same index.
+   * cairn's own, from before restores went through Raft's snapshot
+   * installation (RaftNode.restoreUserSnapshot): the whole state travelled
+   * in one entry. No longer written; still applied, for logs that hold one.
    * No ignore-unknown flag: an older server must stop rather than skip it.
    */
   Restore: 100,
@@ -144,6 +145,7 @@ export class Fsm {
     this.register(MessageType.Session, (c, cmd) => applySessionCommand(c.state, c.index, cmd));
     this.register(MessageType.PreparedQuery, (c, cmd) => applyPreparedQueryCommand(c.state, c.index, cmd));
     this.register(MessageType.Autopilot, (c, cmd) => applyAutopilotCommand(c.state, c.index, cmd));
+    this.register(MessageType.CoordinateBatchUpdate, (c, cmd) => applyCoordinateBatchCommand(c.state, c.index, cmd));
   }
 
   /** The current store (replaced by restore: read it again after a watch fires). */
@@ -200,7 +202,8 @@ export class Fsm {
     const command = cmd as Command;
     this.#lastIndex = index;
     if (command.type === MessageType.Restore) return this.#applyRestore(index, command);
-    const fn = this.#applies.get(command.type);
+    // The ignore-unknown flag is not part of the type (Consul strips it before the lookup).
+    const fn = this.#applies.get(command.type & ~ignoreUnknownTypeFlag);
     if (!fn) {
       if ((command.type & ignoreUnknownTypeFlag) !== 0) {
         this.#logger.warn("ignoring unknown message type, upgrade to a newer version", {
@@ -253,6 +256,37 @@ export class Fsm {
     this.#state = fresh;
     this.#lastIndex = Math.max(fresh.snapshotIndex, fresh.lastIndex());
     old.abandon();
+  }
+
+  /** The Raft seam's streaming restore: a stored or received snapshot, described by `meta`. */
+  async restoreStream(data: AsyncIterable<Uint8Array>, meta: { index: number; userRestore?: boolean }): Promise<void> {
+    const fresh = await StateStore.restore(data, { logger: this.#logger });
+    if (meta.userRestore) this.installRestored(fresh, meta);
+    else {
+      const old = this.#state;
+      this.#state = fresh;
+      this.#lastIndex = Math.max(fresh.snapshotIndex, fresh.lastIndex());
+      old.abandon();
+    }
+  }
+
+  /**
+   * Swap in a store built from an operator's snapshot (hashicorp/raft
+   * Restore), at the index Raft gave it. Done the same way on every server
+   * (the leader with the store it built while the archive arrived, the
+   * others when they install the snapshot or restart from it), so they all
+   * agree: every table index is raised to `index`, so blocking queries see
+   * the change, and the request table starts empty (the ids in it belong
+   * to the cluster the snapshot was saved from).
+   */
+  installRestored(fresh: StateStore, meta: { index: number }): void {
+    fresh.raiseIndexes(meta.index);
+    fresh.adoptRequests(new StateStore());
+    const old = this.#state;
+    this.#state = fresh;
+    this.#lastIndex = meta.index;
+    old.abandon();
+    this.#logger.info("state restored from a user snapshot", { index: meta.index, snapshotIndex: fresh.snapshotIndex });
   }
 }
 

@@ -12,6 +12,8 @@ import { CorruptionError } from "../errors.ts";
 
 export const snapshotVersion = 1;
 const batchRows = 512;
+/** A rows record is cut once its rows hold about this many bytes (big KV values), so no frame nears maxFrameBytes. */
+const batchBytes = 1024 * 1024;
 const maxFrameBytes = 256 * 1024 * 1024;
 
 export type SnapshotRecord =
@@ -41,12 +43,31 @@ function frame(record: SnapshotRecord): Uint8Array {
 export function* encodeSnapshot(state: CapturedState): Generator<Uint8Array> {
   yield frame({ t: "header", version: snapshotVersion, index: state.index });
   for (const [table, rows] of state.tables) {
-    for (let i = 0; i < rows.length; i += batchRows) {
-      yield frame({ t: "rows", table, rows: rows.slice(i, i + batchRows) });
+    let start = 0;
+    let bytes = 0;
+    for (let i = 0; i < rows.length; i++) {
+      bytes += approxRowBytes(rows[i]!);
+      if (i + 1 - start >= batchRows || bytes >= batchBytes) {
+        yield frame({ t: "rows", table, rows: rows.slice(start, i + 1) });
+        start = i + 1;
+        bytes = 0;
+      }
     }
+    if (start < rows.length) yield frame({ t: "rows", table, rows: rows.slice(start) });
   }
   yield frame({ t: "indexes", indexes: state.indexes });
   yield frame({ t: "end" });
+}
+
+/** Bytes a row's byte and string fields hold (one level deep): enough to keep big values apart. */
+function approxRowBytes(row: object): number {
+  let n = 32;
+  for (const v of Object.values(row)) {
+    if (v instanceof Uint8Array) n += v.length;
+    else if (typeof v === "string") n += v.length;
+    else n += 8;
+  }
+  return n;
 }
 
 export type ByteStream = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>;

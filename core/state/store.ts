@@ -198,6 +198,7 @@ export class StateStore implements ReadTxn {
   /**
    * A point-in-time snapshot as a lazy stream of framed msgpack chunks. The
    * rows are captured now; writes after this call do not show up in it.
+   * Each iteration encodes the captured rows anew, to the same bytes.
    * `index` (the last applied Raft index) goes in the header when it is
    * higher than the store's own.
    */
@@ -207,7 +208,9 @@ export class StateStore implements ReadTxn {
       tables: [...tableList(this.tables).map((t): [string, readonly object[]] => [t.name, t.all()]), [requestsTable, this.#requests.rows()]],
       indexes: [...this.#indexes.entries()],
     };
-    return encodeSnapshot(captured);
+    // Iterable again and again, with the same bytes each time (a streamed
+    // archive measures the state once, then sends it).
+    return { [Symbol.iterator]: () => encodeSnapshot(captured) };
   }
 
   /** Build a fresh store from a snapshot stream. Throws CorruptionError on bad data. */

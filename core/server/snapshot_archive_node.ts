@@ -1,0 +1,366 @@
+// The snapshot archive (snapshot_archive.ts describes the format: a gzipped
+// tar of meta.json, state.bin and SHA256SUMS, as Consul's snapshot/archive.go)
+// written and read as streams, for states of any size: nothing here holds
+// more than a chunk of state.bin at a time.
+//
+// Writing: tar needs state.bin's size in its header, before the bytes. The
+// state is a point-in-time capture that encodes to the same bytes each time
+// it is iterated, so it is measured in a first pass (encoding only, no
+// buffering) and sent in a second, hashed on the way; SHA256SUMS comes last,
+// as in Consul's archives.
+//
+// Reading: gunzip, walk the tar, hand state.bin's bytes to the caller as
+// they come, keep meta.json and SHA256SUMS (small), and check everything at
+// the end. A damaged archive is refused with its reason (bad gzip, bad tar,
+// truncated, checksum mismatch, bad meta): the caller must not act on what
+// it was handed before the promise resolved.
+
+import { createHash } from "node:crypto";
+import { Readable } from "node:stream";
+import { constants, createGunzip, createGzip } from "node:zlib";
+import { CorruptionError, errorMessage } from "../errors.ts";
+import { archiveVersion, type SnapshotArchiveMeta } from "./snapshot_archive.ts";
+
+const block = 512;
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+/** meta.json and SHA256SUMS are small; anything bigger is not our archive. */
+const maxSmallFileBytes = 1024 * 1024;
+/**
+ * gzip level: the state is mostly KV values that the client chose; level 1
+ * keeps a save near disk speed (Consul uses the default, 6, which costs
+ * several times the CPU for a few percent on such data).
+ */
+const gzipLevel = constants.Z_BEST_SPEED;
+
+function octal(value: number, width: number): string {
+  return value.toString(8).padStart(width - 1, "0") + "\0";
+}
+
+function tarHeader(name: string, size: number, mtimeS: number): Uint8Array {
+  const header = new Uint8Array(block);
+  const put = (text: string, offset: number) => header.set(encoder.encode(text), offset);
+  put(name, 0);
+  put(octal(0o644, 8), 100);
+  put(octal(0, 8), 108);
+  put(octal(0, 8), 116);
+  put(octal(size, 12), 124);
+  put(octal(mtimeS, 12), 136);
+  put("        ", 148);
+  put("0", 156);
+  put("ustar\0", 257);
+  put("00", 263);
+  let sum = 0;
+  for (const b of header) sum += b;
+  put(`${sum.toString(8).padStart(6, "0")}\0 `, 148);
+  return header;
+}
+
+function padding(size: number): Uint8Array {
+  const rest = size % block;
+  return new Uint8Array(rest === 0 ? 0 : block - rest);
+}
+
+/** The tar stream (not yet gzipped) of an archive around `state`. */
+async function* tarStream(state: Iterable<Uint8Array>, options: { index: number; nowMs: number }): AsyncGenerator<Uint8Array> {
+  let size = 0;
+  for (const c of state) size += c.length;
+  const meta: SnapshotArchiveMeta = { Version: archiveVersion, ID: `${options.index}-${options.nowMs}`, Index: options.index, Size: size };
+  const metaBytes = encoder.encode(JSON.stringify(meta));
+  const mtimeS = Math.floor(options.nowMs / 1000);
+  yield tarHeader("meta.json", metaBytes.length, mtimeS);
+  yield metaBytes;
+  yield padding(metaBytes.length);
+  yield tarHeader("state.bin", size, mtimeS);
+  const hash = createHash("sha256");
+  let sent = 0;
+  // Small frames are gathered so the gzip stream gets chunks worth its while.
+  let batch: Uint8Array[] = [];
+  let batchBytes = 0;
+  for (const c of state) {
+    hash.update(c);
+    sent += c.length;
+    batch.push(c);
+    batchBytes += c.length;
+    if (batchBytes >= 256 * 1024) {
+      yield batch.length === 1 ? batch[0]! : Buffer.concat(batch, batchBytes);
+      batch = [];
+      batchBytes = 0;
+    }
+  }
+  if (batchBytes > 0) yield Buffer.concat(batch, batchBytes);
+  if (sent !== size) throw new Error(`Snapshot state changed while it was sent (${sent} bytes, measured ${size})`);
+  yield padding(size);
+  const metaSum = createHash("sha256").update(metaBytes).digest("hex");
+  const sums = encoder.encode(`${metaSum}  meta.json\n${hash.digest("hex")}  state.bin\n`);
+  yield tarHeader("SHA256SUMS", sums.length, mtimeS);
+  yield sums;
+  yield padding(sums.length);
+  yield new Uint8Array(block * 2);
+}
+
+/**
+ * The archive of a captured state as gzip chunks, produced as they are
+ * read. `state` must give the same bytes each time it is iterated (see
+ * StateStore.snapshot).
+ */
+export function snapshotArchiveStream(state: Iterable<Uint8Array>, options: { index: number; nowMs: number }): AsyncIterable<Uint8Array> {
+  const gzip = createGzip({ level: gzipLevel });
+  const tar = Readable.from(tarStream(state, options), { objectMode: false, highWaterMark: 1024 * 1024 });
+  tar.on("error", (err) => gzip.destroy(err));
+  tar.pipe(gzip);
+  return gzip as AsyncIterable<Uint8Array>;
+}
+
+export interface ArchiveReadResult {
+  meta: SnapshotArchiveMeta;
+  /** Bytes of state.bin handed to onState. */
+  stateBytes: number;
+}
+
+/** Walks a tar byte stream; state.bin's data goes to `onState`, the small files are kept. */
+class TarWalker {
+  #header = new Uint8Array(block);
+  #headerFill = 0;
+  /** Current entry: its name, bytes left, padding left after it. */
+  #name = "";
+  #left = 0;
+  #pad = 0;
+  #inEntry = false;
+  #ended = false;
+  #offset = 0;
+  readonly small = new Map<string, Uint8Array[]>();
+  readonly seen = new Set<string>();
+  stateBytes = 0;
+  readonly #onState: (chunk: Uint8Array) => Promise<void> | void;
+
+  constructor(onState: (chunk: Uint8Array) => Promise<void> | void) {
+    this.#onState = onState;
+  }
+
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /** True once the tar said where it ends, or it stopped between entries. */
+  get atBoundary(): boolean {
+    return !this.#inEntry && this.#pad === 0 && this.#headerFill === 0;
+  }
+
+  async push(chunk: Uint8Array): Promise<void> {
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.#ended) {
+        // Zero blocks after the end (tar pads to a record size) are fine; anything else is not.
+        for (; i < chunk.length; i++) if (chunk[i] !== 0) throw new CorruptionError("Snapshot archive has data after the end of its tar stream");
+        return;
+      }
+      if (this.#inEntry) {
+        const n = Math.min(this.#left, chunk.length - i);
+        const part = chunk.subarray(i, i + n);
+        if (this.#name === "state.bin") {
+          this.stateBytes += n;
+          await this.#onState(part);
+        } else {
+          const list = this.small.get(this.#name)!;
+          list.push(part.slice());
+        }
+        this.#left -= n;
+        i += n;
+        this.#offset += n;
+        if (this.#left === 0) this.#inEntry = false;
+        continue;
+      }
+      if (this.#pad > 0) {
+        const n = Math.min(this.#pad, chunk.length - i);
+        this.#pad -= n;
+        i += n;
+        this.#offset += n;
+        continue;
+      }
+      const n = Math.min(block - this.#headerFill, chunk.length - i);
+      this.#header.set(chunk.subarray(i, i + n), this.#headerFill);
+      this.#headerFill += n;
+      i += n;
+      if (this.#headerFill < block) continue;
+      this.#headerFill = 0;
+      this.#startEntry();
+      this.#offset += block;
+    }
+  }
+
+  #startEntry(): void {
+    const header = this.#header;
+    if (header.every((b) => b === 0)) {
+      this.#ended = true;
+      return;
+    }
+    const field = (start: number, len: number) => {
+      const raw = header.subarray(start, start + len);
+      const end = raw.indexOf(0);
+      return decoder.decode(end < 0 ? raw : raw.subarray(0, end)).trim();
+    };
+    let sum = 0;
+    for (let i = 0; i < block; i++) sum += i >= 148 && i < 156 ? 0x20 : header[i]!;
+    if (Number.parseInt(field(148, 8), 8) !== sum) throw new CorruptionError("Snapshot archive is not a valid tar: bad header checksum", { offset: this.#offset });
+    const name = field(0, 100);
+    const size = Number.parseInt(field(124, 12), 8);
+    if (!Number.isSafeInteger(size) || size < 0) throw new CorruptionError(`Snapshot archive entry ${JSON.stringify(name)} has a bad size`, { offset: this.#offset });
+    if (this.seen.has(name)) throw new CorruptionError(`Snapshot archive holds ${JSON.stringify(name)} twice`);
+    this.seen.add(name);
+    if (name !== "state.bin") {
+      if (size > maxSmallFileBytes) throw new CorruptionError(`Snapshot archive entry ${JSON.stringify(name)} is too large (${size} bytes)`);
+      this.small.set(name, []);
+    }
+    this.#name = name;
+    this.#left = size;
+    this.#inEntry = size > 0;
+    this.#pad = padding(size).length;
+  }
+
+  /** The bytes of a small entry that is complete, or undefined. */
+  file(name: string): Uint8Array | undefined {
+    const parts = this.small.get(name);
+    if (!parts || (this.#name === name && this.#inEntry)) return undefined;
+    return Buffer.concat(parts);
+  }
+
+  /** Whether the tar stopped in the middle of something. */
+  get truncated(): boolean {
+    return this.#inEntry || this.#headerFill > 0;
+  }
+
+  get entryName(): string {
+    return this.#name;
+  }
+}
+
+/**
+ * Read an archive from a byte stream: state.bin's bytes go to `onState` as
+ * they arrive (write them somewhere; do not act on them until this
+ * resolves). Resolves with the checked meta; throws CorruptionError with
+ * the reason when anything is wrong, or the error `onState` threw.
+ */
+export async function readSnapshotArchiveStream(
+  source: AsyncIterable<Uint8Array>,
+  onState: (chunk: Uint8Array) => Promise<void> | void,
+): Promise<ArchiveReadResult> {
+  const hash = createHash("sha256");
+  const walker = new TarWalker(async (c) => {
+    hash.update(c);
+    await onState(c);
+  });
+  const gunzip = createGunzip();
+  let inputBytes = 0;
+  const counted = (async function* () {
+    for await (const c of source) {
+      inputBytes += c.length;
+      yield c;
+    }
+  })();
+  const input = Readable.from(counted, { objectMode: false });
+  input.on("error", (err) => gunzip.destroy(err));
+  input.pipe(gunzip);
+  let sawBytes = false;
+  try {
+    for await (const chunk of gunzip as AsyncIterable<Uint8Array>) {
+      sawBytes = true;
+      await walker.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof CorruptionError) throw err;
+    if (inputBytes === 0) throw new CorruptionError("Snapshot archive is empty");
+    const code = (err as { code?: string }).code;
+    if (code === "Z_BUF_ERROR" || /unexpected end of file/i.test(errorMessage(err))) {
+      throw new CorruptionError("Snapshot archive is truncated (the gzip stream ends early)");
+    }
+    if (typeof code === "string" && code.startsWith("Z_")) throw new CorruptionError(`Snapshot archive is not valid gzip: ${errorMessage(err)}`);
+    throw err;
+  } finally {
+    input.destroy();
+    gunzip.destroy();
+  }
+  if (!sawBytes) throw new CorruptionError("Snapshot archive is empty");
+  if (walker.truncated) throw new CorruptionError(`Snapshot archive is truncated: entry ${JSON.stringify(walker.entryName)} is cut short`);
+  const metaBytes = walker.file("meta.json");
+  const sums = walker.file("SHA256SUMS");
+  if (!metaBytes || !walker.seen.has("state.bin") || !sums) {
+    throw new CorruptionError("Snapshot archive must hold meta.json, state.bin and SHA256SUMS");
+  }
+  const want = new Map<string, string>();
+  for (const line of decoder.decode(sums).split("\n")) {
+    const m = /^([0-9a-f]{64}) {2}(\S+)$/.exec(line);
+    if (m) want.set(m[2]!, m[1]!);
+  }
+  if (want.get("meta.json") !== createHash("sha256").update(metaBytes).digest("hex")) throw new CorruptionError("Snapshot archive checksum mismatch for meta.json");
+  if (want.get("state.bin") !== hash.digest("hex")) throw new CorruptionError("Snapshot archive checksum mismatch for state.bin");
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(metaBytes));
+  } catch {
+    throw new CorruptionError("Snapshot archive meta.json is not valid JSON");
+  }
+  const m = raw as Partial<SnapshotArchiveMeta> | null;
+  if (typeof m !== "object" || m === null || typeof m.Version !== "number" || typeof m.Index !== "number" || typeof m.ID !== "string") {
+    throw new CorruptionError("Snapshot archive meta.json lacks Version, ID or Index");
+  }
+  if (m.Version !== archiveVersion) throw new CorruptionError(`Snapshot archive version ${m.Version} is not supported (want ${archiveVersion})`);
+  if (typeof m.Size === "number" && m.Size !== walker.stateBytes) {
+    throw new CorruptionError(`Snapshot archive meta.json says state.bin holds ${m.Size} bytes, it holds ${walker.stateBytes}`);
+  }
+  return { meta: { Version: m.Version, ID: m.ID, Index: m.Index, Size: walker.stateBytes }, stateBytes: walker.stateBytes };
+}
+
+/**
+ * A push-fed async iterable with a bound: `push` waits while `limit` bytes
+ * are queued, so a producer (the archive reader) cannot run far ahead of a
+ * consumer (a state store being built from the same bytes).
+ */
+export class ByteQueue implements AsyncIterable<Uint8Array> {
+  #items: Uint8Array[] = [];
+  #bytes = 0;
+  #ended = false;
+  #error: unknown;
+  #wakeConsumer: (() => void) | undefined;
+  #wakeProducer: (() => void) | undefined;
+  readonly #limit: number;
+
+  constructor(limit = 8 * 1024 * 1024) {
+    this.#limit = limit;
+  }
+
+  async push(chunk: Uint8Array): Promise<void> {
+    if (this.#ended) throw new Error("queue has ended");
+    this.#items.push(chunk);
+    this.#bytes += chunk.length;
+    this.#wakeConsumer?.();
+    while (this.#bytes > this.#limit && !this.#ended) {
+      await new Promise<void>((resolve) => (this.#wakeProducer = resolve));
+    }
+  }
+
+  end(error?: unknown): void {
+    this.#ended = true;
+    if (error !== undefined) this.#error = error;
+    this.#wakeConsumer?.();
+    this.#wakeProducer?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      if (this.#items.length > 0) {
+        const c = this.#items.shift()!;
+        this.#bytes -= c.length;
+        if (this.#bytes <= this.#limit) this.#wakeProducer?.();
+        yield c;
+        continue;
+      }
+      if (this.#ended) {
+        if (this.#error !== undefined) throw this.#error;
+        return;
+      }
+      await new Promise<void>((resolve) => (this.#wakeConsumer = resolve));
+      this.#wakeConsumer = undefined;
+    }
+  }
+}
