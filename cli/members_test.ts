@@ -9,16 +9,21 @@ import { fakeGossip, fakeMember } from "../core/http/_fake_gossip.ts";
 import { testBackends } from "../core/http/_test_env.ts";
 import { createRoutes } from "../core/http/routes.ts";
 import { makeRequest } from "../core/http/types.ts";
+import type { Rpc } from "../core/rpc/methods.ts";
+import { createLocalRpc } from "../core/rpc/local.ts";
+import { createDevServer } from "../core/server/dev.ts";
+import { Rng } from "../core/sim/rng.ts";
+import { drainMicrotasks, SimClock } from "../core/sim/sim_clock.ts";
 import { testIo } from "./_testing.ts";
 import { runCli } from "./run.ts";
 
-function setup() {
+function setup(options: { rpc?: Rpc } = {}) {
   const gossip = fakeGossip();
   gossip.lan.list.push(fakeMember("s1", { tags: { role: "consul", dc: "dc1", vsn: "2", build: "0.1.0:abc" }, port: 8303 }));
   gossip.lan.list.push(fakeMember("web", { tags: { role: "web" }, port: 7946 }));
   const events = new UserEventStore({ pool: gossip.lan, nodeName: "n1", localServices: () => [], clock: systemClock, logger: nullLogger() });
   const agent = { datacenter: "dc1", nodeName: "n1", nodeId: "x", server: false, version: "0.1.0", revision: "", advertiseAddr: "127.0.0.1", serfLanPort: 8301 };
-  const router = createRoutes(testBackends({ gossip, events, agent }));
+  const router = createRoutes(testBackends({ gossip, events, agent, ...(options.rpc ? { rpc: options.rpc } : {}) }));
   const fetchFn = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const req = new Request(input, init);
     const url = new URL(req.url);
@@ -121,14 +126,21 @@ test("event: prints the ID; validates filters", async () => {
   assert.equal((await cli("event", "-name=x", "-node=(")).code, 1);
 });
 
-test("rtt: Consul's line from two coordinates; default second node is the agent", async () => {
-  const { gossip, cli } = setup();
-  gossip.lan.coords.set("n1", { vec: [0, 0, 0, 0, 0, 0, 0, 0], error: 0.2, adjustment: 0, height: 0.001 });
-  gossip.lan.coords.set("n2", { vec: [0.002, 0, 0, 0, 0, 0, 0, 0], error: 0.2, adjustment: 0, height: 0.001 });
+test("rtt: Consul's line from two coordinates in the catalog; default second node is the agent", async () => {
+  const clock = new SimClock();
+  const dev = await createDevServer({ clock, rng: new Rng(5), coordinateUpdate: { updatePeriodMs: 100 } });
+  const h = dev.server.handlers;
+  for (const node of ["n1", "n2"]) await h["Catalog.Register"]({ node, address: "10.0.0.1" });
+  await h["Coordinate.Update"]({ node: "n1", coord: { vec: [0, 0, 0, 0, 0, 0, 0, 0], error: 0.2, adjustment: 0, height: 0.001 } });
+  await h["Coordinate.Update"]({ node: "n2", coord: { vec: [0.002, 0, 0, 0, 0, 0, 0, 0], error: 0.2, adjustment: 0, height: 0.001 } });
+  await clock.runFor(100);
+  await drainMicrotasks();
+  const { cli } = setup({ rpc: createLocalRpc(dev.server) });
   const r = await cli("rtt", "n2");
   assert.equal(r.code, 0, r.err);
   assert.equal(r.out, "Estimated n2 <-> n1 rtt: 4.000 ms (using LAN coordinates)\n");
   const missing = await cli("rtt", "zz", "n1");
   assert.equal(missing.code, 1);
   assert.match(missing.err, /Could not find a coordinate for node "zz"/);
+  await dev.stop();
 });

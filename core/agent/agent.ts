@@ -16,6 +16,7 @@ import { Rng } from "../sim/rng.ts";
 import { startDnsServer } from "../dns/mod.ts";
 import { buildDate, revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
+import { CoordinateSync } from "./coordinate_sync.ts";
 import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
 import { floodWanJoins, retryJoin, startGossip, type AgentGossip } from "./gossip/mod.ts";
 import { Closers } from "./closers.ts";
@@ -253,6 +254,21 @@ export async function startAgent(
     printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
     logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
     local.startSync();
+    // Our LAN coordinate goes to the servers' catalog (/v1/coordinate/nodes), as Consul's sendCoordinate.
+    const coordinateSync = new CoordinateSync({
+      nodeName: config.nodeName,
+      datacenter: config.datacenter,
+      rpc,
+      clock,
+      rng: new Rng(seed ^ 0x27d4eb2f),
+      logger: logger.named("agent"),
+      coordinate: () => gossip.lan.coordinate(),
+      poolSize: () => gossip.lan.members().length,
+      intervalMinMs: config.coordinate.syncIntervalMinMs,
+      rateTarget: config.coordinate.syncRateTarget,
+    });
+    coordinateSync.start();
+    closers.add("coordinate sync", () => coordinateSync.stop());
     // Watches ask this agent's own HTTP API (consul reloadWatches), so they start once it listens.
     watches = createAgentWatches(httpAddr, { clock, logger: logger.named("agent.watch") });
     if (watches) closers.add("watches", () => watches!.stop());

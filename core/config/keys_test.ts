@@ -45,7 +45,8 @@ test("key table: every implemented value lands on a field of AgentConfig", () =>
   const walk = (table: KeyTable, target: string) => {
     for (const [name, spec] of Object.entries(table) as [string, KeySpec][]) {
       if (spec.keys && !spec.decode) {
-        if (spec.status === "implemented" || spec.status === undefined) walk(spec.keys, target ? `${target}.${spec.to ?? camel(name)}` : spec.to ?? camel(name));
+        const blockTo = spec.to ?? camel(name);
+        if (spec.status === "implemented" || spec.status === undefined) walk(spec.keys, blockTo.startsWith("$") ? blockTo.slice(1) : target ? `${target}.${blockTo}` : blockTo);
         continue;
       }
       if (!spec.decode) continue;

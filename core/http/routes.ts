@@ -33,7 +33,7 @@ import {
   catalogServiceHandler,
   catalogServicesHandler,
 } from "./catalog.ts";
-import { coordinateDatacentersHandler, coordinateNodeHandler, coordinateNodesHandler } from "./coordinate.ts";
+import { coordinateDatacentersHandler, coordinateNodeHandler, coordinateNodesHandler, coordinateUpdateHandler } from "./coordinate.ts";
 import { eventFireHandler, eventListHandler } from "./event.ts";
 import { healthChecksHandler, healthNodeHandler, healthServiceHandler, healthStateHandler } from "./health.ts";
 import { keyringHandler } from "./keyring.ts";
@@ -151,10 +151,11 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/session/node/", methods: GET, handler: sessionNodeHandler({ rpc }), authz: onPath("session", "read") },
     { pattern: "/v1/session/list", methods: GET, handler: sessionListHandler({ rpc }), authz: on("session", "list") },
 
-    // Coordinates and user events (from this agent's gossip pools).
+    // Coordinates (nodes: the catalog's; datacenters: this server's WAN pool) and user events (gossip).
     { pattern: "/v1/coordinate/datacenters", methods: GET, handler: coordinateDatacentersHandler({ gossip }), authz: none },
-    { pattern: "/v1/coordinate/nodes", methods: GET, handler: coordinateNodesHandler({ gossip }), authz: on("node", "list") },
-    { pattern: "/v1/coordinate/node/", methods: GET, handler: coordinateNodeHandler({ gossip }), authz: onPath("node", "read") },
+    { pattern: "/v1/coordinate/nodes", methods: GET, handler: coordinateNodesHandler({ rpc }), authz: on("node", "list") },
+    { pattern: "/v1/coordinate/node/", methods: GET, handler: coordinateNodeHandler({ rpc }), authz: onPath("node", "read") },
+    { pattern: "/v1/coordinate/update", methods: PUT, handler: coordinateUpdateHandler({ rpc }), authz: on("node", "write") },
     { pattern: "/v1/event/fire/", methods: PUT, handler: eventFireHandler({ events }), authz: onPath("event", "write") },
     { pattern: "/v1/event/list", methods: GET, handler: eventListHandler({ events }), authz: on("event", "list") },
 

@@ -1,5 +1,7 @@
 export type {
   CatalogDeregisterArgs,
+  CoordinateEntry,
+  VivaldiCoord,
   CatalogQueryArgs,
   CatalogRegisterArgs,
   CheckServiceNode,

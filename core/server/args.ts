@@ -222,6 +222,10 @@ const argShapes: { [M in RpcMethod]: Shape } = {
   "PreparedQuery.List": obj(listArgs),
   "PreparedQuery.Explain": executeArgs,
   "PreparedQuery.Execute": executeArgs,
+  // The coordinate's numbers are checked by the endpoint (Consul's "invalid coordinate").
+  "Coordinate.Update": obj({ node: str, segment: optional(str), coord: obj({ vec: list(any), error: any, adjustment: any, height: any }), ...routing }),
+  "Coordinate.ListNodes": obj({ query: queryOptions }),
+  "Coordinate.Node": obj({ node: str, query: queryOptions }),
 };
 
 /** Throws a BadRequestError naming the first field of `args` that has the wrong type for `method`. */

@@ -8,6 +8,7 @@ import type { Clock } from "../clock/clock.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { CoordinateSource } from "../gossip/near.ts";
+import type { CoordinateUpdateConfig } from "./coordinate.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { MemoryLogStore } from "../raft/log_store_memory.ts";
 import { MemorySnapshotStore } from "../raft/snapshot_store_memory.ts";
@@ -40,6 +41,8 @@ export interface DevServerOptions {
   trailingLogs?: number;
   /** Consul's default_query_time and max_query_time. Default 5 and 10 minutes. */
   queryTimes?: QueryTimes;
+  /** How the leader batches coordinate updates (consul.coordinate.*). */
+  coordinateUpdate?: Partial<CoordinateUpdateConfig>;
 }
 
 export interface DevServer {
@@ -103,7 +106,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     snapshotIntervalMs: options.snapshotIntervalMs,
     raft: { trailingLogs: options.trailingLogs },
   });
-  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes });
+  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes, coordinateUpdate: options.coordinateUpdate });
   await becomeLeader(raft);
   return {
     fsm,
@@ -113,6 +116,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     stores,
     async stop() {
       server.sessionTimers.stop();
+      server.coordinateBatcher.stop();
       await raft.stop();
     },
   };

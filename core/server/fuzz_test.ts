@@ -101,6 +101,9 @@ function corpus(archive: Uint8Array): { [M in RpcMethod]: RpcMethods[M]["args"][
     "PreparedQuery.List": [{ query: q }],
     "PreparedQuery.Explain": [{ queryIdOrName: "web-q", agent, query: q }],
     "PreparedQuery.Execute": [{ queryIdOrName: "web-q", limit: 2, near: "_agent", agent, query: q }],
+    "Coordinate.Update": [{ node: "n1", segment: "", coord: { vec: [0.001, 0, 0, 0, 0, 0, 0, -0.002], error: 0.5, adjustment: 0, height: 0.00001 } }],
+    "Coordinate.ListNodes": [{ query: q }],
+    "Coordinate.Node": [{ node: "n1", query: q }],
   };
 }
 
@@ -133,7 +136,7 @@ async function seedState(d: DevServer): Promise<void> {
 }
 
 /** Writes whose rejection must leave no trace (every other method only reads). */
-const writes: ReadonlySet<string> = new Set(["KVS.Apply", "Txn.Apply", "Catalog.Register", "Catalog.Deregister", "Session.Apply", "Snapshot.Restore", "PreparedQuery.Apply", "Session.Renew"]);
+const writes: ReadonlySet<string> = new Set(["KVS.Apply", "Txn.Apply", "Catalog.Register", "Catalog.Deregister", "Session.Apply", "Snapshot.Restore", "PreparedQuery.Apply", "Session.Renew", "Coordinate.Update"]);
 
 test("server fuzz: mutated arguments to every RPC method are refused with our errors, never a crash or a hang", async () => {
   const findings: string[] = [];

@@ -14,6 +14,7 @@ import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
 import { catalogEndpoints } from "./catalog.ts";
+import { CoordinateBatcher, coordinateEndpoints, type CoordinateUpdateConfig } from "./coordinate.ts";
 import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
 import { preparedQueryEndpoints } from "./prepared_query.ts";
@@ -38,12 +39,16 @@ export interface ServerOptions {
   coordinates?: CoordinateSource;
   /** Blocking waits (default_query_time, max_query_time); default Consul's. */
   queryTimes?: QueryTimes;
+  /** How the leader batches agents' coordinate updates (consul.coordinate.*); default Consul's. */
+  coordinateUpdate?: Partial<CoordinateUpdateConfig>;
 }
 
 export class Server {
   readonly handlers: RpcHandlers;
   /** Session TTL timers (leader only); the agent calls `start()` on servers so a new leader re-arms them. */
   readonly sessionTimers: SessionTimers;
+  /** Coordinate updates waiting for the leader's next batch; stopped with the server. */
+  readonly coordinateBatcher: CoordinateBatcher;
   readonly #ctx: ServerContext;
 
   constructor(options: ServerOptions) {
@@ -58,6 +63,7 @@ export class Server {
       queryTimes: options.queryTimes,
     };
     this.sessionTimers = new SessionTimers(this.#ctx);
+    this.coordinateBatcher = new CoordinateBatcher(this.#ctx, options.coordinateUpdate);
     this.handlers = {
       ...kvsEndpoints(this.#ctx),
       ...txnEndpoints(this.#ctx),
@@ -67,6 +73,7 @@ export class Server {
       ...sessionEndpoints(this.#ctx, this.sessionTimers),
       ...snapshotEndpoints(this.#ctx),
       ...preparedQueryEndpoints(this.#ctx, { coordinates: options.coordinates }),
+      ...coordinateEndpoints(this.#ctx, this.coordinateBatcher),
     };
   }
 

@@ -30,6 +30,7 @@ import {
   serviceNamePrefix,
 } from "./catalog_schema.ts";
 import type { ServiceRow } from "./catalog_schema.ts";
+import { deleteNodeCoordinatesTxn } from "./coordinate.ts";
 import type { Indexed } from "./kvs.ts";
 import { sessionInvalidateTxn } from "./session_ops.ts";
 import type { ReadTxn, WriteTxn } from "./txn.ts";
@@ -295,6 +296,8 @@ function deleteNodeTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: strin
   for (const s of tx.tables.sessions.all()) {
     if (nodeKey(s.node) === nodeKey(node)) sessionInvalidateTxn(tx, idx, clock, s.id);
   }
+  // Consul deleteNodeTxn: the node's coordinates go with it.
+  deleteNodeCoordinatesTxn(tx, idx, node);
   tx.delete(tx.tables.nodes, nodeKey(node));
   tx.setIndex("nodes", idx);
 }

@@ -13,6 +13,8 @@ import { sessionsSchema } from "./session.ts";
 import type { Session } from "./session.ts";
 import { autopilotSchema } from "./autopilot.ts";
 import type { AutopilotConfig } from "./autopilot.ts";
+import { coordinatesSchema } from "./coordinate.ts";
+import type { CoordinateEntry } from "../rpc/methods.ts";
 import { Table } from "./table.ts";
 import { tombstonesSchema } from "./tombstones.ts";
 import type { Tombstone } from "./tombstones.ts";
@@ -31,6 +33,8 @@ export interface Tables {
   prepared_queries: Table<PreparedQuery>;
   /** One row: the autopilot configuration. */
   autopilot: Table<AutopilotConfig>;
+  /** Node + "\x00" + segment → the node's LAN coordinate (written by CoordinateBatchUpdate). */
+  coordinates: Table<CoordinateEntry>;
 }
 
 export function createTables(): Tables {
@@ -45,6 +49,7 @@ export function createTables(): Tables {
     checks_by_service: new Table(checksByServiceSchema),
     prepared_queries: new Table(preparedQueriesSchema),
     autopilot: new Table(autopilotSchema),
+    coordinates: new Table(coordinatesSchema),
   };
 }
 
