@@ -39,6 +39,7 @@ import { membersCommand } from "./members.ts";
 import { monitorCommand } from "./monitor.ts";
 import { rttCommand } from "./rtt.ts";
 import { snapshotInspect, snapshotRestore, snapshotSave } from "./snapshot.ts";
+import { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP, tlsCaCreate, tlsCertCreate } from "./tls.ts";
 import { lockCommand } from "./lock.ts";
 import { watchCommand } from "./watch.ts";
 
@@ -247,6 +248,11 @@ Usage: cairn services <subcommand> [options] [args]
   ),
   servicesDeregister,
   servicesRegister,
+  parentCommand("tls", "Builtin helpers for creating CAs and certificates", TLS_HELP),
+  parentCommand("tls ca", "Helpers for CAs", TLS_CA_HELP),
+  tlsCaCreate,
+  parentCommand("tls cert", "Helpers for certificates", TLS_CERT_HELP),
+  tlsCertCreate,
   validateCommand,
   versionCommand,
   watchCommand,
