@@ -40,9 +40,7 @@ test("gossip e2e: two cairn clients join, list each other, see events, leave", a
     return list.some((e) => e.ID === id && Buffer.from(e.Payload, "base64").toString() === "v1");
   }, { what: "event on gb" });
 
-  const rtt = await run(cairnBin, ["rtt", `-http-addr=${a.httpAddr}`, "gb"]);
-  assert.equal(rtt.code, 0, rtt.stderr);
-  assert.match(rtt.stdout, /Estimated gb <-> ga rtt: \d+\.\d{3} ms \(using LAN coordinates\)/);
+  // `cairn rtt` reads the catalog's coordinates, which need servers (as Consul's): scripts/e2e/coordinate_test.ts.
 
   const l = await run(cairnBin, ["leave", `-http-addr=${b.httpAddr}`]);
   assert.equal(l.code, 0, l.stderr);
