@@ -180,6 +180,8 @@ export class ServerNode {
       logger: o.logger,
       datacenter: o.config.datacenter,
       datacenters: () => this.datacentersByDistance(),
+      // Prepared-query failover asks other datacenters through this server's router (over the WAN).
+      remote: () => this.router,
       coordinates: () => this.#lan?.coordinates?.() ?? [],
       queryTimes: { defaultMs: o.config.defaultQueryTimeMs, maxMs: o.config.maxQueryTimeMs },
       coordinateUpdate: coordinateUpdateOf(o.config),

@@ -306,7 +306,7 @@ export interface QueryFailover {
 /** Consul structs.ServiceQuery. */
 export interface ServiceQuery {
   service: string;
-  /** Stored as given; failover to other datacenters is not possible in cairn (one datacenter). */
+  /** When the local datacenter has no healthy instance: the NearestN other datacenters by RTT, then Datacenters in order. */
   failover: QueryFailover;
   ignoreCheckIds: string[];
   onlyPassing: boolean;
@@ -354,13 +354,23 @@ export interface PreparedQueryExecuteArgs {
   query: QueryOptions;
 }
 
+/** A query run in another datacenter during a failover (consul PreparedQueryExecuteRemoteRequest): the definition travels with it. */
+export interface PreparedQueryExecuteRemoteArgs {
+  /** The query as the first datacenter resolved (and rendered) it. */
+  definition: PreparedQuery;
+  limit?: number;
+  /** `query.datacenter` names the datacenter that runs it. */
+  query: QueryOptions;
+}
+
 export interface PreparedQueryExecuteReply {
   /** The (rendered) service name that was queried. */
   service: string;
   nodes: CheckServiceNode[];
   dns: { ttl: string };
+  /** The datacenter that answered (another one after a failover). */
   datacenter: string;
-  /** Always 0: no datacenter was tried but this one. */
+  /** How many other datacenters were tried (0: the local one answered). */
   failovers: number;
   meta: QueryMeta;
 }
@@ -448,6 +458,8 @@ export interface RpcMethods {
   /** The query an ID or name resolves to, rendered when it is a template. */
   "PreparedQuery.Explain": { args: PreparedQueryExecuteArgs; reply: { query: PreparedQuery; meta: QueryMeta } };
   "PreparedQuery.Execute": { args: PreparedQueryExecuteArgs; reply: PreparedQueryExecuteReply };
+  /** Run a query definition here, without failover: the other datacenter's half of a failover. */
+  "PreparedQuery.ExecuteRemote": { args: PreparedQueryExecuteRemoteArgs; reply: PreparedQueryExecuteReply };
   /** Queue a node's coordinate on the leader; it reaches the catalog with the next batch (coordinate_update_period). */
   "Coordinate.Update": { args: { node: string; segment?: string; coord: VivaldiCoord; datacenter?: string; token?: string }; reply: Record<string, never> };
   /** Every node's coordinates in the catalog, by node name. */

@@ -134,7 +134,7 @@ const healthCheck = obj({
   definition: optional(checkDefinition),
 });
 
-const preparedQuery = obj({
+const preparedQueryFields = {
   id: str,
   name: str,
   session: str,
@@ -152,7 +152,8 @@ const preparedQuery = obj({
     connect: bool,
   }),
   dns: obj({ ttl: str }),
-});
+};
+const preparedQuery = obj(preparedQueryFields);
 
 const executeArgs = obj({
   queryIdOrName: str,
@@ -222,6 +223,7 @@ const argShapes: { [M in RpcMethod]: Shape } = {
   "PreparedQuery.List": obj(listArgs),
   "PreparedQuery.Explain": executeArgs,
   "PreparedQuery.Execute": executeArgs,
+  "PreparedQuery.ExecuteRemote": obj({ definition: obj({ ...preparedQueryFields, createIndex: uint, modifyIndex: uint }), limit: optional(int), query: queryOptions }),
   // The coordinate's numbers are checked by the endpoint (Consul's "invalid coordinate").
   "Coordinate.Update": obj({ node: str, segment: optional(str), coord: obj({ vec: list(any), error: any, adjustment: any, height: any }), ...routing }),
   "Coordinate.ListNodes": obj({ query: queryOptions }),

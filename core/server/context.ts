@@ -4,7 +4,7 @@
 import type { Clock } from "../clock/clock.ts";
 import { CairnError, NoLeaderError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
-import type { HandlerOptions, QueryMeta, QueryOptions } from "../rpc/methods.ts";
+import type { HandlerOptions, QueryMeta, QueryOptions, Rpc } from "../rpc/methods.ts";
 import type { Rng } from "../sim/rng.ts";
 import { blockingQuery } from "./blocking.ts";
 import type { BlockingContext, QueryFn, QueryTimes } from "./blocking.ts";
@@ -21,8 +21,10 @@ export interface ServerContext {
   logger: Logger;
   /** This server's datacenter (stamped on catalog nodes); "" when not configured. */
   datacenter?: string;
-  /** Known datacenters (WAN pool), for Catalog.ListDatacenters. */
+  /** Known datacenters (WAN pool), ours first, then nearest first: Catalog.ListDatacenters, prepared-query failover. */
   datacenters?: () => string[];
+  /** Calls to other datacenters (the server's router); absent: none (prepared queries do not fail over). */
+  remote?: () => Rpc | undefined;
   /** Blocking waits (default_query_time, max_query_time); absent: Consul's 5 and 10 minutes. */
   queryTimes?: QueryTimes;
 }

@@ -101,6 +101,7 @@ function corpus(archive: Uint8Array): { [M in RpcMethod]: RpcMethods[M]["args"][
     "PreparedQuery.List": [{ query: q }],
     "PreparedQuery.Explain": [{ queryIdOrName: "web-q", agent, query: q }],
     "PreparedQuery.Execute": [{ queryIdOrName: "web-q", limit: 2, near: "_agent", agent, query: q }],
+    "PreparedQuery.ExecuteRemote": [{ definition: { ...query, id: "q1", createIndex: 1, modifyIndex: 1 }, limit: 1, query: q }],
     "Coordinate.Update": [{ node: "n1", segment: "", coord: { vec: [0.001, 0, 0, 0, 0, 0, 0, -0.002], error: 0.5, adjustment: 0, height: 0.00001 } }],
     "Coordinate.ListNodes": [{ query: q }],
     "Coordinate.Node": [{ node: "n1", query: q }],

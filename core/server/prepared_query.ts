@@ -4,10 +4,13 @@
 // the FSM checks the state rules again. Execute runs the health query of the
 // (rendered) service, drops unhealthy instances and filters by tags and meta,
 // then shuffles with the Rng or sorts by RTT from `near` (the agent's LAN
-// coordinates), and applies the limit. One datacenter only: the Failover
-// settings are stored but never used, so Failovers is always 0.
+// coordinates), and applies the limit. When that leaves no instance, the
+// query fails over (consul queryFailover): the NearestN other datacenters by
+// RTT, then the Failover Datacenters the WAN pool knows, in the given order,
+// each tried once with PreparedQuery.ExecuteRemote (the definition travels,
+// the other datacenter needs no copy of the query) until one has instances.
 
-import { BadRequestError, CairnError, NotFoundError, StateError } from "../errors.ts";
+import { BadRequestError, CairnError, errorMessage, NotFoundError, StateError } from "../errors.ts";
 import { parseDuration } from "../config/duration.ts";
 import { sortNear, type CoordinateSource } from "../gossip/near.ts";
 import type {
@@ -15,6 +18,8 @@ import type {
   PreparedQuery,
   PreparedQueryBody,
   PreparedQueryExecuteArgs,
+  PreparedQueryExecuteReply,
+  QueryOptions,
   RpcHandlers,
   ServiceQuery,
 } from "../rpc/methods.ts";
@@ -39,7 +44,8 @@ type PreparedQueryMethods =
   | "PreparedQuery.Get"
   | "PreparedQuery.List"
   | "PreparedQuery.Explain"
-  | "PreparedQuery.Execute";
+  | "PreparedQuery.Execute"
+  | "PreparedQuery.ExecuteRemote";
 
 /** What Consul shows instead of a token to a caller without a management token (cairn has no ACLs, so it never redacts). */
 export const redactedToken = "<hidden>";
@@ -119,7 +125,19 @@ export function selectInstances(nodes: readonly CheckServiceNode[], s: ServiceQu
   return out;
 }
 
-/** Refuse another datacenter: cairn has no WAN forwarding (Consul's words when it has no route). */
+/**
+ * The datacenters a failover tries, in order (consul queryFailover): the
+ * first `nearestN` of the others by RTT, then those of `datacenters` the WAN
+ * pool knows and that are not already listed. `nearest` excludes ours.
+ */
+export function failoverTargets(failover: { nearestN: number; datacenters: readonly string[] }, nearest: readonly string[]): string[] {
+  const out = nearest.slice(0, Math.max(0, failover.nearestN));
+  const known = new Set(nearest);
+  for (const dc of failover.datacenters) if (known.has(dc) && !out.includes(dc)) out.push(dc);
+  return out;
+}
+
+/** A request that reached this server for another datacenter was routed wrongly (the router forwards those). */
 function requireLocalDatacenter(ctx: ServerContext, dc: string | undefined): void {
   if (dc && ctx.datacenter && dc.toLowerCase() !== ctx.datacenter.toLowerCase()) throw new CairnError("no_path", "No path to datacenter");
 }
@@ -218,7 +236,7 @@ export function preparedQueryEndpoints(
         if (i > 0) [nodes[0], nodes[i]] = [nodes[i]!, nodes[0]!];
       }
       if (limit > 0 && nodes.length > limit) nodes = nodes.slice(0, limit);
-      return {
+      const reply: PreparedQueryExecuteReply = {
         service: query.service.service,
         nodes,
         dns: { ttl: query.dns.ttl },
@@ -226,8 +244,50 @@ export function preparedQueryEndpoints(
         failovers: 0,
         meta,
       };
+      return nodes.length > 0 ? reply : await failover(query, { limit, query: args.query }, reply);
+    },
+
+    async "PreparedQuery.ExecuteRemote"(args, callOptions) {
+      const limit = args.limit ?? 0;
+      if (!Number.isSafeInteger(limit)) throw new BadRequestError(`Bad limit: ${JSON.stringify(limit)}`);
+      requireLocalDatacenter(ctx, args.query.datacenter);
+      const query = args.definition;
+      const { value, meta } = await read(ctx, { ...args.query, minQueryIndex: 0 }, (state) => {
+        const r = checkServiceNodesTxn(state, undefined, { name: query.service.service });
+        return { index: r.index, value: selectInstances(r.value, query.service) };
+      }, callOptions);
+      let nodes = ctx.rng.shuffle([...value]);
+      if (limit > 0 && nodes.length > limit) nodes = nodes.slice(0, limit);
+      return { service: query.service.service, nodes, dns: { ttl: query.dns.ttl }, datacenter: ctx.datacenter ?? "", failovers: 0, meta };
     },
   });
+
+  /** No instance here: try the failover datacenters in turn; the first with instances answers. */
+  async function failover(query: PreparedQuery, o: { limit: number; query: QueryOptions }, empty: PreparedQueryExecuteReply): Promise<PreparedQueryExecuteReply> {
+    const rpc = ctx.remote?.();
+    const f = query.service.failover;
+    if (!rpc || (f.nearestN <= 0 && f.datacenters.length === 0)) return empty;
+    const ours = ctx.datacenter ?? "";
+    const nearest = (ctx.datacenters?.() ?? []).filter((dc) => dc !== ours);
+    const targets = failoverTargets(f, nearest);
+    let failovers = 0;
+    let last: PreparedQueryExecuteReply = empty;
+    for (const dc of targets) {
+      failovers++;
+      try {
+        last = await rpc.call("PreparedQuery.ExecuteRemote", {
+          definition: query,
+          limit: o.limit > 0 ? o.limit : undefined,
+          query: { ...o.query, minQueryIndex: 0, datacenter: dc },
+        });
+      } catch (err) {
+        ctx.logger.warn("Failed querying for service in datacenter", { service: query.service.service, datacenter: dc, error: errorMessage(err) });
+        continue;
+      }
+      if (last.nodes.length > 0) break;
+    }
+    return { ...last, nodes: last.nodes.length > 0 ? last.nodes : [], failovers };
+  }
 
   async function resolveOrThrow(args: PreparedQueryExecuteArgs) {
     let r;

@@ -1,13 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { BadRequestError, NotFoundError } from "../errors.ts";
+import { BadRequestError, DcUnavailableError, NotFoundError } from "../errors.ts";
 import type { Coordinate } from "../gossip/coordinate.ts";
 import { createLocalRpc } from "../rpc/local.ts";
-import type { CheckStatus, PreparedQueryExecuteArgs } from "../rpc/methods.ts";
+import type { CheckStatus, PreparedQueryExecuteArgs, Rpc } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { queryBody } from "../state/_prepared_query_fixture.ts";
 import { createDevServer } from "./dev.ts";
+import { failoverTargets } from "./prepared_query.ts";
+import { Server } from "./server.ts";
 import { q } from "./_test_query.ts";
 
 const at = (x: number): Coordinate => ({ vec: [x, 0, 0, 0, 0, 0, 0, 0], error: 0.1, adjustment: 0, height: 0 });
@@ -123,4 +125,63 @@ test("PreparedQuery.Explain renders a template for the name; a template by ID is
   assert.equal(r.query.id, id);
   assert.deepEqual(await nodesOf("svc-web"), ["n1", "n4"]);
   await assert.rejects(rpc.call("PreparedQuery.Explain", args(id)), (e: unknown) => e instanceof BadRequestError && /can only be resolved up by name/.test(e.message));
+});
+
+test("failover targets: the NearestN others by RTT, then the listed datacenters the WAN pool knows, each once", () => {
+  const nearest = ["dc2", "dc3", "dc4"];
+  assert.deepEqual(failoverTargets({ nearestN: 0, datacenters: [] }, nearest), []);
+  assert.deepEqual(failoverTargets({ nearestN: 2, datacenters: [] }, nearest), ["dc2", "dc3"]);
+  assert.deepEqual(failoverTargets({ nearestN: 9, datacenters: [] }, nearest), nearest);
+  assert.deepEqual(failoverTargets({ nearestN: 1, datacenters: ["dc4", "dc2", "nowhere", "dc3"] }, nearest), ["dc2", "dc4", "dc3"]);
+  assert.deepEqual(failoverTargets({ nearestN: 0, datacenters: ["dc1", "dc3"] }, nearest), ["dc3"], "ours (not among the others) and unknown ones are skipped");
+});
+
+test("PreparedQuery.Execute: no healthy instance here fails over to other datacenters in order; a failing one is counted and skipped", async () => {
+  const clock = new SimClock();
+  const dc1 = await createDevServer({ clock, rng: new Rng(5), datacenter: "dc1" });
+  const dc2 = await createDevServer({ clock, rng: new Rng(6), datacenter: "dc2" });
+  const dc2Rpc = createLocalRpc(dc2.server);
+  await dc2Rpc.call("Catalog.Register", { node: "r1", address: "10.2.0.1", service: { service: "web", tags: ["v1"], port: 80 } });
+  await dc2Rpc.call("Catalog.Register", { node: "r2", address: "10.2.0.2", service: { service: "web", tags: ["v1"], port: 80 } });
+  const asked: string[] = [];
+  const remote: Rpc = {
+    call: ((method: string, args: { query: { datacenter?: string } }) => {
+      const dc = args.query.datacenter ?? "";
+      asked.push(`${method}@${dc}`);
+      if (dc === "dc2") return dc2Rpc.call(method as "PreparedQuery.ExecuteRemote", args as never);
+      return Promise.reject(new DcUnavailableError(dc));
+    }) as Rpc["call"],
+  };
+  let dcs = ["dc1", "dc3", "dc2"];
+  const server = new Server({ fsm: dc1.fsm, consensus: dc1.consensus, clock, rng: new Rng(7), datacenter: "dc1", datacenters: () => dcs, remote: () => remote });
+  const rpc = createLocalRpc(server);
+  let made = 0;
+  const create = async (failover: { nearestN: number; datacenters: string[] }) =>
+    (await rpc.call("PreparedQuery.Apply", { op: "create", query: queryBody({ name: `web-${++made}`, service: { service: "web", tags: ["v1"], failover } }) })).id;
+  const exec = (id: string, limit?: number) => rpc.call("PreparedQuery.Execute", { queryIdOrName: id, limit, agent: { node: "n1", datacenter: "dc1" }, query: q() });
+
+  const none = await exec(await create({ nearestN: 0, datacenters: [] }));
+  assert.deepEqual([none.nodes.length, none.failovers, none.datacenter], [0, 0, "dc1"], "no failover configured");
+  assert.deepEqual(asked, []);
+
+  const nearest = await exec(await create({ nearestN: 2, datacenters: [] }), 1);
+  assert.deepEqual(asked, ["PreparedQuery.ExecuteRemote@dc3", "PreparedQuery.ExecuteRemote@dc2"], "nearest first; the unreachable one is skipped");
+  assert.equal(nearest.failovers, 2);
+  assert.equal(nearest.datacenter, "dc2");
+  assert.equal(nearest.nodes.length, 1, "the limit travels");
+  assert.equal(nearest.nodes[0]!.node.datacenter, "dc2");
+
+  asked.length = 0;
+  dcs = ["dc1", "dc2", "dc3"];
+  const listed = await exec(await create({ nearestN: 0, datacenters: ["nowhere", "dc2", "dc3"] }));
+  assert.deepEqual(asked, ["PreparedQuery.ExecuteRemote@dc2"], "stops at the first datacenter with instances; unknown ones are skipped");
+  assert.deepEqual([listed.failovers, listed.datacenter, listed.nodes.map((n) => n.node.node).sort()], [1, "dc2", ["r1", "r2"]]);
+
+  // Instances here: no failover at all.
+  await createLocalRpc(dc1.server).call("Catalog.Register", { node: "l1", address: "10.1.0.1", service: { service: "web", tags: ["v1"], port: 80 } });
+  asked.length = 0;
+  const local = await exec(await create({ nearestN: 3, datacenters: [] }));
+  assert.deepEqual([local.failovers, local.datacenter, asked], [0, "dc1", []]);
+  await dc1.stop();
+  await dc2.stop();
 });

@@ -5,7 +5,7 @@ import type { Clock } from "../clock/clock.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import { BadRequestError } from "../errors.ts";
-import type { HandlerOptions, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
+import type { HandlerOptions, Rpc, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "../rpc/methods.ts";
 import { parseRequestId } from "../state/requests.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { CoordinateSource } from "../gossip/near.ts";
@@ -35,6 +35,8 @@ export interface ServerOptions {
   datacenter?: string;
   /** Known datacenters, nearest first (WAN gossip); default: just ours. */
   datacenters?: () => string[];
+  /** Calls to other datacenters (the server's router), for prepared-query failover. */
+  remote?: () => Rpc | undefined;
   /** LAN coordinates of this agent's pool, for prepared queries' `near` sort. */
   coordinates?: CoordinateSource;
   /** Blocking waits (default_query_time, max_query_time); default Consul's. */
@@ -60,6 +62,7 @@ export class Server {
       logger: (options.logger ?? nullLogger()).named("server"),
       datacenter: options.datacenter ?? "dc1",
       datacenters: options.datacenters,
+      remote: options.remote,
       queryTimes: options.queryTimes,
     };
     this.sessionTimers = new SessionTimers(this.#ctx);

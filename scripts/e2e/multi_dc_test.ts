@@ -29,9 +29,9 @@ async function json<T>(url: string): Promise<T> {
   return JSON.parse(r.text) as T;
 }
 
-async function put(url: string, body?: unknown): Promise<string> {
-  const r = await req(url, { method: "PUT", body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
-  if (r.status !== 200) throw new Error(`PUT ${url}: ${r.status} ${r.text}`);
+async function put(url: string, body?: unknown, method = "PUT"): Promise<string> {
+  const r = await req(url, { method, body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body) });
+  if (r.status !== 200) throw new Error(`${method} ${url}: ${r.status} ${r.text}`);
   return r.text;
 }
 
@@ -87,7 +87,7 @@ export async function startTwoDcs(): Promise<TwoDcs> {
   };
 }
 
-test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions, blocking query, DNS; a dead datacenter fails fast and comes back", { timeout: 300_000 }, async () => {
+test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions, blocking query, DNS, prepared-query failover; a dead datacenter fails fast and comes back", { timeout: 300_000 }, async () => {
   const t = await startTwoDcs();
   const { dc1, dc2, c1, c2 } = t;
   try {
@@ -174,8 +174,28 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
     assert.deepEqual(await resolver.resolve4("c2.node.dc2.consul"), ["127.0.0.1"]);
     await assert.rejects(resolver.resolve4("web.service.consul"), /ENOTFOUND/, "no web in dc1");
     await assert.rejects(resolver.resolve4("web.service.dc9.consul"), /ENOTFOUND/, "unknown dc is NXDOMAIN");
+    assert.deepEqual(await resolver.resolve4("web.service.dc2.dc.consul"), ["127.0.0.1"], "the <dc>.dc form");
+    const srv = await resolver.resolveSrv("web.service.dc2.consul");
+    assert.deepEqual(srv.map((r) => [r.name, r.port]), [["c2.node.dc2.consul", 8080]]);
 
-    // 8. Every server of dc2 killed: requests for dc2 fail fast, local ones are unaffected.
+    // 8. Prepared queries: one stored in dc1 with no local instance fails over to the nearest datacenter;
+    // one stored in dc2, created and run through dc1; both over DNS too.
+    const q1 = (JSON.parse(await put(`${c1.http}/v1/query`, { Name: "web-fo", Service: { Service: "web", Failover: { NearestN: 1 } } }, "POST")) as { ID: string }).ID;
+    const ran = await json<{ Service: string; Nodes: Array<{ Node: { Node: string; Datacenter: string } }>; Datacenter: string; Failovers: number }>(`${c1.http}/v1/query/${q1}/execute`);
+    assert.deepEqual([ran.Datacenter, ran.Failovers, ran.Nodes.map((n) => `${n.Node.Node}@${n.Node.Datacenter}`)], ["dc2", 1, ["c2@dc2"]]);
+    const noFailover = (JSON.parse(await put(`${c1.http}/v1/query`, { Name: "web-here", Service: { Service: "web" } }, "POST")) as { ID: string }).ID;
+    const here = await json<{ Nodes: unknown[]; Datacenter: string; Failovers: number }>(`${c1.http}/v1/query/${noFailover}/execute`);
+    assert.deepEqual([here.Datacenter, here.Failovers, here.Nodes.length], ["dc1", 0, 0]);
+    assert.deepEqual(await resolver.resolve4("web-fo.query.consul"), ["127.0.0.1"], "failover over DNS");
+    await assert.rejects(resolver.resolve4("web-here.query.consul"), /ENOTFOUND/);
+    await put(`${c1.http}/v1/query?dc=dc2`, { Name: "web-dc2", Service: { Service: "web" } }, "POST");
+    const inDc2 = await json<Array<{ Name: string }>>(`${c2.http}/v1/query`);
+    assert.deepEqual(inDc2.map((x) => x.Name), ["web-dc2"], "created in dc2");
+    const remoteRun = await json<{ Datacenter: string; Failovers: number; Nodes: unknown[] }>(`${c1.http}/v1/query/web-dc2/execute?dc=dc2`);
+    assert.deepEqual([remoteRun.Datacenter, remoteRun.Failovers, remoteRun.Nodes.length], ["dc2", 0, 1]);
+    assert.deepEqual(await resolver.resolve4("web-dc2.query.dc2.consul"), ["127.0.0.1"]);
+
+    // 9. Every server of dc2 killed: requests for dc2 fail fast, local ones are unaffected.
     await dc2.kill(dc2.servers[0]!);
     const failFast = async (): Promise<Reply> => {
       const t0 = performance.now();
@@ -201,7 +221,7 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
     assert.match(failed.text, /^Remote DC has no server currently reachable/);
     assert.deepEqual(await json<string[]>(`${c1.http}/v1/catalog/datacenters`), ["dc1", "dc2"], "still a known datacenter");
 
-    // 9. dc2's server restarted (same data dir, same ports): it rejoins the WAN pool by itself.
+    // 10. dc2's server restarted (same data dir, same ports): it rejoins the WAN pool by itself.
     dc2.start(dc2.servers[0]!);
     await until(async () => {
       const r = await req(`${c1.http}/v1/kv/cross/key?dc=dc2&raw`, { signal: AbortSignal.timeout(5_000) });
