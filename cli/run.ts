@@ -28,6 +28,7 @@ import { servicesRegister } from "./services_register.ts";
 import { validateCommand } from "./validate.ts";
 import { versionCommand } from "./version.ts";
 import { debugCommand } from "./debug.ts";
+import { doctorCommand } from "./doctor.ts";
 import { eventCommand } from "./event.ts";
 import { forceLeaveCommand } from "./force_leave.ts";
 import { infoCommand } from "./info.ts";
@@ -141,6 +142,7 @@ Usage: cairn kv <subcommand> [options] [args]
 `,
   ),
   debugCommand,
+  doctorCommand,
   eventCommand,
   forceLeaveCommand,
   infoCommand,
