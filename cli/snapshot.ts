@@ -1,19 +1,22 @@
 // `cairn snapshot save | restore | inspect`, as consul command/snapshot: the
-// whole server state as one verified archive file.
+// whole server state as one verified archive file. Files of any size: save
+// streams the agent's answer to disk while checking it, restore streams the
+// file to the agent, inspect reads it once; none holds the archive in memory.
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { encode } from "@msgpack/msgpack";
 import { errorMessage } from "../core/errors.ts";
-import { readSnapshotArchive } from "../core/server/snapshot_archive.ts";
+import type { SnapshotArchiveMeta } from "../core/server/snapshot_archive.ts";
+import { ByteQueue, readSnapshotArchiveStream } from "../core/server/snapshot_archive_node.ts";
 import { decodeSnapshot } from "../core/state/snapshot.ts";
 import { parseCommandFlags } from "./_command.ts";
-import { apiClientFromFlags, bool, formatHelp, httpFlags } from "./_flags.ts";
+import { apiClientFromFlags, bool, formatHelp, httpFlags, num, str } from "./_flags.ts";
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
 
+const open = lazyFsPromises("open");
 const rename = lazyFsPromises("rename");
 const rm = lazyFsPromises("rm");
-const writeFile = lazyFsPromises("writeFile");
 
 function oneFile(positionals: string[], io: CliIo): string | undefined {
   if (positionals.length === 1) return positionals[0]!;
@@ -21,21 +24,61 @@ function oneFile(positionals: string[], io: CliIo): string | undefined {
   return undefined;
 }
 
-/** Flags, exactly one FILE, and its bytes; an exit code when any of that fails. */
-async function openSnapshotFile(cmd: Command, args: string[], flags: readonly FlagSpec[], io: CliIo): Promise<{ p: ParsedFlags; archive: Uint8Array } | number> {
-  const p = parseCommandFlags(cmd, args, flags, io);
-  if (typeof p === "number") return p;
-  const file = oneFile(p.positionals, io);
-  if (file === undefined) return 1;
-  try {
-    return { p, archive: await io.readFile(file) };
-  } catch (err) {
-    io.stderr(`Error opening snapshot file: ${errorMessage(err)}\n`);
-    return 1;
+const progressFlag: FlagSpec = {
+  name: "progress",
+  kind: "bool",
+  usage: "Show how many bytes have passed, on stderr. On by default when stderr is a terminal. (cairn only)",
+};
+
+/**
+ * Progress on stderr for big files: a line rewritten in place at most four
+ * times a second, finished with a newline. Consul prints none; cairn shows it
+ * when stderr is a terminal or `-progress` is given, never into a pipe
+ * unless asked.
+ */
+export class Progress {
+  readonly #io: CliIo;
+  readonly #label: string;
+  readonly #total: number | undefined;
+  readonly #now: () => number;
+  readonly #start: number;
+  #bytes = 0;
+  #lastDraw = -Infinity;
+  #drawn = false;
+
+  constructor(io: CliIo, label: string, options: { total?: number; now?: () => number } = {}) {
+    this.#io = io;
+    this.#label = label;
+    this.#total = options.total;
+    this.#now = options.now ?? (() => performance.now());
+    this.#start = this.#now();
+  }
+
+  add(n: number): void {
+    this.#bytes += n;
+    const t = this.#now();
+    if (t - this.#lastDraw < 250) return;
+    this.#lastDraw = t;
+    this.#draw(t, false);
+  }
+
+  done(): void {
+    if (this.#drawn || this.#bytes > 0) this.#draw(this.#now(), true);
+  }
+
+  #draw(t: number, last: boolean): void {
+    const secs = Math.max(0.001, (t - this.#start) / 1000);
+    const pct = this.#total ? ` of ${byteSize(this.#total)} (${Math.floor((this.#bytes / this.#total) * 100)}%)` : "";
+    this.#io.stderr(`\r${this.#label}: ${byteSize(this.#bytes)}${pct}, ${byteSize(this.#bytes / secs)}/s${last ? "\n" : ""}`);
+    this.#drawn = true;
   }
 }
 
-const saveFlags: readonly FlagSpec[] = [...httpFlags];
+function wantProgress(p: ParsedFlags): boolean {
+  return bool(p, "progress") || process.stderr.isTTY === true;
+}
+
+const saveFlags: readonly FlagSpec[] = [...httpFlags, progressFlag];
 
 export const snapshotSave: Command = {
   name: "snapshot save",
@@ -45,7 +88,9 @@ Usage: cairn snapshot save [options] FILE
 
   Retrieves an atomic, point-in-time snapshot of the state of the Cairn servers
   which includes key/value entries, service catalog, sessions and checks, and
-  saves it to FILE.
+  saves it to FILE. The archive is written as it arrives and checked on the
+  way; FILE only takes its name once it verified, so a failed save never
+  replaces a good one.
 
   To create a snapshot from the leader server and save it to "backup.snap":
 
@@ -61,36 +106,50 @@ Usage: cairn snapshot save [options] FILE
     if (typeof p === "number") return p;
     const file = oneFile(p.positionals, io);
     if (file === undefined) return 1;
-    let archive: Uint8Array;
+    let body: AsyncIterable<Uint8Array>;
     try {
-      archive = (await apiClientFromFlags(p, io).requestBytes({ method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } })).bytes;
+      body = await apiClientFromFlags(p, io).stream({ method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } });
     } catch (err) {
       io.stderr(`Error saving snapshot: ${apiErrorText(err)}\n`);
       return 1;
     }
-    // Verify before the file takes its name, so a bad save never replaces a good one.
-    let index: number;
-    try {
-      index = (await readSnapshotArchive(archive)).meta.Index;
-    } catch (err) {
-      io.stderr(`Error verifying snapshot file: ${errorMessage(err)}\n`);
-      return 1;
-    }
+    // Written to a temporary name while it is checked; renamed once it verified.
     const tmp = `${file}.tmp`;
+    const progress = wantProgress(p) ? new Progress(io, "Saving snapshot") : undefined;
+    let fh: Awaited<ReturnType<typeof open>> | undefined;
+    let stage = "writing";
     try {
-      await writeFile(tmp, archive, { flush: true });
+      fh = await open(tmp, "w", 0o600);
+      const out = fh;
+      async function* tee(): AsyncGenerator<Uint8Array> {
+        for await (const c of body) {
+          let off = 0;
+          while (off < c.length) off += (await out.write(c, off, c.length - off)).bytesWritten;
+          progress?.add(c.length);
+          yield c;
+        }
+      }
+      stage = "verifying";
+      const { meta } = await readSnapshotArchiveStream(tee(), () => {});
+      progress?.done();
+      stage = "writing";
+      await fh.sync();
+      await fh.close();
+      fh = undefined;
       await rename(tmp, file);
+      io.stdout(`Saved and verified snapshot to index ${meta.Index}\n`);
+      return 0;
     } catch (err) {
+      progress?.done();
+      await fh?.close().catch(() => {});
       await rm(tmp, { force: true });
-      io.stderr(`Error writing snapshot file: ${errorMessage(err)}\n`);
+      io.stderr(stage === "verifying" ? `Error verifying snapshot file: ${errorMessage(err)}\n` : `Error writing snapshot file: ${errorMessage(err)}\n`);
       return 1;
     }
-    io.stdout(`Saved and verified snapshot to index ${index}\n`);
-    return 0;
   },
 };
 
-const restoreFlags: readonly FlagSpec[] = [...httpFlags.filter((f) => f.name !== "stale")];
+const restoreFlags: readonly FlagSpec[] = [...httpFlags.filter((f) => f.name !== "stale"), progressFlag];
 
 export const snapshotRestore: Command = {
   name: "snapshot restore",
@@ -106,43 +165,101 @@ Usage: cairn snapshot restore [options] FILE
   intended to be used when recovering from a disaster, restoring into a fresh
   cluster of Cairn servers.
 
+  The file is streamed to the leader, which checks it whole (gzip, tar,
+  SHA256SUMS, metadata) before it changes anything: a damaged file is refused
+  with the reason and the cluster keeps its state.
+
   To restore a snapshot from the file "backup.snap":
 
       $ cairn snapshot restore backup.snap
 `, restoreFlags),
   async run(args, io) {
-    const opened = await openSnapshotFile(snapshotRestore, args, restoreFlags, io);
-    if (typeof opened === "number") return opened;
-    const { p, archive } = opened;
+    const p = parseCommandFlags(snapshotRestore, args, restoreFlags, io);
+    if (typeof p === "number") return p;
+    const file = oneFile(p.positionals, io);
+    if (file === undefined) return 1;
+    let fh: Awaited<ReturnType<typeof open>>;
+    let size: number;
     try {
-      await apiClientFromFlags(p, io).request({ method: "PUT", path: "/v1/snapshot", body: archive });
+      fh = await open(file, "r");
+      size = (await fh.stat()).size;
     } catch (err) {
-      io.stderr(`Error restoring snapshot: ${apiErrorText(err)}\n`);
+      io.stderr(`Error opening snapshot file: ${errorMessage(err)}\n`);
       return 1;
     }
+    const progress = wantProgress(p) ? new Progress(io, "Restoring snapshot", { total: size }) : undefined;
+    const chunkBytes = 1024 * 1024;
+    let pos = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const buf = new Uint8Array(chunkBytes);
+        const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+        if (bytesRead === 0) {
+          controller.close();
+          return;
+        }
+        pos += bytesRead;
+        progress?.add(bytesRead);
+        controller.enqueue(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead));
+      },
+    });
+    try {
+      await apiClientFromFlags(p, io).request({ method: "PUT", path: "/v1/snapshot", body });
+    } catch (err) {
+      progress?.done();
+      io.stderr(`Error restoring snapshot: ${apiErrorText(err)}\n`);
+      return 1;
+    } finally {
+      await fh.close().catch(() => {});
+    }
+    progress?.done();
     io.stdout("Restored snapshot\n");
     return 0;
   },
 };
 
-/** Consul's humanize.Bytes-like sizes: 667B, 1.7KB, 12MB. */
-function formatSize(n: number): string {
-  const units = ["B", "KB", "MB", "GB"];
-  let v = n;
-  let u = 0;
-  while (v >= 1000 && u < units.length - 1) {
-    v /= 1000;
-    u++;
+/** Consul's inspect ByteSize: 1024-based, one decimal, "0" for nothing. */
+export function byteSize(n: number): string {
+  if (n <= 0) return "0";
+  const units: [number, string][] = [[2 ** 40, "TB"], [2 ** 30, "GB"], [2 ** 20, "MB"], [2 ** 10, "KB"]];
+  for (const [size, unit] of units) if (n >= size) return `${(n / size).toFixed(1).replace(/\.0$/, "")}${unit}`;
+  return `${Math.floor(n)}B`;
+}
+
+/**
+ * Go's text/tabwriter for the rows given: every cell but a row's last is
+ * tab-terminated and padded to its column's widest cell plus `padding` (at
+ * least `minWidth`); `terminated` says whether the last cell is too (Consul's
+ * tables end each line with a tab, so their last column is padded as well).
+ */
+function tabwrite(rows: string[][], minWidth: number, padding: number, terminated: boolean): string {
+  const cols = Math.max(...rows.map((r) => r.length));
+  const width: number[] = [];
+  for (let c = 0; c < cols; c++) {
+    const cells = rows.filter((r) => c < r.length - (terminated ? 0 : 1)).map((r) => r[c]!.length);
+    width.push(cells.length === 0 ? 0 : Math.max(minWidth, Math.max(...cells) + padding));
   }
-  return u === 0 ? `${n}B` : `${v < 10 ? v.toFixed(1).replace(/\.0$/, "") : Math.round(v)}${units[u]}`;
+  return rows
+    .map((r) => r.map((cell, c) => (c < r.length - 1 || terminated ? cell.padEnd(width[c]!) : cell)).join(""))
+    .join("\n");
 }
 
-function columns(rows: string[][]): string {
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => ` ${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]! + 2))).join("")}`.trimEnd()).join("\n");
+interface TypeStats {
+  Name: string;
+  Sum: number;
+  Count: number;
 }
 
-const inspectFlags: readonly FlagSpec[] = [];
+function sortStats(stats: Iterable<TypeStats>): TypeStats[] {
+  return [...stats].sort((a, b) => b.Sum - a.Sum || (a.Name < b.Name ? -1 : a.Name > b.Name ? 1 : 0));
+}
+
+const inspectFlags: readonly FlagSpec[] = [
+  { name: "kvdetails", kind: "bool", usage: "Provides a detailed KV space usage breakdown for any KV data that's been stored." },
+  { name: "kvdepth", kind: "int", usage: "Can only be used with -kvdetails. The key prefix depth used to breakdown KV store data. Defaults to 2.", defaultText: "2" },
+  { name: "kvfilter", kind: "string", usage: "Can only be used with -kvdetails. Limits KV key breakdown using this prefix filter." },
+  { name: "format", kind: "string", usage: "Output format {pretty|json}", defaultText: "pretty" },
+];
 
 export const snapshotInspect: Command = {
   name: "snapshot inspect",
@@ -151,45 +268,122 @@ export const snapshotInspect: Command = {
 Usage: cairn snapshot inspect [options] FILE
 
   Displays information about a snapshot file on disk: its ID, size, Raft index
-  and format version, then how many rows of each table it holds and their size.
+  and term and format version, then how many rows of each table it holds and
+  their size; with -kvdetails, the same for KV keys grouped by prefix.
 
   To inspect the file "backup.snap":
 
       $ cairn snapshot inspect backup.snap
+
+  KV space by the first three levels of keys under "app/":
+
+      $ cairn snapshot inspect -kvdetails -kvdepth 3 -kvfilter app/ backup.snap
 `, inspectFlags),
   async run(args, io) {
-    const opened = await openSnapshotFile(snapshotInspect, args, inspectFlags, io);
-    if (typeof opened === "number") return opened;
-    const { archive } = opened;
-    const tables = new Map<string, { count: number; size: number }>();
-    let meta;
+    const p = parseCommandFlags(snapshotInspect, args, inspectFlags, io);
+    if (typeof p === "number") return p;
+    const file = oneFile(p.positionals, io);
+    if (file === undefined) return 1;
+    const format = str(p, "format", "pretty");
+    if (format !== "pretty" && format !== "json") {
+      io.stderr(`Error outputting enhanced snapshot data: Unknown format: ${format}\n`);
+      return 1;
+    }
+    const kvDetails = bool(p, "kvdetails");
+    const kvDepth = num(p, "kvdepth") ?? 2;
+    const kvFilter = str(p, "kvfilter");
+    if (!kvDetails && (p.values.has("kvdepth") || p.values.has("kvfilter"))) {
+      io.stderr("Error: -kvdepth and -kvfilter can only be used with -kvdetails\n");
+      return 1;
+    }
+    if (kvDepth < 1) {
+      io.stderr("Error: -kvdepth must be at least 1\n");
+      return 1;
+    }
+    let fh: Awaited<ReturnType<typeof open>>;
     try {
-      const opened = await readSnapshotArchive(archive);
-      meta = opened.meta;
-      for await (const rec of decodeSnapshot(opened.state)) {
+      fh = await open(file, "r");
+    } catch (err) {
+      io.stderr(`Error opening snapshot file: ${errorMessage(err)}\n`);
+      return 1;
+    }
+    const tables = new Map<string, TypeStats>();
+    const kv = new Map<string, TypeStats>();
+    let total = 0;
+    let totalKv = 0;
+    let meta: SnapshotArchiveMeta;
+    // The state is decoded while the archive is read; its records are only
+    // trusted once the archive verified (the counts are printed after).
+    const state = new ByteQueue();
+    const decoding = (async () => {
+      for await (const rec of decodeSnapshot(state)) {
         if (rec.t !== "rows") continue;
-        const t = tables.get(rec.table) ?? { count: 0, size: 0 };
+        const t = tables.get(rec.table) ?? { Name: rec.table, Sum: 0, Count: 0 };
         for (const row of rec.rows) {
-          t.count++;
-          t.size += encode(row).length;
+          const size = encode(row).length;
+          t.Count++;
+          t.Sum += size;
+          total += size;
+          if (kvDetails && rec.table === "kvs") {
+            const key = (row as { key?: unknown }).key;
+            if (typeof key !== "string" || !key.startsWith(kvFilter)) continue;
+            const prefix = key.split("/").slice(0, kvDepth).join("/");
+            const s = kv.get(prefix) ?? { Name: prefix, Sum: 0, Count: 0 };
+            s.Count++;
+            s.Sum += size;
+            totalKv += size;
+            kv.set(prefix, s);
+          }
         }
         tables.set(rec.table, t);
       }
+    })();
+    decoding.catch((err: unknown) => state.end(err));
+    try {
+      async function* chunks(): AsyncGenerator<Uint8Array> {
+        for (let pos = 0; ;) {
+          const buf = new Uint8Array(1024 * 1024);
+          const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+          if (bytesRead === 0) return;
+          pos += bytesRead;
+          yield buf.subarray(0, bytesRead);
+        }
+      }
+      try {
+        meta = (await readSnapshotArchiveStream(chunks(), (c) => state.push(c))).meta;
+      } finally {
+        state.end();
+      }
+      await decoding;
     } catch (err) {
-      io.stderr(`Error verifying snapshot: ${errorMessage(err)}\n`);
+      state.end();
+      // A state the decoder refused is the reason the reader stopped.
+      const refused = await decoding.then(() => undefined, (e: unknown) => e);
+      const why = refused !== undefined && errorMessage(err) === "queue has ended" ? refused : err;
+      io.stderr(`Error verifying snapshot: ${errorMessage(why)}\n`);
       return 1;
+    } finally {
+      await fh.close().catch(() => {});
     }
-    const head = columns([["ID", meta.ID], ["Size", String(meta.Size)], ["Index", String(meta.Index)], ["Version", String(meta.Version)]]);
-    const sorted = [...tables].sort((a, b) => b[1].size - a[1].size || (a[0] < b[0] ? -1 : 1));
-    const total = sorted.reduce((n, [, t]) => n + t.size, 0);
-    const body = columns([
-      ["Type", "Count", "Size"],
-      ["----", "----", "----"],
-      ...sorted.map(([name, t]) => [name, String(t.count), formatSize(t.size)]),
-      ["----", "----", "----"],
-      ["Total", "", formatSize(total)],
-    ]);
-    io.stdout(`${head}\n\n${body}\n`);
+    const stats = sortStats(tables.values());
+    const kvStats = sortStats(kv.values());
+    const metaOut = { ID: meta.ID, Size: meta.Size, Index: meta.Index, Term: meta.Term ?? 0, Version: meta.Version };
+    if (format === "json") {
+      const out: Record<string, unknown> = { Meta: metaOut, Stats: stats };
+      if (kvDetails) out.StatsKV = kvStats;
+      out.TotalSize = total;
+      if (kvDetails) out.TotalSizeKV = totalKv;
+      io.stdout(`${JSON.stringify(out, null, 3)}\n`);
+      return 0;
+    }
+    const head = tabwrite(Object.entries(metaOut).map(([k, v]) => [` ${k}`, String(v)]), 8, 6, false);
+    const dashes = [" ----", "----", "----"];
+    const table = (first: string, rows: TypeStats[], sum: number, minWidth: number, padding: number) =>
+      tabwrite([[` ${first}`, "Count", "Size"], dashes, ...rows.map((s) => [` ${s.Name}`, String(s.Count), byteSize(s.Sum)]), dashes, [" Total", "", byteSize(sum)]], minWidth, padding, true);
+    let text = `${head}\n\n${table("Type", stats, total, 8, 6)}\n`;
+    if (kvDetails) text += `\n${table("Key Name", kvStats, totalKv, 30, 12)}\n`;
+    // tabwriter leaves the last cell of its final, unfinished line unpadded.
+    io.stdout(text.replace(/ +\n$/, "\n"));
     return 0;
   },
 };

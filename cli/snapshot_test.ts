@@ -27,8 +27,22 @@ test("snapshot: save, inspect, restore brings the saved keys back and drops late
 
   const inspected = await cli("snapshot", "inspect", file);
   assert.equal(inspected.code, 0, inspected.err);
-  assert.match(inspected.out, /^ ID\s+\d+-\d+\n Size\s+\d+\n Index\s+\d+\n Version\s+1\n\n Type\s+Count\s+Size\n/);
-  assert.match(inspected.out, /\n kvs\s+2\s+\d+B\n/);
+  assert.match(inspected.out, /^ ID {11}\d+-\d+-\d+\n Size {9}\d+\n Index {8}\d+\n Term {9}\d+\n Version {6}1\n\n Type +Count +Size +\n ---- +---- +---- +\n/);
+  assert.match(inspected.out, /\n kvs +2 +\d+B +\n/);
+  assert.match(inspected.out, /\n ---- +---- +---- +\n Total +\d+(\.\d)?[KM]?B\n$/);
+
+  const details = await cli("snapshot", "inspect", "-kvdetails", "-kvdepth", "1", file);
+  assert.equal(details.code, 0, details.err);
+  assert.match(details.out, /\n Key Name {21}Count {25}Size {26}\n ---- +---- +---- +\n app {26}2 +\d+B +\n/);
+  const json = await cli("snapshot", "inspect", "-format", "json", "-kvdetails", "-kvfilter", "app/t", file);
+  assert.equal(json.code, 0, json.err);
+  const parsed = JSON.parse(json.out) as { Meta: { Index: number; Version: number }; Stats: { Name: string; Count: number }[]; StatsKV: { Name: string; Count: number }[]; TotalSizeKV: number };
+  assert.equal(parsed.Meta.Version, 1);
+  assert.equal(parsed.Stats.find((s) => s.Name === "kvs")?.Count, 2);
+  assert.deepEqual(parsed.StatsKV.map((s) => [s.Name, s.Count]), [["app/two", 1]]);
+  assert.ok(json.out.startsWith('{\n   "Meta": {\n      "ID": '), "Go's MarshalIndent with three spaces");
+  assert.equal((await cli("snapshot", "inspect", "-kvdepth", "3", file)).code, 1, "-kvdepth needs -kvdetails");
+  assert.equal((await cli("snapshot", "inspect", "-format", "yaml", file)).code, 1);
 
   await dev.api.kv.put("app/three", "3");
   await dev.api.kv.delete("app/one");

@@ -92,7 +92,8 @@ export interface RawRequest {
   method: "GET" | "PUT" | "POST" | "DELETE";
   path: string;
   params?: Record<string, string | number | boolean | undefined>;
-  body?: Uint8Array | string;
+  /** A ReadableStream is sent as it is read (chunked), for bodies of any size (`PUT /v1/snapshot`). */
+  body?: Uint8Array | string | ReadableStream<Uint8Array>;
   query?: QueryOptions;
   write?: WriteOptions;
   /** Statuses returned to the caller instead of thrown (404 for a missing key, 409 for a failed txn). */
@@ -176,7 +177,9 @@ export class ApiClient {
         headers,
         body: req.body as BodyInit | undefined,
         signal: opts.signal,
-      });
+        // fetch sends a stream body only when told it is half duplex.
+        ...(req.body instanceof ReadableStream ? { duplex: "half" } : {}),
+      } as RequestInit);
     } catch (err) {
       throw new ApiConnectionError(this.address, connectionReason(err), { cause: err });
     }

@@ -71,6 +71,8 @@ export interface Route {
   handler: Handler;
   /** Largest request body; larger → 413 (enforced while reading by serve_node). */
   maxBodyBytes?: number;
+  /** The handler reads the body as it arrives (`req.bodyStream`) instead of serve_node buffering it. */
+  streamBody?: boolean;
   /** What the caller's token needs; checked by the Router's RouteAuthorizer before the handler. */
   authz: RouteAuthz;
 }

@@ -177,7 +177,7 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/query/", methods: ["GET", "PUT", "DELETE"], handler: querySpecificHandler({ rpc, nodeName, datacenter: agent.datacenter }), authz: readOrWrite("query") },
 
     // Snapshots: a management token (consul acl:write).
-    { pattern: "/v1/snapshot", methods: ["GET", "PUT"], handler: snapshotHandler({ rpc }), maxBodyBytes: snapshotMaxBodyBytes, authz: on("acl", "write") },
+    { pattern: "/v1/snapshot", methods: ["GET", "PUT"], handler: snapshotHandler({ rpc }), maxBodyBytes: snapshotMaxBodyBytes, streamBody: true, authz: on("acl", "write") },
 
     // Status: public.
     { pattern: "/v1/status/leader", methods: GET, handler: statusLeaderHandler({ rpc }), authz: none },

@@ -59,6 +59,8 @@ class NodeRequest implements HttpRequest {
   readonly query: URLSearchParams;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly body: Uint8Array;
+  /** A `streamBody` route's body, read as it arrives (`body` is then empty). */
+  bodyStream?: AsyncIterable<Uint8Array>;
   readonly #signal: () => AbortSignal;
 
   constructor(method: string, path: string, query: URLSearchParams, headers: NodeRequest["headers"], body: Uint8Array, signal: () => AbortSignal) {
@@ -72,6 +74,16 @@ class NodeRequest implements HttpRequest {
 
   get signal(): AbortSignal {
     return this.#signal();
+  }
+}
+
+/** A request body as chunks, refused once it passes `limit` bytes. */
+async function* limitedBody(req: IncomingMessage, limit: number): AsyncGenerator<Uint8Array> {
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    if (size > limit) throw new Error(`Request body is larger than ${limit} bytes`);
+    yield chunk;
   }
 }
 
@@ -203,8 +215,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       ac?.abort();
     });
 
-    const run = (body: Uint8Array): void => {
+    const run = (body: Uint8Array, bodyStream?: AsyncIterable<Uint8Array>): void => {
       const request = new NodeRequest(method, path, new URLSearchParams(rawQuery), req.headers, body, signal);
+      if (bodyStream) request.bodyStream = bodyStream;
       active++;
       const startedMs = logger.isEnabled("trace") ? performance.now() : 0;
       void router.dispatch(found.route, request).then((r) => {
@@ -226,6 +239,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
 
     if (lengthHeader === undefined && req.headers["transfer-encoding"] === undefined) {
       run(emptyBody);
+      return;
+    }
+    if (found.route.streamBody) {
+      // The handler reads the body as it arrives (PUT /v1/snapshot: archives of any size).
+      run(emptyBody, limitedBody(req, limit));
       return;
     }
     const chunks: Uint8Array[] = [];

@@ -1,23 +1,83 @@
 // /v1/snapshot (consul agent/snapshot_endpoint.go): GET saves the state as an
 // archive (X-Consul-Index = its Raft index; `?stale` lets any server answer),
-// PUT restores one sent as the body.
+// PUT restores one sent as the body. Both stream: the archive is pulled from
+// (or pushed to) the server in chunks over RPC (core/server/snapshot.ts) and
+// never held whole here, so a snapshot of any size passes through.
+import { BadRequestError } from "../errors.ts";
 import type { Rpc } from "../rpc/mod.ts";
-import { maxSnapshotStateBytes } from "../server/snapshot.ts";
+import { maxSnapshotStateBytes, snapshotChunkBytes } from "../server/snapshot.ts";
 import { parseWriteOptions } from "./blocking.ts";
 import { hasFlag, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
-/** The largest archive PUT /v1/snapshot takes: the archive is gzipped, so a restorable state always fits. */
+/** The largest archive PUT /v1/snapshot takes (streamed to the leader's disk: bounded by it, not by memory). */
 export const snapshotMaxBodyBytes = maxSnapshotStateBytes;
+
+/** Re-cut a byte stream into pieces of `size` bytes (the last may be shorter). */
+async function* pieces(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
+  let parts: Uint8Array[] = [];
+  let have = 0;
+  for await (const chunk of source) {
+    let c = chunk;
+    while (have + c.length >= size) {
+      const take = size - have;
+      parts.push(c.subarray(0, take));
+      yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+      parts = [];
+      have = 0;
+      c = c.subarray(take);
+    }
+    if (c.length > 0) {
+      parts.push(c);
+      have += c.length;
+    }
+  }
+  if (have > 0) yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
+}
 
 /** GET (save) and PUT (restore) /v1/snapshot */
 export function snapshotHandler(options: { rpc: Rpc }): Handler {
+  const { rpc } = options;
   return async (req: HttpRequest): Promise<HttpResponse> => {
     const routing = parseWriteOptions(req);
     if (req.method === "GET") {
-      const r = await options.rpc.call("Snapshot.Save", { ...routing, allowStale: hasFlag(req, "stale") });
-      return { status: 200, headers: { "Content-Type": "application/octet-stream", "X-Consul-Index": String(r.index) }, body: r.archive };
+      const first = await rpc.call("Snapshot.Save", { ...routing, allowStale: hasFlag(req, "stale") });
+      const signal = req.signal;
+      async function* rest(): AsyncGenerator<Uint8Array> {
+        yield first.archive;
+        let done = first.done !== false;
+        let offset = first.archive.length;
+        while (!done) {
+          if (signal?.aborted) return;
+          // Pulls go to the server holding the stream (`server`), wherever they land first.
+          const r = await rpc.call("Snapshot.Save", { ...routing, allowStale: true, streamId: first.streamId, server: first.server, offset }, { signal });
+          if (r.offset !== undefined && r.offset !== offset) throw new Error(`Snapshot stream answered byte ${r.offset}, not ${offset}`);
+          yield r.archive;
+          offset += r.archive.length;
+          done = r.done !== false;
+        }
+      }
+      return {
+        status: 200,
+        headers: { "Content-Type": "application/octet-stream", "X-Consul-Index": String(first.index) },
+        body: "",
+        stream: first.streamId === undefined ? [first.archive] as unknown as AsyncIterable<Uint8Array> : rest(),
+      };
     }
-    await options.rpc.call("Snapshot.Restore", { ...routing, archive: req.body });
+    const body: AsyncIterable<Uint8Array> = req.bodyStream ?? (async function* () {
+      yield req.body;
+    })();
+    let streamId: string | undefined;
+    let server: string | undefined;
+    let offset = 0;
+    for await (const piece of pieces(body, snapshotChunkBytes)) {
+      const r = await rpc.call("Snapshot.Restore", { ...routing, archive: piece, streamId, server, offset, done: false });
+      streamId = r.streamId;
+      server = r.server;
+      offset += piece.length;
+      if (streamId === undefined) throw new BadRequestError("The server does not take snapshots in chunks");
+    }
+    if (offset === 0) throw new BadRequestError("Invalid snapshot: the request body is empty");
+    await rpc.call("Snapshot.Restore", { ...routing, archive: new Uint8Array(0), streamId, server, offset, done: true });
     return { status: 200, headers: {}, body: "" };
   };
 }

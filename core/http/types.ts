@@ -14,6 +14,12 @@ export interface HttpRequest {
   /** Header names are lower case (as node:http gives them). */
   headers: Readonly<Record<string, string | string[] | undefined>>;
   body: Uint8Array;
+  /**
+   * Only for a route with `streamBody` (serve_node.ts): the body as it
+   * arrives, within the route's limit; `body` is then empty. Absent when
+   * the whole body is in `body` (tests, other adapters).
+   */
+  bodyStream?: AsyncIterable<Uint8Array>;
   /** Aborted when the client goes away or the server shuts down. */
   signal?: AbortSignal;
   /** The agent's default_query_time and max_query_time (the Router sets them); absent: Consul's 5 and 10 minutes. */

@@ -249,11 +249,12 @@ export class RaftNode implements Consensus {
    * Fsm's state for the one built from those bytes (synchronously; it was
    * built while the bytes arrived), given the snapshot's metadata. The
    * snapshot is stored at an index above everything in the log, the log is
-   * emptied (writes not yet committed fail with "aborted by restore"),
-   * followers receive it by InstallSnapshot, and the promise resolves once a
-   * quorum holds it (the noop after it committed).
+   * emptied (writes not yet committed fail with "aborted by restore") and
+   * followers receive it by InstallSnapshot. Resolves once it is installed
+   * here; `replicated` resolves once a quorum holds it (the noop after it
+   * committed), and rejects if leadership is lost first.
    */
-  async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number }> {
+  async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
     if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
     if (this.#paused) throw new Error("Another snapshot restore is in progress");
     this.#paused = true;
@@ -299,8 +300,7 @@ export class RaftNode implements Consensus {
       this.#schedule();
     }
     this.#releaseReads();
-    await noop;
-    return result;
+    return { ...result, replicated: noop.then(() => {}) };
   }
 
   /** Open the stored snapshot `meta` for sending to followers (closing the one before). */

@@ -442,9 +442,19 @@ export interface RpcMethods {
   "Session.List": { args: CatalogQueryArgs; reply: { sessions: Session[]; meta: QueryMeta } };
   "Session.NodeSessions": { args: CatalogQueryArgs & { node: string }; reply: { sessions: Session[]; meta: QueryMeta } };
   /** The whole state as a snapshot archive (core/server/snapshot_archive.ts); `allowStale` lets any server answer. */
-  "Snapshot.Save": { args: { datacenter?: string; token?: string; allowStale?: boolean }; reply: { index: number; archive: Uint8Array } };
-  /** Replace the whole state with an archive's, through the Raft log. */
-  "Snapshot.Restore": { args: { datacenter?: string; token?: string; archive: Uint8Array }; reply: { index: number } };
+  "Snapshot.Save": {
+    /** Without `streamId`: start a save; with it: pull the chunk at `offset` from `server`'s stream (core/server/snapshot.ts). */
+    args: { datacenter?: string; token?: string; allowStale?: boolean; streamId?: string; offset?: number; server?: string };
+    /** `archive` is the chunk at `offset`; `done` once it is the last. */
+    reply: { index: number; archive: Uint8Array; done?: boolean; offset?: number; streamId?: string; server?: string };
+  };
+  /** Replace the whole state with an archive's, through Raft's snapshot installation (hashicorp/raft Restore). */
+  "Snapshot.Restore": {
+    /** The archive in chunks pushed in order (`offset`, `streamId` from the first reply), the last with `done`; or whole, without `streamId`. */
+    args: { datacenter?: string; token?: string; archive: Uint8Array; streamId?: string; offset?: number; done?: boolean; server?: string };
+    /** `index` is set (non-zero) by the reply to the last chunk. */
+    reply: { index: number; streamId?: string; server?: string; received?: number };
+  };
   /** Reset the TTL timer (leader only); `sessions` is empty when the session does not exist. */
   "Session.Renew": {
     args: { sessionId: string; datacenter?: string; token?: string };

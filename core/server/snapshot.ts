@@ -1,24 +1,203 @@
 // Snapshot endpoint family (consul agent/consul/snapshot_endpoint.go): save
-// the whole state as an archive, or replace it with one. A restore goes
-// through the Raft log as one Restore entry (see fsm.ts), so it is bounded by
-// what one RPC frame can carry.
+// the whole state as an archive, or replace it with one, for states of any
+// size. Neither direction holds the archive in memory:
+//
+// - Save: the serving server (the leader, or any with allowStale) captures
+//   the state at a point in time (rows are frozen, so that is cheap) and
+//   streams the archive as it is produced. Over RPC it travels in chunks the
+//   caller pulls (`streamId` + `offset`, idempotent, so a retried pull
+//   neither skips nor repeats bytes); a pull that reaches another server is
+//   sent on to the one holding the stream (`server`).
+// - Restore: the leader receives the archive in chunks pushed in order, and
+//   as they arrive it writes state.bin into its Raft snapshot store and
+//   builds the new state store from the same bytes. Only when the whole
+//   archive checked out (gzip, tar, SHA256SUMS, meta) does it install the
+//   snapshot as hashicorp/raft Restore does (RaftNode.restoreUserSnapshot):
+//   at an index above everything in the log; followers get it through
+//   InstallSnapshot. A damaged archive changes nothing anywhere.
+//
+// The old way, one `Restore` log entry carrying the state (fsm.ts), is no
+// longer written.
 
-import { BadRequestError, CorruptionError, TooLargeError } from "../errors.ts";
-import { defaultMaxFrameBytes } from "../rpc/frame.ts";
+import { BadRequestError, CorruptionError, NotLeaderError, errorMessage } from "../errors.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
+import type { SnapshotMeta, SnapshotSink, SnapshotStore } from "../raft/types.ts";
 import { StateStore } from "../state/store.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
-import { raftApply, requireLeader } from "./context.ts";
-import { encodeCommand, MessageType } from "./fsm.ts";
-import { readSnapshotArchive, writeSnapshotArchive } from "./snapshot_archive.ts";
+import { requireLeader } from "./context.ts";
+import { ByteQueue, readSnapshotArchiveStream, snapshotArchiveStream } from "./snapshot_archive_node.ts";
 
-/** Largest state a snapshot may carry: a Raft entry and an RPC reply must fit one frame, with room to spare. */
-export const maxSnapshotStateBytes = defaultMaxFrameBytes - 1024 * 1024;
+/** The largest archive a restore takes: it streams to the leader's disk, so this is a sanity bound (1 TiB), not memory. */
+export const maxSnapshotStateBytes = 2 ** 40;
+
+/** Bytes per chunk a Save pull answers, or a Restore push carries (an RPC frame holds 16 MiB). */
+export const snapshotChunkBytes = 4 * 1024 * 1024;
+
+/** How long a restore waits for a quorum to install the snapshot before it answers anyway. */
+const replicationWaitMs = 20_000;
+
+/** A stream nobody pulled from or pushed to for this long is dropped. */
+const idleMs = 60_000;
+
+/** What a server's consensus offers for restores (RaftNode fits; tests may give less). */
+export interface SnapshotInstaller {
+  readonly address?: string;
+  readonly snapshotStore: SnapshotStore;
+  restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }>;
+}
+
+function installerOf(ctx: ServerContext): SnapshotInstaller | undefined {
+  const c = ctx.consensus as Partial<SnapshotInstaller>;
+  return typeof c.restoreUserSnapshot === "function" && c.snapshotStore !== undefined ? (c as SnapshotInstaller) : undefined;
+}
+
+/** The Raft term of the entry at `index` (Consul's archive meta carries it), when the consensus can tell. */
+function termAt(ctx: ServerContext, index: number): number | undefined {
+  const core = (ctx.consensus as { core?: { termAt?(i: number): number | undefined; term?: number } }).core;
+  return core?.termAt?.(index) ?? core?.term;
+}
+
+function selfAddress(ctx: ServerContext): string {
+  return (ctx.consensus as { address?: unknown }).address as string | undefined ?? "";
+}
+
+/** Pulls fixed-size pieces from an async byte stream. */
+class ChunkReader {
+  readonly #it: AsyncIterator<Uint8Array>;
+  #rest: Uint8Array | undefined;
+  #done = false;
+
+  constructor(stream: AsyncIterable<Uint8Array>) {
+    this.#it = stream[Symbol.asyncIterator]();
+  }
+
+  /** Up to `max` bytes; done once the stream ended and nothing is left. */
+  async next(max: number): Promise<{ chunk: Uint8Array; done: boolean }> {
+    const parts: Uint8Array[] = [];
+    let n = 0;
+    while (n < max) {
+      let c = this.#rest;
+      this.#rest = undefined;
+      if (!c) {
+        if (this.#done) break;
+        const r = await this.#it.next();
+        if (r.done) {
+          this.#done = true;
+          break;
+        }
+        c = r.value;
+      }
+      if (n + c.length > max) {
+        this.#rest = c.subarray(max - n);
+        c = c.subarray(0, max - n);
+      }
+      parts.push(c);
+      n += c.length;
+    }
+    const chunk = parts.length === 1 ? parts[0]! : Buffer.concat(parts, n);
+    return { chunk, done: this.#done && this.#rest === undefined };
+  }
+
+  async cancel(): Promise<void> {
+    this.#done = true;
+    await this.#it.return?.().catch(() => {});
+  }
+}
+
+interface SaveStream {
+  reader: ChunkReader;
+  index: number;
+  /** Offset of `last` in the archive, and `last` itself, for a repeated pull. */
+  lastOffset: number;
+  last: { chunk: Uint8Array; done: boolean } | undefined;
+  busy: Promise<unknown>;
+  timer: { cancel(): void };
+}
+
+interface RestoreStream {
+  queue: ByteQueue;
+  received: number;
+  /** The archive reader and the state builder, running as chunks come in. */
+  result: Promise<{ fresh: StateStore; stateIndex: number }>;
+  sink: SnapshotSink;
+  busy: Promise<unknown>;
+  timer: { cancel(): void };
+  failed?: unknown;
+}
 
 export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapshot.Save" | "Snapshot.Restore"> {
+  const saves = new Map<string, SaveStream>();
+  const restores = new Map<string, RestoreStream>();
+  let seq = 0;
+  const newId = () => `${ctx.clock.wallNow().toString(36)}-${(++seq).toString(36)}-${ctx.rng.int(2 ** 30).toString(36)}`;
+
+  const touch = (s: { timer: { cancel(): void } }, drop: () => void) => {
+    s.timer.cancel();
+    s.timer = ctx.clock.setTimer(idleMs, drop);
+  };
+
+  function dropSave(id: string): void {
+    const s = saves.get(id);
+    if (!s) return;
+    saves.delete(id);
+    s.timer.cancel();
+    void s.reader.cancel();
+  }
+
+  function dropRestore(id: string, why: string): void {
+    const r = restores.get(id);
+    if (!r) return;
+    restores.delete(id);
+    r.timer.cancel();
+    r.queue.end(new Error(why));
+    void r.sink.cancel().catch(() => {});
+    ctx.logger.info("snapshot restore abandoned", { reason: why });
+  }
+
+  /** A stream id this server does not hold: send the caller on to the one named, or say it is gone. */
+  function notHere(kind: string, server: unknown): never {
+    if (typeof server === "string" && server !== "" && server !== selfAddress(ctx)) throw new NotLeaderError(server);
+    throw new BadRequestError(`Snapshot ${kind} stream not found (it expired, or its server restarted or lost leadership): start again`);
+  }
+
+  async function pull(s: SaveStream, id: string, offset: number): Promise<{ index: number; archive: Uint8Array; done: boolean; offset: number }> {
+    const prev = s.busy;
+    const run = (async () => {
+      await prev.catch(() => {});
+      if (s.last && offset === s.lastOffset) return s.last; // a repeated pull
+      const want = s.last ? s.lastOffset + s.last.chunk.length : 0;
+      if (offset !== want) throw new BadRequestError(`Snapshot save stream is at byte ${want}, not ${offset}`);
+      if (s.last?.done) return { chunk: new Uint8Array(0), done: true };
+      const piece = await s.reader.next(snapshotChunkBytes);
+      s.lastOffset = offset;
+      s.last = piece;
+      return piece;
+    })();
+    s.busy = run;
+    const piece = await run;
+    if (piece.done) {
+      // Kept a little, for a repeated last pull; dropped by its timer.
+      s.timer.cancel();
+      s.timer = ctx.clock.setTimer(idleMs / 6, () => dropSave(id));
+    } else {
+      touch(s, () => dropSave(id));
+    }
+    return { index: s.index, archive: piece.chunk, done: piece.done, offset };
+  }
+
   return withCheckedArgs<"Snapshot.Save" | "Snapshot.Restore">({
     async "Snapshot.Save"(args, options) {
+      const streamId = (args as { streamId?: unknown }).streamId;
+      if (streamId !== undefined) {
+        const offset = (args as { offset?: unknown }).offset;
+        if (typeof streamId !== "string" || typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0) {
+          throw new BadRequestError("Invalid snapshot save request: streamId and offset");
+        }
+        const s = saves.get(streamId);
+        if (!s) notHere("save", (args as { server?: unknown }).server);
+        return { ...(await pull(s, streamId, offset)), streamId, server: selfAddress(ctx) };
+      }
       if (!args.allowStale) {
         requireLeader(ctx);
         // Everything committed before the request is in the state we save.
@@ -26,43 +205,130 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       }
       const fsm = ctx.fsm;
       const index = fsm.lastIndex;
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      for (const c of fsm.snapshotStream()) {
-        size += c.length;
-        if (size > maxSnapshotStateBytes) {
-          throw new TooLargeError(`Snapshot state is over ${maxSnapshotStateBytes} bytes, the most one RPC can carry`, maxSnapshotStateBytes);
-        }
-        chunks.push(c);
+      // Captured now (cheap: rows are frozen); encoded as the archive is pulled.
+      const archive = snapshotArchiveStream(fsm.snapshotStream(), { index, term: termAt(ctx, index), nowMs: ctx.clock.wallNow() });
+      const id = newId();
+      const s: SaveStream = { reader: new ChunkReader(archive), index, lastOffset: 0, last: undefined, busy: Promise.resolve(), timer: ctx.clock.setTimer(idleMs, () => dropSave(id)) };
+      saves.set(id, s);
+      try {
+        return { ...(await pull(s, id, 0)), streamId: id, server: selfAddress(ctx) };
+      } catch (err) {
+        dropSave(id);
+        throw err;
       }
-      const state = new Uint8Array(size);
-      let off = 0;
-      for (const c of chunks) {
-        state.set(c, off);
-        off += c.length;
-      }
-      const archive = await writeSnapshotArchive(state, { index, nowMs: ctx.clock.wallNow() });
-      return { index, archive };
     },
 
-    async "Snapshot.Restore"(args, options) {
+    async "Snapshot.Restore"(args) {
       requireLeader(ctx);
-      if (!(args.archive instanceof Uint8Array)) throw new BadRequestError("Missing snapshot archive");
-      let state: Uint8Array;
+      const a = args as { archive: Uint8Array; streamId?: unknown; offset?: unknown; done?: unknown; server?: unknown };
+      if (!(a.archive instanceof Uint8Array)) throw new BadRequestError("Missing snapshot archive");
+      if (a.offset !== undefined && (typeof a.offset !== "number" || !Number.isSafeInteger(a.offset) || a.offset < 0)) throw new BadRequestError("Invalid snapshot restore offset");
+      if (a.done !== undefined && typeof a.done !== "boolean") throw new BadRequestError("Invalid snapshot restore done flag");
+      const installer = installerOf(ctx);
+      if (!installer) throw new BadRequestError("This server cannot restore snapshots");
+      // The whole archive in one call (older callers): one chunk that is also the last.
+      const offset = a.offset ?? 0;
+      const done = a.done ?? a.streamId === undefined;
+      let id: string;
+      let r: RestoreStream;
+      if (a.streamId === undefined) {
+        if (offset !== 0) throw new BadRequestError("A snapshot restore starts at offset 0");
+        id = newId();
+        r = startRestore(installer);
+        r.timer = ctx.clock.setTimer(idleMs, () => dropRestore(id, "no data for a minute"));
+        restores.set(id, r);
+      } else {
+        if (typeof a.streamId !== "string") throw new BadRequestError("Invalid snapshot restore stream id");
+        id = a.streamId;
+        const found = restores.get(id);
+        if (!found) notHere("restore", a.server);
+        r = found;
+        touch(r, () => dropRestore(id, "no data for a minute"));
+      }
+      const prev = r.busy;
+      const run = (async () => {
+        await prev.catch(() => {});
+        if (r.failed !== undefined) throw r.failed;
+        if (offset + a.archive.length <= r.received && !done) return; // a repeated push
+        if (offset !== r.received) throw new BadRequestError(`Snapshot restore stream is at byte ${r.received}, not ${offset}`);
+        r.received += a.archive.length;
+        // Copy: the bytes alias the RPC frame.
+        if (a.archive.length > 0) await r.queue.push(a.archive.slice());
+      })();
+      r.busy = run;
       try {
-        state = (await readSnapshotArchive(args.archive)).state;
-        if (state.length > maxSnapshotStateBytes) {
-          throw new TooLargeError(`Snapshot state is ${state.length} bytes; a restore can carry at most ${maxSnapshotStateBytes}`, maxSnapshotStateBytes);
-        }
-        // Refuse a bad state here, with its reason, rather than in every server's FSM.
-        StateStore.restoreSync(state);
+        await run;
       } catch (err) {
+        dropRestore(id, errorMessage(err));
+        throw err;
+      }
+      if (!done) return { index: 0, streamId: id, server: selfAddress(ctx), received: r.received };
+      restores.delete(id);
+      r.timer.cancel();
+      r.queue.end();
+      try {
+        const { fresh, stateIndex } = await r.result;
+        const { index, replicated } = await installer.restoreUserSnapshot({
+          sink: r.sink,
+          stateIndex,
+          install: (meta) => ctx.fsm.installRestored(fresh, meta),
+        });
+        ctx.logger.info("snapshot restored", { index, bytes: r.received });
+        // As hashicorp/raft Restore, answer once a quorum holds it, but do not
+        // hold the caller past its RPC timeout: the restore is done here, and
+        // followers still installing it catch up on their own.
+        let timer: { cancel(): void } | undefined;
+        const waited = await Promise.race([
+          replicated.then(() => true, () => true),
+          new Promise<boolean>((resolve) => (timer = ctx.clock.setTimer(replicationWaitMs, () => resolve(false)))),
+        ]);
+        timer?.cancel();
+        if (!waited) ctx.logger.warn("snapshot restored on the leader; followers are still installing it", { index });
+        return { index, streamId: id, server: selfAddress(ctx), received: r.received };
+      } catch (err) {
+        await r.sink.cancel().catch(() => {});
         if (err instanceof CorruptionError) throw new BadRequestError(`Invalid snapshot: ${err.message}`);
         throw err;
       }
-      const { index } = await raftApply(ctx, encodeCommand(MessageType.Restore, { state }), options);
-      ctx.logger.info("snapshot restored", { index });
-      return { index };
     },
   });
+
+  /** Begin reading an archive as it is pushed: state.bin to the snapshot store and into a new state store. */
+  function startRestore(installer: SnapshotInstaller): RestoreStream {
+    const queue = new ByteQueue();
+    const sink = installer.snapshotStore.begin();
+    const state = new ByteQueue();
+    const built = StateStore.restore(state, { logger: ctx.logger });
+    // The builder gave up (a malformed state.bin): let the reader's next push fail too.
+    built.catch((err: unknown) => state.end(err));
+    const r: RestoreStream = {
+      queue,
+      received: 0,
+      sink,
+      busy: Promise.resolve(),
+      timer: { cancel() {} },
+      result: (async () => {
+        try {
+          await readSnapshotArchiveStream(queue, async (c) => {
+            await sink.write(c);
+            await state.push(c);
+          });
+        } catch (err) {
+          state.end(err);
+          // A state the builder refused explains more than the queue it left full.
+          const refused = await built.then(() => undefined, (e: unknown) => e);
+          throw refused instanceof CorruptionError ? refused : err;
+        }
+        state.end();
+        const fresh = await built;
+        return { fresh, stateIndex: fresh.snapshotIndex };
+      })(),
+    };
+    // A bad archive is known before the last chunk: refuse the next push at once.
+    r.result.catch((err: unknown) => {
+      r.failed = err instanceof CorruptionError ? new BadRequestError(`Invalid snapshot: ${err.message}`) : err;
+      queue.end();
+    });
+    return r;
+  }
 }

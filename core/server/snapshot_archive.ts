@@ -16,6 +16,8 @@ export interface SnapshotArchiveMeta {
   Index: number;
   /** Bytes of state.bin. */
   Size: number;
+  /** Raft term of the entry at Index, when the saving server knew it (older archives lack it). */
+  Term?: number;
 }
 
 export const archiveVersion = 1;

@@ -62,10 +62,10 @@ function padding(size: number): Uint8Array {
 }
 
 /** The tar stream (not yet gzipped) of an archive around `state`. */
-async function* tarStream(state: Iterable<Uint8Array>, options: { index: number; nowMs: number }): AsyncGenerator<Uint8Array> {
+async function* tarStream(state: Iterable<Uint8Array>, options: { index: number; term?: number; nowMs: number }): AsyncGenerator<Uint8Array> {
   let size = 0;
   for (const c of state) size += c.length;
-  const meta: SnapshotArchiveMeta = { Version: archiveVersion, ID: `${options.index}-${options.nowMs}`, Index: options.index, Size: size };
+  const meta: SnapshotArchiveMeta = { Version: archiveVersion, ID: `${options.term ?? 0}-${options.index}-${options.nowMs}`, Index: options.index, Term: options.term, Size: size };
   const metaBytes = encoder.encode(JSON.stringify(meta));
   const mtimeS = Math.floor(options.nowMs / 1000);
   yield tarHeader("meta.json", metaBytes.length, mtimeS);
@@ -104,7 +104,7 @@ async function* tarStream(state: Iterable<Uint8Array>, options: { index: number;
  * read. `state` must give the same bytes each time it is iterated (see
  * StateStore.snapshot).
  */
-export function snapshotArchiveStream(state: Iterable<Uint8Array>, options: { index: number; nowMs: number }): AsyncIterable<Uint8Array> {
+export function snapshotArchiveStream(state: Iterable<Uint8Array>, options: { index: number; term?: number; nowMs: number }): AsyncIterable<Uint8Array> {
   const gzip = createGzip({ level: gzipLevel });
   const tar = Readable.from(tarStream(state, options), { objectMode: false, highWaterMark: 1024 * 1024 });
   tar.on("error", (err) => gzip.destroy(err));
@@ -308,7 +308,9 @@ export async function readSnapshotArchiveStream(
   if (typeof m.Size === "number" && m.Size !== walker.stateBytes) {
     throw new CorruptionError(`Snapshot archive meta.json says state.bin holds ${m.Size} bytes, it holds ${walker.stateBytes}`);
   }
-  return { meta: { Version: m.Version, ID: m.ID, Index: m.Index, Size: walker.stateBytes }, stateBytes: walker.stateBytes };
+  const meta: SnapshotArchiveMeta = { Version: m.Version, ID: m.ID, Index: m.Index, Size: walker.stateBytes };
+  if (typeof m.Term === "number") meta.Term = m.Term;
+  return { meta, stateBytes: walker.stateBytes };
 }
 
 /**

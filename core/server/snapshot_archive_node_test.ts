@@ -46,7 +46,7 @@ test("streamed snapshot archive: round trip, any chunking, and the whole-buffer 
   const archive = await collect(snapshotArchiveStream(state, { index: 99, nowMs: 1_700_000_000_000 }));
   for (const chunk of [1, 511, 512, 65_536, archive.length]) {
     const r = await readAll(archive, chunk);
-    assert.deepEqual(r.meta, { Version: 1, ID: "99-1700000000000", Index: 99, Size: want.length });
+    assert.deepEqual(r.meta, { Version: 1, ID: "0-99-1700000000000", Index: 99, Size: want.length });
     assert.ok(r.state.equals(want), `chunk ${chunk}`);
   }
   // The archive is the same format the whole-buffer reader (and Consul's layout) expects.
