@@ -8,6 +8,7 @@
 // after positionals (so `kv put key -5` would lose its value) and coerce
 // numeric strings. This parser is small and exact instead.
 import { ApiClient } from "../core/api/mod.ts";
+import { needsTlsFetch, tlsFetch, type ClientTlsOptions } from "../core/api/tls_fetch_node.ts";
 import type { CliIo } from "./_io.ts";
 
 export type FlagKind = "string" | "bool" | "int" | "uint" | "duration" | "list";
@@ -179,6 +180,41 @@ export const httpClientFlags: readonly FlagSpec[] = [
       "The `address` and port of the agent HTTP server. This can also be specified via the CONSUL_HTTP_ADDR (or CAIRN_HTTP_ADDR) environment variable. The default value is http://127.0.0.1:8500.",
   },
   {
+    name: "ca-file",
+    kind: "string",
+    valueName: "value",
+    group: HTTP_GROUP,
+    usage: "Path to a CA file to use for TLS when communicating with Consul. This can also be specified via the CONSUL_CACERT environment variable.",
+  },
+  {
+    name: "ca-path",
+    kind: "string",
+    valueName: "value",
+    group: HTTP_GROUP,
+    usage: "Path to a directory of CA certificates to use for TLS when communicating with Consul. This can also be specified via the CONSUL_CAPATH environment variable.",
+  },
+  {
+    name: "client-cert",
+    kind: "string",
+    valueName: "value",
+    group: HTTP_GROUP,
+    usage: "Path to a client cert file to use for TLS when 'verify_incoming' is enabled. This can also be specified via the CONSUL_CLIENT_CERT environment variable.",
+  },
+  {
+    name: "client-key",
+    kind: "string",
+    valueName: "value",
+    group: HTTP_GROUP,
+    usage: "Path to a client key file to use for TLS when 'verify_incoming' is enabled. This can also be specified via the CONSUL_CLIENT_KEY environment variable.",
+  },
+  {
+    name: "tls-server-name",
+    kind: "string",
+    valueName: "value",
+    group: HTTP_GROUP,
+    usage: "The server name to use as the SNI host when connecting via TLS. This can also be specified via the CONSUL_TLS_SERVER_NAME environment variable.",
+  },
+  {
     name: "token",
     kind: "string",
     valueName: "value",
@@ -220,7 +256,17 @@ export function apiClientFromFlags(p: ParsedFlags, io: CliIo): ApiClient {
   const address = str(p, "http-addr") || env(io, "CAIRN_HTTP_ADDR", "CONSUL_HTTP_ADDR") || "127.0.0.1:8500";
   const token = str(p, "token") || env(io, "CAIRN_HTTP_TOKEN", "CONSUL_HTTP_TOKEN");
   const ssl = parseBool(env(io, "CAIRN_HTTP_SSL", "CONSUL_HTTP_SSL")) === true;
-  return new ApiClient({ address, token, datacenter: str(p, "datacenter"), useTls: ssl, fetch: io.fetch });
+  const tls: ClientTlsOptions = {
+    caFile: str(p, "ca-file") || env(io, "CONSUL_CACERT"),
+    caPath: str(p, "ca-path") || env(io, "CONSUL_CAPATH"),
+    certFile: str(p, "client-cert") || env(io, "CONSUL_CLIENT_CERT"),
+    keyFile: str(p, "client-key") || env(io, "CONSUL_CLIENT_KEY"),
+    serverName: str(p, "tls-server-name") || env(io, "CONSUL_TLS_SERVER_NAME"),
+    verify: parseBool(env(io, "CAIRN_HTTP_SSL_VERIFY", "CONSUL_HTTP_SSL_VERIFY")) !== false,
+  };
+  if ((tls.certFile === "") !== (tls.keyFile === "")) throw new FlagError("-client-cert and -client-key must be given together");
+  const fetch = io.fetch ?? (needsTlsFetch(tls) ? tlsFetch(tls) : undefined);
+  return new ApiClient({ address, token, datacenter: str(p, "datacenter"), useTls: ssl, fetch });
 }
 
 /** Help text: Consul's layout (usage, then each flag group). */

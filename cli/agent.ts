@@ -53,6 +53,7 @@ const flags: readonly FlagSpec[] = [
   { name: "enable-script-checks", kind: "bool", usage: "Enables health check scripts." },
   { name: "encrypt", kind: "string", valueName: "key", usage: "Provides the gossip encryption key." },
   { name: "http-port", kind: "int", valueName: "int", usage: "Sets the HTTP API port to listen on." },
+  { name: "https-port", kind: "int", valueName: "int", usage: "Sets the HTTPS API port to listen on (needs a certificate in the tls config)." },
   { name: "hcl", kind: "list", valueName: "string", usage: "HCL configuration fragment. This HCL fragment is appended to the configuration and allows to specify the full range of options of a config file on the command line. This option can be specified multiple times." },
   { name: "join", kind: "list", valueName: "address", usage: "Address of an agent to join at start time. Can be specified multiple times." },
   { name: "join-wan", kind: "list", valueName: "address", usage: "Address of an agent to join -wan at start time. Can be specified multiple times." },
@@ -135,6 +136,7 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
   setStr("client", (v) => (layer.clientAddr = v));
   const ports: NonNullable<ConfigLayer["ports"]> = {};
   setNum("http-port", (v) => (ports.http = v));
+  setNum("https-port", (v) => (ports.https = v));
   setNum("dns-port", (v) => (ports.dns = v));
   setNum("serf-lan-port", (v) => (ports.serfLan = v));
   setNum("serf-wan-port", (v) => (ports.serfWan = v));

@@ -32,6 +32,8 @@ test("agent flags map onto AgentConfig", () => {
     "-advertise=10.0.0.6",
     "-client=0.0.0.0",
     "-http-port=18500",
+    "-https-port=18501",
+    '-hcl=tls { https { cert_file = "/c.pem", key_file = "/k.pem" } }',
     "-dns-port=18600",
     "-serf-lan-port=18301",
     "-serf-wan-port=18302",
@@ -63,7 +65,7 @@ test("agent flags map onto AgentConfig", () => {
   assert.equal(c.bindAddr, "10.0.0.5");
   assert.equal(c.advertiseAddr, "10.0.0.6");
   assert.equal(c.clientAddr, "0.0.0.0");
-  assert.deepEqual(c.ports, { http: 18500, dns: 18600, serfLan: 18301, serfWan: 18302, server: 18300 });
+  assert.deepEqual(c.ports, { http: 18500, dns: 18600, serfLan: 18301, serfWan: 18302, server: 18300, https: 18501 });
   // Consul 1.15+: -join is an alias of -retry-join, its addresses after the -retry-join ones.
   assert.deepEqual(c.startJoin, []);
   assert.deepEqual(c.retryJoin, ["10.0.0.2", "10.0.0.3", "10.0.0.1"]);

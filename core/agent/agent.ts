@@ -4,7 +4,9 @@
 import { systemClock, type Clock } from "../clock/mod.ts";
 import { validateConfig, type AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
-import { createRoutes, createHttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
+import { effectiveTls } from "../config/tls.ts";
+import { tlsServerOptions } from "../tls_context_node.ts";
+import { createRoutes, createHttpServer, type HttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { LogFileSink } from "../log/file_sink_node.ts";
@@ -175,11 +177,17 @@ export async function startAgent(
       return { ...config, services: layers.flatMap((l) => l.services ?? []), checks: layers.flatMap((l) => l.checks ?? []), watches: layers.flatMap((l) => l.watches ?? []) };
     });
     let watches: WatchManager | undefined;
+    const httpsServers: HttpServer[] = [];
     const reload = async (): Promise<void> => {
       const next = reloadConfig();
       // Consul refuses a reload whose config does not validate, and changes nothing.
       const problems = validateConfig(next);
       if (problems.length > 0) throw new Error(problems.map((e) => e.message).join("; "));
+      // Certificates reload (consul tlsutil Configurator.Update): built first, so files that do not load change nothing.
+      if (httpsServers.length > 0) {
+        const options = tlsServerOptions(effectiveTls(next.tls, "https"), "https");
+        for (const server of httpsServers) server.setSecureContext?.(options);
+      }
       await applyWatches(watches, next.watches);
       // Consul reloads log_level too.
       if (consoleSink) sink.add(consoleSink, next.logLevel);
@@ -207,7 +215,8 @@ export async function startAgent(
     closers.add("telemetry", () => telemetry.stop());
 
     let httpAddr: { host: string; port: number } | undefined;
-    if (config.ports.http >= 0) {
+    let httpsAddr: { host: string; port: number } | undefined;
+    if (config.ports.http >= 0 || config.ports.https >= 0) {
       const router = createRoutes({
         rpc,
         agent: agentInfo,
@@ -234,11 +243,21 @@ export async function startAgent(
         }),
       });
       // client_addr (or addresses.http) may be a space-separated list (`-client "127.0.0.1 ::1"`): one listener each, one port.
-      for (const host of listenHosts(config.addresses.http || config.clientAddr)) {
+      for (const host of config.ports.http >= 0 ? listenHosts(config.addresses.http || config.clientAddr) : []) {
         const http = createHttpServer({ router, logger: logger.named("agent.http"), maxConnsPerClient: config.limits.httpMaxConnsPerClient });
         const addr = await http.listen({ host, port: httpAddr?.port ?? config.ports.http });
         httpAddr ??= addr;
         closers.add("http", () => http.close({ graceMs: httpGraceMs }));
+      }
+      if (config.ports.https >= 0) {
+        const tls = tlsServerOptions(effectiveTls(config.tls, "https"), "https");
+        for (const host of listenHosts(config.addresses.https || config.clientAddr)) {
+          const https = createHttpServer({ router, logger: logger.named("agent.https"), maxConnsPerClient: config.limits.httpMaxConnsPerClient, tls });
+          const addr = await https.listen({ host, port: httpsAddr?.port ?? config.ports.https });
+          httpsAddr ??= addr;
+          httpsServers.push(https);
+          closers.add("https", () => https.close({ graceMs: httpGraceMs }));
+        }
       }
     }
 
@@ -251,7 +270,7 @@ export async function startAgent(
       closers.add("dns", () => dns.server.close());
     }
 
-    printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1 });
+    printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1, httpsPort: httpsAddr?.port ?? -1 });
     logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
     local.startSync();
     // Our LAN coordinate goes to the servers' catalog (/v1/coordinate/nodes), as Consul's sendCoordinate.
@@ -391,6 +410,7 @@ function describeAgent(o: {
       DataDir: config.dataDir,
       ClientAddrs: listenHosts(config.clientAddr),
       HTTPPort: config.ports.http,
+      HTTPSPort: config.ports.https,
       DNSPort: config.ports.dns,
       SerfPortLAN: config.ports.serfLan,
       SerfPortWAN: config.ports.serfWan,
@@ -423,14 +443,14 @@ function nodeTaggedAddresses(lan: string, wan: string): Record<string, string> {
   return out;
 }
 
-function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; httpPort: number }): void {
+function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; httpPort: number; httpsPort: number }): void {
   const rows: Array<[string, string]> = [
     ["Version", `'${version}'`],
     ["Node ID", `'${facts.nodeId}'`],
     ["Node name", `'${config.nodeName}'`],
     ["Datacenter", `'${config.datacenter}'`],
     ["Server", `${config.server} (Bootstrap: ${config.bootstrap})`],
-    ["Client Addr", `[${listenHosts(config.clientAddr).join(" ")}] (HTTP: ${facts.httpPort}, DNS: ${config.ports.dns})`],
+    ["Client Addr", `[${listenHosts(config.clientAddr).join(" ")}] (HTTP: ${facts.httpPort}, HTTPS: ${facts.httpsPort}, DNS: ${config.ports.dns})`],
     ["Cluster Addr", `${config.advertiseAddr || config.bindAddr} (LAN: ${config.ports.serfLan}, WAN: ${config.ports.serfWan})`],
     ["Gossip Encryption", String(config.encrypt !== "")],
   ];

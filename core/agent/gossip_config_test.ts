@@ -30,7 +30,7 @@ function tmp(): string {
 }
 
 function config(name: string, extra: Partial<AgentConfig> = {}): AgentConfig {
-  const base = buildConfig({ dev: true, sources: [], flags: { nodeName: name, ports: { http: -1, dns: -1, serfLan: 0, serfWan: 0, server: 8300 } } });
+  const base = buildConfig({ dev: true, sources: [], flags: { nodeName: name, ports: { http: -1, dns: -1, serfLan: 0, serfWan: 0, server: 8300, https: -1 } } });
   return { ...base, server: false, bootstrap: false, ...extra };
 }
 
@@ -56,7 +56,7 @@ test("encrypt_verify_incoming/outgoing: a plaintext pool is moved onto a key age
   const running = new Map<string, AgentGossip>();
   const start = async (name: string, extra: Partial<AgentConfig>) => {
     const port = ports.get(name)!;
-    const g = await startGossip(config(name, { bindAddr: "127.0.0.1", ports: { http: -1, dns: -1, serfLan: port, serfWan: 0, server: 8300 }, ...extra }), {
+    const g = await startGossip(config(name, { bindAddr: "127.0.0.1", ports: { http: -1, dns: -1, serfLan: port, serfWan: 0, server: 8300, https: -1 }, ...extra }), {
       logger: nullLogger(),
       clock: systemClock,
       nodeId: `00000000-0000-4000-8000-0000000000${names.indexOf(name)}${names.indexOf(name)}`,
@@ -119,7 +119,7 @@ test("disable_keyring_file: the keyring from encrypt is not written to data-dir/
 
 test("serf_lan: LAN gossip binds there instead of bind_addr", async () => {
   const port = await freePort();
-  const g = await startGossip(config("bind", { bindAddr: "127.0.0.1", serfLanBindAddr: "127.0.0.2", advertiseAddr: "127.0.0.2", ports: { http: -1, dns: -1, serfLan: port, serfWan: 0, server: 8300 } }), {
+  const g = await startGossip(config("bind", { bindAddr: "127.0.0.1", serfLanBindAddr: "127.0.0.2", advertiseAddr: "127.0.0.2", ports: { http: -1, dns: -1, serfLan: port, serfWan: 0, server: 8300, https: -1 } }), {
     logger: nullLogger(),
     clock: systemClock,
     nodeId: "00000000-0000-4000-8000-0000000000dd",

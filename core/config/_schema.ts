@@ -21,7 +21,8 @@ import type { ConfigLayer } from "./types.ts";
 export interface KeyUse {
   /** Path in the key table: `acl`, `limits.rpc_rate`, `service.connect`. */
   key: string;
-  status: Exclude<KeyStatus, "implemented">;
+  /** "implemented" only for a key Consul renamed (the warning says so). */
+  status: KeyStatus;
   note: string;
   replacedBy?: string;
   line?: number;
@@ -133,7 +134,8 @@ function isInert(spec: KeySpec, value: unknown, loose: boolean): boolean {
 }
 
 function note(ctx: Ctx, key: string, status: KeyStatus, spec: KeySpec, value: unknown, line: number | undefined, loose: boolean): void {
-  if (status === "implemented" || isInert(spec, value, loose)) return;
+  // An implemented key Consul has renamed still gets one warning saying so, as Consul's own.
+  if (status === "implemented" ? !spec.replacedBy : isInert(spec, value, loose)) return;
   ctx.uses.push({ key, status, note: spec.note ?? "", ...(spec.replacedBy ? { replacedBy: spec.replacedBy } : {}), line });
 }
 
@@ -239,7 +241,7 @@ function decodeObject(ctx: Ctx, table: KeyTable, obj: Record<string, unknown>, w
     const [name, spec] = found;
     const tableKey = w.key ? `${w.key}.${name}` : name;
     const status = spec.status ?? w.status;
-    if (status !== w.status) note(ctx, tableKey, status, spec, value, line, false);
+    if (status !== w.status || (status === "implemented" && spec.replacedBy)) note(ctx, tableKey, status, spec, value, line, false);
     if (spec.decode === "watches") {
       const watches = decodeWatches({ file: ctx.file, lineOf: (c, k) => lineOf(ctx, c, k) }, spec.keys ?? {}, value, { path, line });
       if (w.target !== undefined) setPath(out, join(w.target, spec.to ?? camel(name)), watches, true);

@@ -72,10 +72,8 @@ test("corpus: a server config builds and validates, and warns once per key it ca
     [
       "ui_config",
       "acl",
-      "tls",
       "auto_encrypt",
       "connect",
-      "ports.https",
       "ports.grpc_tls",
       "limits.rpc_max_conns_per_client",
       "primary_datacenter",

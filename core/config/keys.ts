@@ -70,6 +70,7 @@ const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
 const ACL = "ACLs are not implemented yet";
 const TLS = "TLS is not implemented yet";
+const TLS_DEPRECATED = "Consul's older spelling; cairn reads it into the tls stanza";
 const SYSLOG = "syslog output is not implemented yet";
 const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
@@ -187,18 +188,22 @@ export const SERVICE_KEYS: KeyTable = {
 
 // ---- the agent ----
 
-const TLS_PROTOCOL_KEYS: KeyTable = leaves(
-  "ca_file",
-  "ca_path",
-  "cert_file",
-  "key_file",
-  "tls_min_version",
-  "tls_cipher_suites",
-  "verify_incoming",
-  "verify_outgoing",
-  "verify_server_hostname",
-  "use_auto_cert",
-);
+/** One tls stanza (consul TLSProtocolConfig). */
+function tlsProtocolKeys(stanza: "defaults" | "internal_rpc" | "https"): KeyTable {
+  return {
+    ca_file: impl("string"),
+    ca_path: impl("string"),
+    cert_file: impl("string"),
+    key_file: impl("string"),
+    tls_min_version: impl("string", { note: "TLSv1_0, TLSv1_1, TLSv1_2 (default) or TLSv1_3" }),
+    tls_cipher_suites: impl("string", { note: "Go's names, comma-separated (TLS 1.2 and below)" }),
+    verify_incoming: impl("bool"),
+    verify_outgoing: impl("bool", stanza === "https" ? { note: "no effect on HTTPS (the agent makes no HTTPS calls)" } : {}),
+    verify_server_hostname: impl("bool", { note: "tls.internal_rpc only" }),
+    use_auto_cert: ignored(GRPC),
+  };
+}
+
 
 const GOSSIP_KEYS: KeyTable = leaves("gossip_nodes", "gossip_interval", "probe_interval", "probe_timeout", "suspicion_mult", "retransmit_mult");
 
@@ -242,7 +247,7 @@ export const AGENT_KEYS: KeyTable = {
     keys: {
       http: impl("string"),
       dns: impl("string"),
-      https: planned(TLS),
+      https: impl("string"),
       grpc: ignored(GRPC),
       grpc_tls: ignored(GRPC),
     },
@@ -306,10 +311,10 @@ export const AGENT_KEYS: KeyTable = {
   bind_addr: impl("string"),
   bootstrap: impl("bool"),
   bootstrap_expect: impl("uint"),
-  ca_file: planned(TLS, { replacedBy: "tls.defaults.ca_file" }),
-  ca_path: planned(TLS, { replacedBy: "tls.defaults.ca_path" }),
+  ca_file: impl("string", { to: "$tls.defaults.caFile", replacedBy: "tls.defaults.ca_file" }),
+  ca_path: impl("string", { to: "$tls.defaults.caPath", replacedBy: "tls.defaults.ca_path" }),
   cache: planned(CACHE, { keys: leaves("entry_fetch_max_burst", "entry_fetch_rate") }),
-  cert_file: planned(TLS, { replacedBy: "tls.defaults.cert_file" }),
+  cert_file: impl("string", { to: "$tls.defaults.certFile", replacedBy: "tls.defaults.cert_file" }),
   check: impl("definition", { to: "checks", keys: CHECK_KEYS, note: "one check definition (check keys)" }),
   check_output_max_size: impl("uint", { note: "a check's own output_max_size may only lower it" }),
   check_update_interval: impl("duration"),
@@ -365,7 +370,7 @@ export const AGENT_KEYS: KeyTable = {
   }),
   domain: impl("string"),
   enable_acl_replication: planned(ACL, { replacedBy: "acl.enable_token_replication" }),
-  enable_agent_tls_for_checks: planned(TLS, { inert: [false] }),
+  enable_agent_tls_for_checks: impl("bool"),
   enable_central_service_config: ignored(MESH, { inert: [false] }),
   enable_debug: impl("bool", { note: "the agent's CPU profile and heap snapshot endpoints (/v1/agent/debug/profile, /v1/agent/debug/heap) for cairn debug; on in -dev" }),
   enable_local_script_checks: impl("bool"),
@@ -382,7 +387,7 @@ export const AGENT_KEYS: KeyTable = {
       use_cache: planned(CACHE, { inert: [false] }),
     },
   }),
-  key_file: planned(TLS, { replacedBy: "tls.defaults.key_file" }),
+  key_file: impl("string", { to: "$tls.defaults.keyFile", replacedBy: "tls.defaults.key_file" }),
   leave_on_terminate: impl("bool"),
   license_path: ignored(ENTERPRISE),
   limits: impl(undefined, {
@@ -426,7 +431,7 @@ export const AGENT_KEYS: KeyTable = {
     keys: {
       dns: impl("port"),
       http: impl("port"),
-      https: planned(TLS, { inert: [-1] }),
+      https: impl("port"),
       serf_lan: impl("port"),
       serf_wan: impl("port"),
       server: impl("port"),
@@ -518,16 +523,16 @@ export const AGENT_KEYS: KeyTable = {
       retry_failed_connection: planned(SINKS),
     },
   }),
-  tls: planned(TLS, {
+  tls: impl(undefined, {
     keys: {
-      defaults: { keys: TLS_PROTOCOL_KEYS },
-      internal_rpc: { keys: TLS_PROTOCOL_KEYS },
-      https: { keys: TLS_PROTOCOL_KEYS },
-      grpc: ignored(GRPC, { keys: TLS_PROTOCOL_KEYS }),
+      defaults: impl(undefined, { keys: tlsProtocolKeys("defaults") }),
+      internal_rpc: impl(undefined, { keys: tlsProtocolKeys("internal_rpc") }),
+      https: impl(undefined, { keys: tlsProtocolKeys("https") }),
+      grpc: ignored(GRPC, { keys: tlsProtocolKeys("defaults") }),
     },
   }),
-  tls_cipher_suites: planned(TLS, { replacedBy: "tls.defaults.tls_cipher_suites" }),
-  tls_min_version: planned(TLS, { replacedBy: "tls.defaults.tls_min_version" }),
+  tls_cipher_suites: impl("string", { to: "$tls.defaults.tlsCipherSuites", replacedBy: "tls.defaults.tls_cipher_suites" }),
+  tls_min_version: impl("string", { to: "$tls.defaults.tlsMinVersion", replacedBy: "tls.defaults.tls_min_version" }),
   tls_prefer_server_cipher_suites: ignored("Go's TLS library no longer honours it; Consul ignores it too"),
   translate_wan_addrs: impl("bool", { note: "DNS answers for another datacenter use its nodes' and services' `wan` tagged addresses" }),
   ui: ignored(UI, { inert: [false], replacedBy: "ui_config.enabled" }),
@@ -542,11 +547,11 @@ export const AGENT_KEYS: KeyTable = {
   ui_dir: ignored(UI, { replacedBy: "ui_config.dir" }),
   unix_sockets: planned("HTTP over a Unix socket is not implemented yet", { keys: leaves("group", "mode", "user") }),
   use_streaming_backend: ignored(STREAMING),
-  verify_incoming: planned(TLS, { replacedBy: "tls.defaults.verify_incoming", inert: [false] }),
-  verify_incoming_https: planned(TLS, { replacedBy: "tls.https.verify_incoming", inert: [false] }),
-  verify_incoming_rpc: planned(TLS, { replacedBy: "tls.internal_rpc.verify_incoming", inert: [false] }),
-  verify_outgoing: planned(TLS, { replacedBy: "tls.defaults.verify_outgoing", inert: [false] }),
-  verify_server_hostname: planned(TLS, { replacedBy: "tls.internal_rpc.verify_server_hostname", inert: [false] }),
+  verify_incoming: impl("bool", { to: "$tls.defaults.verifyIncoming", replacedBy: "tls.defaults.verify_incoming" }),
+  verify_incoming_https: impl("bool", { to: "$tls.https.verifyIncoming", replacedBy: "tls.https.verify_incoming" }),
+  verify_incoming_rpc: impl("bool", { to: "$tls.internalRpc.verifyIncoming", replacedBy: "tls.internal_rpc.verify_incoming" }),
+  verify_outgoing: impl("bool", { to: "$tls.defaults.verifyOutgoing", replacedBy: "tls.defaults.verify_outgoing" }),
+  verify_server_hostname: impl("bool", { to: "$tls.internalRpc.verifyServerHostname", replacedBy: "tls.internal_rpc.verify_server_hostname" }),
   watches: impl("watches", { keys: WATCH_KEYS, note: "run a handler (script or HTTP) when a view changes; reloaded with the config" }),
   xds: ignored(MESH, { keys: leaves("update_max_per_second") }),
   // Not meant for users, but Consul reads them from files (tests tune Raft through `consul`).

@@ -56,8 +56,8 @@ test("key table: every implemented value lands on a field of AgentConfig", () =>
       let parent: unknown = defaults;
       for (const p of parts.slice(0, -1)) parent = (parent as Record<string, unknown>)?.[p];
       assert.equal(typeof parent, "object", `${target}.${name} → ${to}`);
-      // addresses.http and addresses.dns are optional overrides; every other field has a default.
-      if (!["addresses.http", "addresses.dns"].includes(to)) assert.notEqual((parent as Record<string, unknown>)[parts.at(-1)!], undefined, `${target}.${name} → ${to}`);
+      // addresses.* are optional overrides and tls stanza fields fall back to tls.defaults; every other field has a default.
+      if (!to.startsWith("addresses.") && !to.startsWith("tls.")) assert.notEqual((parent as Record<string, unknown>)[parts.at(-1)!], undefined, `${target}.${name} → ${to}`);
     }
   };
   walk(AGENT_KEYS, "");
@@ -66,7 +66,6 @@ test("key table: every implemented value lands on a field of AgentConfig", () =>
 test("key table: the keys issue #17 found fatal or silent are accepted with a warning", () => {
   const planned = [
     'primary_datacenter = "dc1"',
-    'tls { defaults { ca_file = "/ca.pem" } }',
     'acl { enabled = true, default_policy = "deny" }',
     'gossip_lan { probe_interval = "2s" }',
     'http_config { response_headers { "X-Frame-Options" = "DENY" } }',

@@ -172,6 +172,14 @@ export function keyWarnings(found: readonly { file: string; uses: readonly KeyUs
   }
   return [...byKey.values()].map(({ use, sources }) => {
     const where = sources.map((s) => `"${s.file}"${s.line ? ` line ${s.line}` : ""}`).join(", ");
+    if (use.status === "implemented") {
+      return {
+        key: use.key,
+        status: use.status,
+        sources,
+        message: `The '${use.key}' field (from ${where}) is deprecated. Use the '${use.replacedBy}' field instead.`,
+      };
+    }
     const effect = use.status === "planned" ? "has no effect in cairn yet" : "has no effect in cairn";
     const deprecated = use.replacedBy ? ` (Consul has replaced it with "${use.replacedBy}")` : "";
     return {

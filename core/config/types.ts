@@ -14,6 +14,30 @@ export interface PortsConfig {
   serfWan: number;
   /** Server RPC (TCP). Default 8300. */
   server: number;
+  /** HTTPS API; -1 (the default) disables it. 8501 by convention. */
+  https: number;
+}
+
+/** One `tls` stanza (consul TLSProtocolConfig); unset fields take `tls.defaults`' value. */
+export interface TlsProtocolConfig {
+  caFile?: string;
+  caPath?: string;
+  certFile?: string;
+  keyFile?: string;
+  verifyIncoming?: boolean;
+  verifyOutgoing?: boolean;
+  /** internal_rpc only: a server's certificate must be valid for server.<datacenter>.<domain>. */
+  verifyServerHostname?: boolean;
+  /** TLSv1_0 … TLSv1_3 (default TLSv1_2). */
+  tlsMinVersion?: string;
+  /** Go cipher suite names, comma-separated. */
+  tlsCipherSuites?: string;
+}
+
+export interface TlsConfig {
+  defaults: TlsProtocolConfig;
+  internalRpc: TlsProtocolConfig;
+  https: TlsProtocolConfig;
 }
 
 export interface SoaConfig {
@@ -78,6 +102,8 @@ export interface AddressesConfig {
   http?: string;
   /** Overrides `clientAddr` for the DNS listener. */
   dns?: string;
+  /** Overrides `clientAddr` for the HTTPS listener. */
+  https?: string;
 }
 
 export interface AgentConfig {
@@ -106,6 +132,10 @@ export interface AgentConfig {
   advertiseAddrWan: string;
   addresses: AddressesConfig;
   ports: PortsConfig;
+  /** `tls { defaults, internal_rpc, https }` and the older top-level keys folded into it. */
+  tls: TlsConfig;
+  /** HTTP checks use the agent's TLS certificate and CA (enable_agent_tls_for_checks). */
+  enableAgentTlsForChecks: boolean;
   startJoin: string[];
   startJoinWan: string[];
   retryJoin: string[];
@@ -248,11 +278,12 @@ export interface WatchHttpHandlerConfig {
   tlsSkipVerify: boolean;
 }
 
-/** A key that was accepted but has no effect, or a file that was skipped. */
+/** A key that was accepted but has no effect, a key Consul renamed, or a file that was skipped. */
 export interface ConfigWarning {
   /** The key's path in the key table (core/config/keys.ts); absent for other warnings. */
   key?: string;
-  status?: "planned" | "ignored";
+  /** "implemented": a deprecated spelling that works. */
+  status?: "implemented" | "planned" | "ignored";
   /** Where the key was set. */
   sources: { file: string; line?: number }[];
   message: string;

@@ -1,6 +1,7 @@
 // Cross-field checks on a merged config (Consul's builder.Validate). Returns
 // every problem, so an operator can fix them all at once.
 import { ConfigError } from "../errors.ts";
+import { validateTls } from "./tls.ts";
 import type { AgentConfig } from "./types.ts";
 
 const DC_NAME = /^[a-z0-9_-]+$/i;
@@ -30,6 +31,7 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     ["ports.serf_lan", c.ports.serfLan, false],
     ["ports.serf_wan", c.ports.serfWan, false],
     ["ports.server", c.ports.server, false],
+    ["ports.https", c.ports.https, true],
   ] as const) {
     if (!isPort(port, allowDisabled)) {
       bad(name, `Invalid ${name} ${port}: expected 0 to 65535${allowDisabled ? " (or -1 to disable)" : ""}`);
@@ -69,6 +71,7 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
   if (c.dnsConfig.udpAnswerLimit < 0) bad("dns_config.udp_answer_limit", "dns_config.udp_answer_limit must be ≥ 0");
   if (c.domain === "." || c.domain === "") bad("domain", "domain must not be empty");
   if (c.altDomain !== "" && c.altDomain === c.domain) bad("alt_domain", "alt_domain must differ from domain");
+  errors.push(...validateTls(c));
   return errors;
 }
 

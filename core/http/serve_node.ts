@@ -28,6 +28,8 @@ export interface HttpServerOptions {
    * one more is answered with a bare 429 and closed. 0 or absent: no limit.
    */
   maxConnsPerClient?: number;
+  /** HTTPS: certificates and client-certificate checking (core/tls_context_node.ts tlsServerOptions). */
+  tls?: import("node:tls").TlsOptions;
 }
 
 export interface HttpServer {
@@ -38,6 +40,8 @@ export interface HttpServer {
   /** Requests handed to a handler and not yet answered. */
   inFlight(): number;
   readonly server: Server;
+  /** HTTPS only: new certificates for new connections (cairn reload). */
+  setSecureContext?(options: import("node:tls").SecureContextOptions): void;
 }
 
 const emptyBody = new Uint8Array(0);
@@ -102,7 +106,12 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
   let closing = false;
   let onIdle: (() => void) | undefined;
 
-  const server = createServer({ keepAliveTimeout: options.keepAliveTimeoutMs ?? 30_000 });
+  const keepAliveTimeout = options.keepAliveTimeoutMs ?? 30_000;
+  // node:https is loaded only when HTTPS is on. Its Server carries node:http's
+  // request machinery (same events, closeIdleConnections, …), only on a TLS socket.
+  const server = options.tls
+    ? (process.getBuiltinModule("node:https").createServer({ ...options.tls, keepAliveTimeout }) as unknown as Server)
+    : createServer({ keepAliveTimeout });
   if ((options.maxConnsPerClient ?? 0) > 0) limitConnsPerClient(server, options.maxConnsPerClient!, logger);
 
   /** The Date header, made once a second (as node:http does) but without Date's time-zone lookup (see utc_text.ts). */
@@ -308,8 +317,17 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${new TextEncoder().encode(text).length}\r\nConnection: close\r\n\r\n${text}`);
   });
 
+  if (options.tls) {
+    server.on("tlsClientError", (err: Error, socket: Socket) => {
+      logger.warn("HTTPS handshake failed", { remote: `${socket.remoteAddress}:${socket.remotePort}`, error: err.message });
+    });
+  }
+
   return {
     server,
+    ...(options.tls
+      ? { setSecureContext: (o: import("node:tls").SecureContextOptions) => (server as unknown as import("node:tls").Server).setSecureContext(o) }
+      : {}),
     inFlight: () => active,
     listen: ({ host, port }) =>
       new Promise((resolve, reject) => {

@@ -1,0 +1,83 @@
+// A fetch for HTTPS agents with the CLI's TLS options (-ca-file, -ca-path,
+// -client-cert, -client-key, -tls-server-name, CONSUL_HTTP_SSL_VERIFY=false):
+// the global fetch cannot take a CA or a client certificate without undici's
+// own classes, which Node does not expose. node:https does, and its answer is
+// handed back as a standard Response, body streamed (agent monitor).
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+
+export interface ClientTlsOptions {
+  caFile?: string;
+  caPath?: string;
+  certFile?: string;
+  keyFile?: string;
+  /** SNI and the name the certificate must carry (default: the address's host). */
+  serverName?: string;
+  /** false: do not check the agent's certificate (CONSUL_HTTP_SSL_VERIFY=false). */
+  verify?: boolean;
+}
+
+/** Whether any option needs more than the global fetch. */
+export function needsTlsFetch(o: ClientTlsOptions): boolean {
+  return !!(o.caFile || o.caPath || o.certFile || o.keyFile || o.serverName || o.verify === false);
+}
+
+function cas(o: ClientTlsOptions): Buffer[] | undefined {
+  const out: Buffer[] = [];
+  if (o.caFile) out.push(readFileSync(o.caFile));
+  if (o.caPath) for (const n of readdirSync(o.caPath).sort()) if (/\.(pem|crt|cer)$/i.test(n)) out.push(readFileSync(join(o.caPath, n)));
+  return out.length > 0 ? out : undefined;
+}
+
+export function tlsFetch(o: ClientTlsOptions): typeof fetch {
+  // Read once: a missing file is the command's error before any request.
+  const ca = cas(o);
+  const cert = o.certFile ? readFileSync(o.certFile) : undefined;
+  const key = o.keyFile ? readFileSync(o.keyFile) : undefined;
+  const https = process.getBuiltinModule("node:https");
+  const http = process.getBuiltinModule("node:http");
+  return (async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+    const method = init?.method ?? "GET";
+    const headers = new Headers(init?.headers);
+    const body = init?.body === undefined || init.body === null ? undefined : new Uint8Array(await new Response(init.body).arrayBuffer());
+    if (body) headers.set("Content-Length", String(body.length));
+    const plain: Record<string, string> = {};
+    headers.forEach((v, k) => (plain[k] = v));
+    const lib = url.protocol === "https:" ? https : http;
+    return await new Promise<Response>((resolve, reject) => {
+      const req = lib.request(url, {
+        method,
+        headers: plain,
+        agent: false,
+        ...(init?.signal ? { signal: init.signal } : {}),
+        ...(url.protocol === "https:"
+          ? {
+              ...(ca ? { ca } : {}),
+              ...(cert ? { cert } : {}),
+              ...(key ? { key } : {}),
+              ...(o.serverName ? { servername: o.serverName } : {}),
+              rejectUnauthorized: o.verify !== false,
+              ...(o.serverName && o.verify !== false
+                ? { checkServerIdentity: (_host: string, c: import("node:tls").PeerCertificate) => process.getBuiltinModule("node:tls").checkServerIdentity(o.serverName!, c) }
+                : {}),
+            }
+          : {}),
+      }, (res) => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) {
+          if (Array.isArray(v)) for (const x of v) h.append(k, x);
+          else if (v !== undefined) h.set(k, v);
+        }
+        const status = res.statusCode ?? 500;
+        const noBody = method === "HEAD" || status === 204 || status === 304;
+        if (noBody) res.resume();
+        resolve(new Response(noBody ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>), { status, headers: h }));
+      });
+      // fetch's shape: the node error rides as `cause`, which ApiClient reads.
+      req.on("error", (err) => reject(new TypeError("fetch failed", { cause: err })));
+      req.end(body);
+    });
+  }) as typeof fetch;
+}
