@@ -114,7 +114,8 @@ export function oid(dotted: string): Uint8Array {
   return tlv(TAG.oid, Uint8Array.from(out));
 }
 
-const encoder = new TextEncoder();
+// Built per call: nothing in this file runs when the bundle loads.
+const encoder = { encode: (s: string): Uint8Array => new TextEncoder().encode(s) };
 
 export function utf8String(s: string): Uint8Array {
   return tlv(TAG.utf8String, encoder.encode(s));

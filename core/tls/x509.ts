@@ -237,7 +237,10 @@ function expect(e: Element | undefined, tag: number, what: string): Element {
   return e;
 }
 
-const latin1 = new TextDecoder("latin1");
+/** IA5String bytes as text (one character per byte; no decoder built at start). */
+function ia5Text(bytes: Uint8Array): string {
+  return String.fromCharCode(...bytes);
+}
 
 /** Reads a DER certificate; throws DerError naming what is malformed. */
 export function parseCertificate(der: Uint8Array): CertificateInfo {
@@ -287,7 +290,7 @@ export function parseCertificate(der: Uint8Array): CertificateInfo {
   const san = info.extensions.get(OID.subjectAltName);
   if (san) {
     for (const g of children(expect(readElement(san.value), TAG.sequence, "subjectAltName").content)) {
-      if (g.tag === 0x82) info.dnsNames.push(latin1.decode(g.content));
+      if (g.tag === 0x82) info.dnsNames.push(ia5Text(g.content));
       else if (g.tag === 0x87) info.ipAddresses.push(g.content);
     }
   }
@@ -299,7 +302,7 @@ export function parseCertificate(der: Uint8Array): CertificateInfo {
       if (!permitted && part.tag !== 0xa1) continue;
       for (const subtree of children(part.content)) {
         const base = children(expect(subtree, TAG.sequence, "GeneralSubtree").content)[0];
-        if (base?.tag === 0x82) (permitted ? out.permittedDns : out.excludedDns).push(latin1.decode(base.content));
+        if (base?.tag === 0x82) (permitted ? out.permittedDns : out.excludedDns).push(ia5Text(base.content));
         else if (base?.tag === 0x87 && (base.content.length === 8 || base.content.length === 32)) {
           const n = base.content.length / 2;
           (permitted ? out.permittedIp : out.excludedIp).push({ ip: base.content.subarray(0, n), mask: base.content.subarray(n) });
