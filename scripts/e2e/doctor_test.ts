@@ -1,0 +1,205 @@
+// End-to-end: `cairn doctor` against real clusters of the built binary, one
+// scenario per finding it claims to see on a live cluster: a healthy
+// 3-server cluster (exit 0), a killed server, a lost quorum, a failing and a
+// flapping check, an agent joining with another gossip key, a live server
+// removed from Raft, a nearly full data dir disk (the threshold lowered to
+// what the disk has), and no agent to ask (exit 2).
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { cairn, freePort, makeCluster, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+
+interface Finding {
+  id: string;
+  severity: string;
+  title: string;
+  evidence: string[];
+  fix: string[];
+}
+interface Report {
+  Healthy: boolean;
+  Leader: string;
+  Findings: Finding[];
+  Error?: string;
+}
+
+const key1 = "pUqJrVyVRj5jsiYEkM/tFQYfWyJxr3hbaD0E5ySyYeo=";
+const key2 = "H3GGwNLJVmB8W1H0cA7dIz5ZcDCEYhj2cB4BV0t7c0g=";
+let c: Cluster;
+const clients: Agent[] = [];
+
+async function doctor(addr: string, extra: string[] = []): Promise<{ code: number; report: Report; stdout: string; stderr: string }> {
+  const r = await cairn(["doctor", `-http-addr=${addr}`, "-format=json", "-sample=2s", ...extra], { timeoutMs: 60_000 });
+  let report: Report;
+  try {
+    report = JSON.parse(r.stdout) as Report;
+  } catch {
+    throw new Error(`doctor printed no JSON (exit ${r.code}):\n${r.stdout}\n${r.stderr}`);
+  }
+  return { code: r.code, report, stdout: r.stdout, stderr: r.stderr };
+}
+
+const addr = (s: ServerSpec) => `${s.addr}:${s.http}`;
+const describe = (r: Report) => r.Findings.map((f) => `${f.severity} ${f.id}: ${f.title}\n  ${f.evidence.join("\n  ")}`).join("\n");
+
+async function memberStatus(s: ServerSpec, name: string): Promise<number | undefined> {
+  const r = await fetch(c.url(s, "/v1/agent/members"));
+  const list = (await r.json()) as { Name: string; Status: number }[];
+  return list.find((m) => m.Name === name)?.Status;
+}
+
+before(async () => {
+  c = await makeCluster(3, { prefix: "cairn-e2e-doctor-", config: { encrypt: key1 } });
+  for (const s of c.servers) c.start(s);
+  await waitForLeader(c, c.servers, { timeoutMs: 60_000 });
+  // Every server promoted and healthy: autopilot's stabilization time is 10 s.
+  await waitFor(async () => {
+    const h = (await (await fetch(c.url(c.servers[0]!, "/v1/operator/autopilot/health"))).json()) as { Healthy: boolean; Servers: { Voter: boolean }[] };
+    return h.Healthy && h.Servers.length === 3 && h.Servers.every((s) => s.Voter);
+  }, { timeoutMs: 60_000, what: "3 healthy voters" });
+});
+
+after(async () => {
+  for (const a of clients) await a.stop();
+  await c?.stopAll();
+  c?.root.remove();
+});
+
+test("doctor: a healthy 3-server cluster has nothing to act on (exit 0), in text too", async () => {
+  const { code, report } = await doctor(addr(c.servers[1]!));
+  assert.equal(code, 0, describe(report));
+  assert.equal(report.Healthy, true);
+  assert.deepEqual(report.Findings.filter((f) => f.severity !== "info"), []);
+  const text = await cairn(["doctor", `-http-addr=${addr(c.servers[0]!)}`, "-sample=0"]);
+  assert.equal(text.code, 0, text.stdout + text.stderr);
+  assert.match(text.stdout, /No problems found \(3\/3 servers alive, leader 127\.0\.0\.1:\d+/);
+});
+
+test("doctor: a data dir disk at or above -disk-warn-percent is a finding with the statfs figures", async () => {
+  // The real statfs of the servers' data dirs; the threshold set to 1% so any disk in use trips it.
+  const { code, report } = await doctor(addr(c.servers[0]!), ["-disk-warn-percent=1", "-sample=0"]);
+  assert.equal(code, 1, describe(report));
+  const disks = report.Findings.filter((f) => f.id === "disk-full");
+  assert.deepEqual(disks.map((f) => f.title.split("'")[0]).sort(), ["s1", "s2", "s3"], describe(report));
+  assert.match(disks[0]!.evidence[0]!, /^statfs \/.*s\d: \d+\.\d% used, .* free of .*, inodes/);
+});
+
+test("doctor: a failing check, and a check flapping while the doctor watches", async () => {
+  const s1 = c.servers[0]!;
+  const put = async (path: string, body?: unknown) => {
+    const r = await fetch(c.url(s1, path), { method: "PUT", body: body === undefined ? undefined : JSON.stringify(body) });
+    assert.equal(r.status, 200, `${path}: ${await r.text()}`);
+  };
+  await put("/v1/agent/check/register", { ID: "disk-probe", Name: "disk probe", TTL: "10m" });
+  await put("/v1/agent/check/register", { ID: "flappy", Name: "flappy", TTL: "10m" });
+  await put("/v1/agent/check/pass/flappy");
+  // A TTL check starts critical; passing first makes the failure a status change, synced with its output at once.
+  await put("/v1/agent/check/pass/disk-probe");
+  await put("/v1/agent/check/fail/disk-probe?note=probe%20timed%20out");
+  await waitFor(async () => {
+    const r = (await (await fetch(c.url(s1, "/v1/health/state/critical"))).json()) as { CheckID: string; Output: string }[];
+    return r.some((x) => x.CheckID === "disk-probe" && x.Output === "probe timed out");
+  }, { what: "the critical check in the catalog" });
+  // Flip the other check every 400 ms while the doctor samples for 3 s.
+  let flips = 0;
+  const timer = setInterval(() => void put(`/v1/agent/check/${flips++ % 2 === 0 ? "fail" : "pass"}/flappy`).catch(() => {}), 400);
+  let result: Awaited<ReturnType<typeof doctor>>;
+  try {
+    result = await doctor(addr(c.servers[1]!), ["-sample=3s"]);
+  } finally {
+    clearInterval(timer);
+  }
+  const { code, report } = result;
+  assert.equal(code, 1, describe(report));
+  const critical = report.Findings.find((f) => f.id === "check-critical" && f.title.includes("disk probe"));
+  assert.ok(critical, describe(report));
+  assert.match(critical.title, /Check "disk probe" on s1 is critical/);
+  assert.ok(critical.evidence.some((e) => e.includes("probe timed out")), critical.evidence.join("\n"));
+  const flapping = report.Findings.find((f) => f.id === "check-flapping");
+  assert.ok(flapping, describe(report));
+  assert.match(flapping.title, /Check flappy on s1 is flapping/);
+  await put("/v1/agent/check/deregister/disk-probe");
+  await put("/v1/agent/check/deregister/flappy");
+});
+
+test("doctor: an agent trying to join with another gossip key shows as decrypt failures on the servers", async () => {
+  const rogue = await c.startClient("rogue", { args: [`-encrypt=${key2}`] });
+  clients.push(rogue);
+  const { code, report } = await doctor(addr(c.servers[0]!), ["-sample=3s"]);
+  await rogue.stop();
+  assert.equal(code, 1, describe(report));
+  const x = report.Findings.find((f) => f.id === "gossip-key-mismatch");
+  assert.ok(x, describe(report));
+  assert.ok(x.evidence.some((e) => /^s\d: \d+ packets or streams failed to decrypt in \ds/.test(e)), x.evidence.join("\n"));
+});
+
+test("doctor: a live server removed from Raft is in gossip but not in Raft", async () => {
+  // cairn's leader puts a live server back within a leader tick (1 s; Consul waits for its 60 s reconcile), so
+  // the doctor may read the configuration after the re-add: whenever the configuration it read lacks the server,
+  // the finding must be there, and within a few tries it reads such a configuration.
+  const leader = await waitForLeader(c, c.servers);
+  const victim = c.servers.find((s) => s !== leader)!;
+  const inRaft = async () => {
+    const r = (await (await fetch(c.url(leader, "/v1/operator/raft/configuration"))).json()) as { Servers: { Node: string }[] };
+    return r.Servers.some((s) => s.Node === victim.name);
+  };
+  let seen = 0;
+  for (let attempt = 0; attempt < 6 && seen === 0; attempt++) {
+    await waitFor(inRaft, { timeoutMs: 30_000, what: `${victim.name} in Raft` });
+    const rm = await cairn(["operator", "raft", "remove-peer", `-http-addr=${addr(leader)}`, `-address=${c.rpcAddr(victim)}`]);
+    assert.equal(rm.code, 0, rm.stdout + rm.stderr);
+    const { code, report } = await doctor(addr(leader), ["-sample=0"]);
+    const raft = (report as unknown as { Facts: { raft?: { node: string }[] } }).Facts.raft ?? [];
+    if (raft.some((p) => p.node === victim.name)) continue; // read after the leader put it back
+    seen++;
+    assert.equal(code, 1, describe(report));
+    const x = report.Findings.find((f) => f.id === "server-not-in-raft");
+    assert.ok(x, describe(report));
+    assert.equal(x.title, `Server ${victim.name} is alive in gossip but not in the Raft configuration`);
+  }
+  assert.equal(seen, 1, "the doctor never read a configuration without the removed server");
+  await waitFor(inRaft, { timeoutMs: 30_000, what: `${victim.name} back in Raft` });
+});
+
+test("doctor: a killed server is found failed in gossip, with the evidence and the fix", async () => {
+  const leader = await waitForLeader(c, c.servers);
+  const victim = c.servers.find((s) => s !== leader)!;
+  await c.kill(victim);
+  await waitFor(async () => (await memberStatus(leader, victim.name)) === 4, { timeoutMs: 30_000, what: `${victim.name} failed in gossip` });
+  const { code, report } = await doctor(addr(leader), ["-sample=0"]);
+  assert.equal(code, 1, describe(report));
+  const x = report.Findings.find((f) => f.id === "server-failed");
+  assert.ok(x, describe(report));
+  assert.match(x.title, new RegExp(`Server ${victim.name} (is a Raft voter but failed in gossip|has failed in gossip)`));
+  assert.ok(x.evidence.some((e) => e.includes(`${victim.name}`) && e.includes("failed")), x.evidence.join("\n"));
+  assert.ok(x.fix.some((e) => e.includes(`force-leave ${victim.name}`)), x.fix.join("\n"));
+});
+
+test("doctor: with a second server killed the quorum is lost: no leader, who is missing, the peers.json recovery", async () => {
+  const alive = [];
+  for (const s of c.servers) if ((await memberStatus(s, s.name).catch(() => undefined)) === 1) alive.push(s);
+  assert.equal(alive.length, 2);
+  const [keep, victim] = alive as [ServerSpec, ServerSpec];
+  await c.kill(victim);
+  await waitFor(async () => {
+    const l = await (await fetch(c.url(keep, "/v1/status/leader"))).json();
+    return l === "" && (await memberStatus(keep, victim.name)) === 4;
+  }, { timeoutMs: 30_000, what: "no leader and the second server failed" });
+  const { code, report } = await doctor(addr(keep), ["-sample=0"]);
+  assert.equal(code, 1, describe(report));
+  assert.equal(report.Leader, "");
+  const x = report.Findings[0]!;
+  assert.equal(x.id, "quorum-lost", describe(report));
+  assert.equal(x.severity, "critical");
+  assert.ok(x.evidence.some((e) => e.includes(`${victim.name} (failed in gossip)`)), x.evidence.join("\n"));
+  assert.ok(x.fix.some((e) => e.includes("raft/peers.json") && e.includes(`"address":"${c.rpcAddr(keep)}"`)), x.fix.join("\n"));
+});
+
+test("doctor: no agent to ask exits 2", async () => {
+  const port = await freePort();
+  const r = await cairn(["doctor", `-http-addr=127.0.0.1:${port}`, "-sample=0"]);
+  assert.equal(r.code, 2, r.stdout + r.stderr);
+  assert.match(r.stderr, new RegExp(`Cannot ask the agent at 127\\.0\\.0\\.1:${port}`));
+  const j = await doctor(`127.0.0.1:${port}`, ["-sample=0"]);
+  assert.equal(j.code, 2);
+  assert.equal(j.report.Healthy, false);
+});
