@@ -2,6 +2,7 @@
 // encoder for the types a certificate is built from, and a reader that walks
 // tag-length-value triples without interpreting them. Pure; every value is a
 // Uint8Array of complete DER.
+import { isoTimestamp } from "../clock/utc_text.ts";
 
 export const TAG = {
   boolean: 0x01,
@@ -138,11 +139,10 @@ export function directoryString(s: string): Uint8Array {
 
 /** RFC 5280 §4.1.2.5: UTCTime through 2049, GeneralizedTime from 2050; whole seconds, "Z". */
 export function time(ms: number): Uint8Array {
-  const iso = new Date(Math.floor(ms / 1000) * 1000).toISOString(); // YYYY-MM-DDTHH:MM:SS.000Z
-  const year = Number(iso.slice(0, 4));
-  const digits = iso.slice(0, 19).replace(/[-T:]/g, "");
+  const year = new Date(ms).getUTCFullYear();
+  if (!(year >= 0 && year <= 9999)) throw new RangeError(`Time ${ms} ms cannot be encoded in a certificate: year ${year} is outside 0..9999`);
+  const digits = isoTimestamp(Math.floor(ms / 1000) * 1000).slice(0, 19).replace(/[-T:]/g, ""); // YYYYMMDDHHMMSS
   if (year >= 1950 && year < 2050) return tlv(TAG.utcTime, encoder.encode(`${digits.slice(2)}Z`));
-  if (year < 0 || year > 9999) throw new RangeError(`Time ${iso} cannot be encoded in a certificate`);
   return tlv(TAG.generalizedTime, encoder.encode(`${digits}Z`));
 }
 

@@ -85,6 +85,7 @@ test("der: UTCTime through 2049, GeneralizedTime from 2050, whole seconds", () =
   for (const ms of [Date.UTC(1999, 0, 2, 3, 4, 5), Date.UTC(2031, 5, 6), Date.UTC(2126, 1, 3, 4, 5, 6)]) {
     assert.equal(readTime(readElement(time(ms))), ms);
   }
+  assert.throws(() => time(Date.UTC(10000, 0, 1)), RangeError);
 });
 
 test("der: the reader walks nested elements and refuses truncated input", () => {

@@ -5,6 +5,7 @@
 // library loaded into every agent, see core/tls/der.ts). node:crypto itself
 // is loaded on first use, never at start.
 import type * as NodeCrypto from "node:crypto";
+import { isoTimestamp } from "../clock/utc_text.ts";
 import {
   authorityKeyIdExtension,
   basicConstraintsExtension,
@@ -262,5 +263,5 @@ export function verifyCert(opts: { caPem: string; certPem: string; name: string;
 }
 
 function isoSeconds(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+  return isoTimestamp(ms).replace(/\.\d{3}Z$/, "Z");
 }
