@@ -271,7 +271,7 @@ export function analyze(f: DoctorFacts, t: DoctorThresholds = defaultThresholds)
         id: "no-failure-tolerance",
         severity: "info",
         title: `The cluster tolerates no server failure (${voters} voter${voters === 1 ? "" : "s"})`,
-        evidence: [`Autopilot health: FailureTolerance=0 with ${voters} voters`],
+        evidence: [`Autopilot health: FailureTolerance=0 with ${voters} voter${voters === 1 ? "" : "s"}`],
         fix: ["Run 3 or 5 servers so that one (or two) can fail without losing the quorum."],
       });
     }
@@ -419,7 +419,7 @@ export function analyze(f: DoctorFacts, t: DoctorThresholds = defaultThresholds)
       severity: c.status === "critical" ? "warning" : "info",
       title: `Check "${c.name}" on ${c.node} is ${c.status}${c.serviceName ? ` (service ${c.serviceName})` : ""}`,
       evidence: [`/v1/health/state: ${c.node} ${c.checkId} ${c.status}`, ...(c.output.trim() ? [`Output: ${c.output.trim().slice(0, 300)}`] : []), ...(h ? [`Status over ${Math.round(f.sampleMs / 1000)}s: ${h.statuses.join(" → ")}`] : [])],
-      fix: [c.serviceName ? `Fix service ${c.serviceName} on ${c.node}, or put it in maintenance while you do (cairn maint -enable -service=<id>).` : `Fix what the check watches on ${c.node}.`, `The check's definition and latest output: curl http://<${c.node}'s API>/v1/agent/checks`],
+      fix: [c.serviceName ? `Fix service ${c.serviceName} on ${c.node}, or put it in maintenance while you do (cairn maint -enable -service=${c.checkId.startsWith("service:") ? c.checkId.slice(8) : "<service id>"} on ${c.node}).` : `Fix what the check watches on ${c.node}.`, `The check's definition and latest output: curl http://<${c.node}'s API>/v1/agent/checks`],
     });
   }
   for (const h of f.checkHistory ?? []) {
