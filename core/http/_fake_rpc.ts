@@ -211,6 +211,7 @@ export class FakeRpc implements Rpc {
     const strip = (e: DirEntry): DirEntry => ({ ...e, value: new Uint8Array(0) });
     for (let i = 0; i < a.ops.length; i++) {
       const op = a.ops[i]!.kv;
+      if (!op) throw new Error("the fake runs KV operations only: use a dev server for Node, Service and Check ops");
       const cur = this.kv.get(op.key);
       let what = "";
       switch (op.verb) {
@@ -252,6 +253,7 @@ export class FakeRpc implements Rpc {
           break;
         case "lock":
         case "unlock":
+        case "get-or-empty":
           what = `${op.verb} is not supported by the fake`;
           break;
       }

@@ -110,7 +110,7 @@ export function durationField(o: JsonObject, name: string, where: string): numbe
   typeError(`${where}.${name}`, "a duration", v);
 }
 
-function decodeService(o: JsonObject): NodeServiceInput {
+export function decodeService(o: JsonObject): NodeServiceInput {
   const w = "Service";
   const service = str(o, "Service", w) ?? "";
   const out: NodeServiceInput = { service };

@@ -75,8 +75,11 @@ export interface KvsApplyArgs {
 }
 
 export type TxnKvVerb =
-  | "set" | "cas" | "lock" | "unlock" | "get" | "get-tree" | "check-index" | "check-session"
+  | "set" | "cas" | "lock" | "unlock" | "get" | "get-or-empty" | "get-tree" | "check-index" | "check-session"
   | "check-not-exists" | "delete" | "delete-tree" | "delete-cas";
+
+/** The verbs of Node, Service and Check operations in a transaction (consul api.NodeOp, ServiceOp, CheckOp). */
+export type TxnCatalogVerb = "set" | "cas" | "get" | "delete" | "delete-cas";
 
 export interface TxnKvOp {
   verb: TxnKvVerb;
@@ -87,12 +90,47 @@ export interface TxnKvOp {
   session?: string;
 }
 
-export interface TxnOp {
-  kv: TxnKvOp;
+/** A node in a transaction (structs.TxnNodeOp): found by ID when one is given, else by name; `modifyIndex` for cas and delete-cas. */
+export interface TxnNodeOp {
+  verb: TxnCatalogVerb;
+  node: {
+    id?: string;
+    node: string;
+    address?: string;
+    datacenter?: string;
+    taggedAddresses?: Record<string, string>;
+    meta?: Record<string, string>;
+    modifyIndex?: number;
+  };
 }
 
+/** A service instance on a node (structs.TxnServiceOp); `service.modifyIndex` for cas and delete-cas. */
+export interface TxnServiceOp {
+  verb: TxnCatalogVerb;
+  node: string;
+  service: NodeServiceInput & { modifyIndex?: number };
+}
+
+/** A health check (structs.TxnCheckOp); `check.node` names its node, `check.modifyIndex` is for cas and delete-cas. */
+export interface TxnCheckOp {
+  verb: TxnCatalogVerb;
+  check: Omit<HealthCheckInput, "name"> & { name?: string; node: string; modifyIndex?: number };
+}
+
+/** One operation: exactly one of its fields is set (Consul's TxnOp). */
+export interface TxnOp {
+  kv?: TxnKvOp;
+  node?: TxnNodeOp;
+  service?: TxnServiceOp;
+  check?: TxnCheckOp;
+}
+
+/** One result: the field of the operation's kind. */
 export interface TxnResult {
-  kv: DirEntry;
+  kv?: DirEntry;
+  node?: Node;
+  service?: NodeService;
+  check?: HealthCheck;
 }
 
 export interface TxnError {

@@ -363,7 +363,9 @@ function applyTxn(ctx: ApplyContext, cmd: Command): unknown {
     if (typeof kv !== "object" || kv === null || !(kv.value instanceof Uint8Array)) return raw as TxnOp;
     return { kv: { ...kv, value: kv.value.slice() } } as unknown as TxnOp;
   });
-  return ctx.state.txnRW(ctx.index, ops);
+  // The leader's wall clock: in the command (nowMs), else the request envelope's.
+  const nowMs = isIndex(cmd.nowMs) ? cmd.nowMs : ctx.atMs ?? 0;
+  return ctx.state.txnRW(ctx.index, ops, { nowMs });
 }
 
 /** Tombstone reap: removes tombstones at or below reapIndex. */

@@ -83,9 +83,9 @@ test("server: txn writes, read-only txns, limits and rollback", async () => {
   });
   assert.deepEqual(w.errors, []);
   assert.equal(w.index, 3);
-  assert.deepEqual(w.results.map((r) => [r.kv.key, r.kv.modifyIndex, r.kv.value.length]), [["t/a", 3, 0], ["t/b", 3, 0]]);
+  assert.deepEqual(w.results.map((r) => [r.kv!.key, r.kv!.modifyIndex, r.kv!.value.length]), [["t/a", 3, 0], ["t/b", 3, 0]]);
   const r = await rpc.call("Txn.Apply", { ops: [{ kv: { verb: "get", key: "t/a" } }] });
-  assert.equal(new TextDecoder().decode(r.results[0]!.kv.value), "1");
+  assert.equal(new TextDecoder().decode(r.results[0]!.kv!.value), "1");
   assert.equal(r.index, 3);
   const fail = await rpc.call("Txn.Apply", {
     ops: [{ kv: { verb: "delete", key: "t/a" } }, { kv: { verb: "check-index", key: "t/b", index: 1 } }],
@@ -129,7 +129,7 @@ test("server: a follower refuses writes and non-stale reads, serves stale ones",
   const get = [{ kv: { verb: "get" as const, key: "a" } }];
   await assert.rejects(rpc.call("Txn.Apply", { ops: get }), NotLeaderError);
   const staleTxn = await rpc.call("Txn.Apply", { ops: get, query: q({ allowStale: true }) });
-  assert.deepEqual([staleTxn.results.map((r) => r.kv.key), staleTxn.meta], [["a"], { index: 7, knownLeader: true, lastContactMs: 12, consistencyLevel: "stale" }]);
+  assert.deepEqual([staleTxn.results.map((r) => r.kv!.key), staleTxn.meta], [["a"], { index: 7, knownLeader: true, lastContactMs: 12, consistencyLevel: "stale" }]);
   leader = "";
   await assert.rejects(rpc.call("KVS.Get", { key: "a", query: q() }), NoLeaderError);
 });

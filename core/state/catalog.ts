@@ -265,7 +265,7 @@ export function registerTxn(tx: WriteTxn, idx: number, clock: WriteClock, req: C
   }
 }
 
-function deleteCheckTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: string, checkId: string): void {
+export function deleteCheckTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: string, checkId: string): void {
   const key = checkKey(node, checkId);
   const c = tx.tables.checks.get(key);
   if (!c) return;
@@ -277,7 +277,7 @@ function deleteCheckTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: stri
   invalidateCheckSessionsTxn(tx, idx, clock, node, c);
 }
 
-function deleteServiceTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: string, serviceId: string): void {
+export function deleteServiceTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: string, serviceId: string): void {
   const key = serviceKey(node, serviceId);
   const s = tx.tables.services.get(key);
   if (!s) return;
@@ -288,7 +288,7 @@ function deleteServiceTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: st
   tx.setIndex(serviceIndexName(s.service), idx);
 }
 
-function deleteNodeTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: string): void {
+export function deleteNodeTxn(tx: WriteTxn, idx: number, clock: WriteClock, node: string): void {
   const row = tx.tables.nodes.get(nodeKey(node));
   if (!row) return;
   for (const s of servicesOfNode(tx, node)) deleteServiceTxn(tx, idx, clock, node, s.id);

@@ -183,10 +183,10 @@ test("txn: all or nothing, errors carry opIndex and Consul's wording", () => {
   ]);
   assert.deepEqual(ok.errors, []);
   assert.equal(ok.results.length, 2);
-  assert.equal(ok.results[0]!.kv.key, "new");
-  assert.equal(ok.results[0]!.kv.value.length, 0, "non-get results carry no value");
-  assert.equal(ok.results[0]!.kv.modifyIndex, 4);
-  assert.equal(text(ok.results[1]!.kv.value), "1");
+  assert.equal(ok.results[0]!.kv!.key, "new");
+  assert.equal(ok.results[0]!.kv!.value.length, 0, "non-get results carry no value");
+  assert.equal(ok.results[0]!.kv!.modifyIndex, 4);
+  assert.equal(text(ok.results[1]!.kv!.value), "1");
   assert.equal(s.kvsGet("keep").value, undefined);
 });
 
@@ -200,7 +200,7 @@ test("txn: read-only ops and more wording", () => {
     { kv: { verb: "check-session", key: "d/a", session: "" } },
   ]);
   assert.deepEqual(r.errors, []);
-  assert.deepEqual(r.results.map((x) => x.kv.key), ["d/a", "d/b", "d/a"]);
+  assert.deepEqual(r.results.map((x) => x.kv!.key), ["d/a", "d/b", "d/a"]);
   const bad = s.txnRO([
     { kv: { verb: "check-session", key: "d/a", session: "s1" } },
     { kv: { verb: "check-not-exists", key: "d/a" } },

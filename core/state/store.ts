@@ -173,12 +173,12 @@ export class StateStore implements ReadTxn {
 
   // ---- Txn ----
 
-  /** Read-write transaction: all ops or none. */
-  txnRW(idx: number, ops: readonly TxnOp[]): TxnOutcome {
+  /** Read-write transaction: all ops or none. `clock`: the leader's wall clock (lock delays of invalidated sessions). */
+  txnRW(idx: number, ops: readonly TxnOp[], clock: { nowMs: number } = { nowMs: 0 }): TxnOutcome {
     const tx = this.begin(idx);
     let out: TxnOutcome;
     try {
-      out = txnDispatch(tx, idx, ops, true);
+      out = txnDispatch(tx, idx, ops, true, clock);
     } catch (err) {
       tx.abort();
       throw err;
