@@ -19,7 +19,7 @@ import { startDnsServer } from "../dns/mod.ts";
 import { buildDate, revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { CoordinateSync } from "./coordinate_sync.ts";
-import { createClientRpc, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
+import { createClientRpc, eventFireMethod, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
 import { floodWanJoins, retryJoin, startGossip, type AgentGossip } from "./gossip/mod.ts";
 import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "./random_node.ts";
@@ -209,7 +209,16 @@ export async function startAgent(
     };
 
     const agentInfo = describeAgent({ config, nodeId, gossip, local, raftSide: serverNode ?? devServer, nodeMeta: () => nodeInfo.meta });
-    const events = new UserEventStore({ pool: gossip.lan, nodeName: config.nodeName, localServices: () => local.state.services(), clock, logger: logger.named("agent.event") });
+    const router = serverNode?.router ?? clientRpc?.router ?? devServer!.router;
+    const events = new UserEventStore({
+      pool: gossip.lan,
+      nodeName: config.nodeName,
+      localServices: () => local.state.services(),
+      clock,
+      logger: logger.named("agent.event"),
+      // ?dc=other: Consul's Internal.EventFire, answered by a server of that datacenter.
+      remote: (datacenter, name, payload) => router.callRaw(eventFireMethod, { datacenter, name, payload }),
+    });
     closers.add("user events", () => events.stop());
     const telemetry = startAgentMetrics({ config, clock, lan: gossip.lan, server: serverNode ?? devServer });
     closers.add("telemetry", () => telemetry.stop());
@@ -224,7 +233,8 @@ export async function startAgent(
         gossip,
         events,
         // A client has no Raft of its own: it asks a server, as Consul's does.
-        operator: serverNode?.router ?? devServer?.operator ?? clientRpc!.router,
+        // Operator calls go through the router, so one naming another datacenter (?dc) goes there.
+        operator: serverNode?.router ?? devServer?.router ?? clientRpc!.router,
         monitor: { sink, recent },
         metrics: telemetry.metrics,
         prometheus: config.telemetry.prometheusRetentionTimeMs > 0,

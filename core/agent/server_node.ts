@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Clock, Timer } from "../clock/clock.ts";
 import { defaultConfig } from "../config/defaults.ts";
 import type { AgentConfig } from "../config/types.ts";
-import { CairnError, CorruptionError, NoLeaderError, RpcError, errorMessage } from "../errors.ts";
+import { BadRequestError, CairnError, CorruptionError, NoLeaderError, RpcError, errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
@@ -42,14 +42,21 @@ import {
 import { RpcRouter } from "../rpc/forward.ts";
 import { datacentersByDistance, WanRoutes, type WanServer } from "../rpc/wan_routes.ts";
 import { distanceSeconds } from "../gossip/coordinate.ts";
+import { coordinateListDatacentersMethod, wanDatacenterMaps } from "../http/coordinate.ts";
+import type { PoolMember } from "../http/backends.ts";
 import { writeFileDurable, writeFileDurableSync } from "../durable_node.ts";
 import { randomUUID } from "./random_node.ts";
+import type { RpcTls } from "./rpc_tls.ts";
+import { userEventPrefix } from "./user_events.ts";
 
 const mkdir = lazyFsPromises("mkdir");
 const readFile = lazyFsPromises("readFile");
 const rename = lazyFsPromises("rename");
 
 export type { RaftConfigurationReply, RaftServerInfo } from "../server/operator.ts";
+
+/** Consul's Internal.EventFire: a user event fired into this server's datacenter from another one. */
+export const eventFireMethod = "Internal.EventFire";
 
 /** Operator methods served over the server RPC (outside the typed KV/catalog contract). */
 export const operatorMethods = operatorRaftMethods;
@@ -89,6 +96,8 @@ export interface ServerNodeOptions {
   snapshotThreshold?: number;
   /** Entries kept behind a snapshot; default config.raftTrailingLogs (Consul raft_trailing_logs). */
   trailingLogs?: number;
+  /** TLS on server RPC (tls.internal_rpc); absent: plaintext. */
+  rpcTls?: RpcTls;
 }
 
 /** Consensus for the endpoints: the Raft node once it exists, "no leader" before. */
@@ -134,7 +143,7 @@ export class ServerNode {
   readonly #autopilotOps: AutopilotEndpoints;
   /** Autopilot: the leader duty runs it; the operator endpoints report its health. */
   readonly autopilot: Autopilot;
-  #lan: LanPoolLike | undefined;
+  #lan: (LanPoolLike & { userEvent?(name: string, payload: Uint8Array, coalesce: boolean): void }) | undefined;
   #wan: LanPoolLike | undefined;
   /** Servers of other datacenters, from the WAN pool: where a request for one goes. */
   readonly wanRoutes: WanRoutes;
@@ -202,7 +211,7 @@ export class ServerNode {
       wan: this.wanRoutes,
     });
     // Calls from other agents: answer here, or forward once to the leader (the caller retries).
-    const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods)];
+    const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods), coordinateListDatacentersMethod, eventFireMethod];
     for (const m of methods) this.rpcServer.handle(m, (body, ctx) => this.router.serve(m, body, { signal: ctx.signal }));
     this.#operator = raftOperatorEndpoints({
       raft: () => this.#consensus.node,
@@ -265,7 +274,7 @@ export class ServerNode {
   }
 
   /** Follow the LAN pool: bootstrap-expect, and (on the leader) add/remove servers as gossip sees them. */
-  attachLan(lan: LanPoolLike): void {
+  attachLan(lan: LanPoolLike & { userEvent?(name: string, payload: Uint8Array, coalesce: boolean): void }): void {
     this.#lan = lan;
     this.#unsubscribe = lan.onMemberEvent(() => this.#onMembership());
     this.#onMembership();
@@ -382,8 +391,24 @@ export class ServerNode {
   // ---------------------------------------------------------------- operator
 
   #handleLocal(method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> {
+    if (method === eventFireMethod) return Promise.resolve().then(() => this.#fireEvent(args));
+    if (method === coordinateListDatacentersMethod) {
+      const wan = this.#wan;
+      return Promise.resolve(wan?.coordinates ? wanDatacenterMaps({ members: () => wan.members() as PoolMember[], coordinates: () => wan.coordinates!() }, { node: this.#o.config.nodeName, datacenter: this.#o.config.datacenter }) : []);
+    }
     return callRaftOperator(this.#operator, method, args, this.#autopilotOps)
       ?? (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
+  }
+
+  /** Internal.EventFire: a user event for this datacenter, from another one; gossip takes it from here. */
+  #fireEvent(args: unknown): Record<string, never> {
+    const a = (typeof args === "object" && args !== null ? args : {}) as { name?: unknown; payload?: unknown };
+    if (typeof a.name !== "string" || a.name === "") throw new BadRequestError("User event missing name");
+    if (!(a.payload instanceof Uint8Array)) throw new BadRequestError("Invalid arguments to \"Internal.EventFire\": \"payload\" must be bytes");
+    const lan = this.#lan;
+    if (!lan?.userEvent) throw new CairnError("no_lan", "This server has no LAN pool to fire the event into");
+    lan.userEvent(`${userEventPrefix}${a.name}`, a.payload, false);
+    return {};
   }
 
   /** Server ID → node name, from the LAN pool. */
@@ -500,7 +525,7 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
   await recoverFromPeersJson(raftDir, stores, logger.named("raft"));
   let rpcServer: RpcServer;
   try {
-    rpcServer = await createRpcServer({ host: config.bindAddr, port: config.ports.server, logger: logger.named("rpc") });
+    rpcServer = await createRpcServer({ host: config.bindAddr, port: config.ports.server, logger: logger.named("rpc"), ...(o.rpcTls ? { tls: o.rpcTls.server } : {}) });
   } catch (err) {
     await stores.log.close();
     await stores.stable.close();
@@ -509,7 +534,7 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
   }
   const host = o.advertiseAddr || config.advertiseAddr || (config.bindAddr === "0.0.0.0" ? "127.0.0.1" : config.bindAddr);
   const rpcAddr = `${host.includes(":") ? `[${host}]` : host}:${rpcServer.port}`;
-  const pool = new RpcClientPool({ logger: logger.named("rpc.pool"), localAddress: config.bindAddr });
+  const pool = new RpcClientPool({ logger: logger.named("rpc.pool"), localAddress: config.bindAddr, ...(o.rpcTls ? { tls: o.rpcTls.client } : {}) });
   const transport = new TcpRaftTransport({ server: rpcServer, pool, logger: logger.named("raft.transport"), localAddress: rpcAddr });
   const node = new ServerNode(o, { fsm: new Fsm({ logger: logger.named("fsm") }), consensus: new RaftConsensus(), rpcServer, pool, transport, stores, rpcAddr });
 
@@ -646,8 +671,8 @@ export async function readOrCreateNodeId(dataDir: string): Promise<string> {
  * (`role=consul`, same datacenter, alive), another one when it fails, and is
  * held up to `limits.rpcHoldTimeoutMs` while there is no leader or no server.
  */
-export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng; logger: Logger; lan: () => LanPoolLike | undefined }): { router: RpcRouter; close(): void } {
-  const pool = new RpcClientPool({ logger: o.logger.named("rpc.pool"), localAddress: o.config.bindAddr });
+export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng; logger: Logger; lan: () => LanPoolLike | undefined; rpcTls?: RpcTls }): { router: RpcRouter; close(): void } {
+  const pool = new RpcClientPool({ logger: o.logger.named("rpc.pool"), localAddress: o.config.bindAddr, ...(o.rpcTls ? { tls: o.rpcTls.client } : {}) });
   const router = new RpcRouter({
     remote: pool,
     servers: () => {

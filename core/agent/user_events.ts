@@ -103,6 +103,21 @@ function plainEventId(e: PoolUserEvent): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/** A new event from fire parameters, checked as Consul's validateUserEventParams (LTime 0: gossip stamps it). */
+function newUserEvent(params: FireParams): UserEvent {
+  validateFireParams(params);
+  return {
+    id: randomUUID(),
+    name: params.name,
+    payload: params.payload,
+    nodeFilter: params.nodeFilter ?? "",
+    serviceFilter: params.serviceFilter ?? "",
+    tagFilter: params.tagFilter ?? "",
+    version: userEventVersion,
+    lTime: 0,
+  };
+}
+
 export interface LocalServiceLike {
   service: string;
   tags: readonly string[];
@@ -118,9 +133,19 @@ export class UserEventStore {
   #clock: Clock;
   #log: Logger;
   #unsubscribe: () => void;
+  #remote: ((datacenter: string, name: string, payload: Uint8Array) => Promise<unknown>) | undefined;
   dropped = 0;
 
-  constructor(options: { pool: GossipPool; nodeName: string; localServices: () => LocalServiceLike[]; clock: Clock; logger: Logger }) {
+  constructor(options: {
+    pool: GossipPool;
+    nodeName: string;
+    localServices: () => LocalServiceLike[];
+    clock: Clock;
+    logger: Logger;
+    /** Fire into another datacenter: Consul's Internal.EventFire RPC, answered by a server there. */
+    remote?: (datacenter: string, name: string, payload: Uint8Array) => Promise<unknown>;
+  }) {
+    this.#remote = options.remote;
     this.#pool = options.pool;
     this.#nodeName = options.nodeName;
     this.#services = options.localServices;
@@ -131,22 +156,20 @@ export class UserEventStore {
 
   /** Fire an event into the LAN pool; returns it as /v1/event/fire answers (LTime 0). */
   fire(params: FireParams): UserEvent {
-    validateFireParams(params);
-    const event: UserEvent = {
-      id: randomUUID(),
-      name: params.name,
-      payload: params.payload,
-      nodeFilter: params.nodeFilter ?? "",
-      serviceFilter: params.serviceFilter ?? "",
-      tagFilter: params.tagFilter ?? "",
-      version: userEventVersion,
-      lTime: 0,
-    };
+    const event = newUserEvent(params);
     try {
       this.#pool.userEvent(`${userEventPrefix}${params.name}`, encodeUserEvent(event), false);
     } catch (err) {
       throw new UserEventError(err instanceof Error ? err.message : String(err));
     }
+    return event;
+  }
+
+  /** Fire an event into another datacenter's LAN pool, through a server there (consul agent.UserEvent with a dc). */
+  async fireIn(datacenter: string, params: FireParams): Promise<UserEvent> {
+    const event = newUserEvent(params);
+    if (!this.#remote) throw new UserEventError(`Cannot fire an event in datacenter "${datacenter}": this agent cannot reach other datacenters`);
+    await this.#remote(datacenter, params.name, encodeUserEvent(event));
     return event;
   }
 

@@ -71,6 +71,15 @@ export class FakeUserEvents implements UserEventsBackend {
     return e;
   }
 
+  /** Events fired into other datacenters, with the datacenter. */
+  firedIn: Array<{ datacenter: string; event: UserEvent }> = [];
+
+  async fireIn(datacenter: string, params: { name: string; payload: Uint8Array | null; nodeFilter?: string; serviceFilter?: string; tagFilter?: string }): Promise<UserEvent> {
+    const event = this.fire(params);
+    this.firedIn.push({ datacenter, event });
+    return event;
+  }
+
   deliver(name: string, payload: Uint8Array | null = null): UserEvent {
     const e = this.#event(name, payload);
     this.events.push(e);

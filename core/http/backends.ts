@@ -171,6 +171,8 @@ export interface UserEvent {
 export interface UserEventsBackend {
   /** Fire into the LAN pool; a bad name or filter is a BadRequestError. */
   fire(params: { name: string; payload: Uint8Array | null; nodeFilter?: string; serviceFilter?: string; tagFilter?: string }): UserEvent;
+  /** Fire into another datacenter's LAN pool, through a server there (`?dc`). */
+  fireIn(datacenter: string, params: { name: string; payload: Uint8Array | null; nodeFilter?: string; serviceFilter?: string; tagFilter?: string }): Promise<UserEvent>;
   /** The events this agent kept, oldest first. */
   list(): UserEvent[];
   /** Wait until `changed()` holds after a new event, at most timeoutMs (or until abort). */

@@ -7,7 +7,10 @@
 import { BadRequestError } from "../errors.ts";
 import type { Coordinate } from "../gossip/coordinate.ts";
 import type { CoordinateEntry, Rpc, VivaldiCoord } from "../rpc/mod.ts";
-import type { GossipBackend } from "./backends.ts";
+import type { GossipBackend, GossipPoolBackend } from "./backends.ts";
+import { distanceSeconds } from "../gossip/coordinate.ts";
+import type { OperatorRaftRpc } from "../rpc/methods.ts";
+import { datacentersByDistance } from "../rpc/wan_routes.ts";
 import { parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
 import { callOptions, field, isJsonObject, parseJsonBody, pathTail, readResponse } from "./catalog.ts";
 import { jsonResponse, wantsPretty, type Handler, type HttpRequest } from "./types.ts";
@@ -83,25 +86,46 @@ export function coordinateUpdateHandler(deps: { rpc: Rpc }): Handler {
   };
 }
 
-/** GET /v1/coordinate/datacenters: WAN coordinates by datacenter (none on a client). */
-export function coordinateDatacentersHandler(deps: { gossip: GossipBackend }): Handler {
+/** The RPC a client agent sends /v1/coordinate/datacenters to (a server answers from its WAN pool). */
+export const coordinateListDatacentersMethod = "Coordinate.ListDatacenters";
+
+/**
+ * WAN coordinates by datacenter (consul Coordinate.ListDatacenters): ours
+ * first, then by median round trip from `self` (this server's WAN member,
+ * `<node>.<dc>`), then by name; nodes by name within each.
+ */
+export function wanDatacenterMaps(
+  wan: Pick<GossipPoolBackend, "members" | "coordinates">,
+  self: { node: string; datacenter: string },
+): Array<{ Datacenter: string; AreaID: string; Coordinates: Array<{ Node: string; Coord: Record<string, unknown> }> }> {
+  const members = wan.members();
+  const dcOf = new Map(members.map((m) => [m.name, m.tags.dc ?? ""]));
+  const coords = new Map(wan.coordinates().map((c) => [c.node, c.coord]));
+  const mine = coords.get(`${self.node}.${self.datacenter}`);
+  const byDc = new Map<string, Array<{ Node: string; Coord: Record<string, unknown> }>>();
+  for (const [node, coord] of coords) {
+    const dc = dcOf.get(node) ?? "";
+    if (dc === "") continue;
+    const list = byDc.get(dc) ?? [];
+    list.push({ Node: node, Coord: coordJson(coord) });
+    byDc.set(dc, list);
+  }
+  const order = datacentersByDistance(self.datacenter, members.map((m) => ({ name: m.name, datacenter: m.tags.dc ?? "" })), (node) => {
+    const c = coords.get(node);
+    return mine && c && c.vec.length === mine.vec.length ? distanceSeconds(mine, c) * 1_000 : undefined;
+  });
+  return order.filter((dc) => byDc.has(dc)).map((dc) => ({
+    Datacenter: dc,
+    AreaID: "wan",
+    Coordinates: byDc.get(dc)!.sort((a, b) => (a.Node < b.Node ? -1 : a.Node > b.Node ? 1 : 0)),
+  }));
+}
+
+/** GET /v1/coordinate/datacenters: from this agent's WAN pool (servers, -dev), or asked of a server (clients). */
+export function coordinateDatacentersHandler(deps: { gossip: GossipBackend; operator: OperatorRaftRpc; self: { node: string; datacenter: string } }): Handler {
   return async (req) => {
     const wan = deps.gossip.wan;
-    if (!wan) return jsonResponse([], { pretty: wantsPretty(req) });
-    const dcOf = new Map(wan.members().map((m) => [m.name, m.tags.dc ?? ""]));
-    const byDc = new Map<string, Array<{ Node: string; Coord: Record<string, unknown> }>>();
-    for (const { node, coord } of wan.coordinates()) {
-      const dc = dcOf.get(node) ?? "";
-      if (dc === "") continue;
-      const list = byDc.get(dc) ?? [];
-      list.push({ Node: node, Coord: coordJson(coord) });
-      byDc.set(dc, list);
-    }
-    const out = [...byDc].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([dc, coords]) => ({
-      Datacenter: dc,
-      AreaID: "wan",
-      Coordinates: coords.sort((a, b) => (a.Node < b.Node ? -1 : 1)),
-    }));
+    const out = wan ? wanDatacenterMaps(wan, deps.self) : await deps.operator.callRaw(coordinateListDatacentersMethod, {}, callOptions(req));
     return jsonResponse(out, { pretty: wantsPretty(req) });
   };
 }

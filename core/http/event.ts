@@ -4,7 +4,7 @@
 import { BadRequestError } from "../errors.ts";
 import type { UserEvent, UserEventsBackend } from "./backends.ts";
 import { encodeBase64 } from "./base64.ts";
-import { clampWaitMs, parseGoDuration } from "./blocking.ts";
+import { clampWaitMs, parseDatacenter, parseGoDuration } from "./blocking.ts";
 import { jsonResponse, wantsPretty, type Handler } from "./types.ts";
 
 /** Consul's uuidToUint64: the X-Consul-Index of an event list, as a decimal string. */
@@ -33,18 +33,24 @@ export function userEventJson(e: UserEvent): Record<string, unknown> {
 
 export const eventFirePrefix = "/v1/event/fire/";
 
-/** PUT /v1/event/fire/<name>[?node=&service=&tag=], the body is the payload; bad filters are the store's BadRequestError. */
-export function eventFireHandler(deps: { events: UserEventsBackend }): Handler {
+/**
+ * PUT /v1/event/fire/<name>[?node=&service=&tag=&dc=], the body is the
+ * payload; bad filters are the store's BadRequestError. `?dc` naming another
+ * datacenter fires it there, through a server of that datacenter.
+ */
+export function eventFireHandler(deps: { events: UserEventsBackend; datacenter: string }): Handler {
   return async (req) => {
     const name = req.path.slice(eventFirePrefix.length);
     if (name === "") throw new BadRequestError("Missing name");
-    const e = deps.events.fire({
+    const params = {
       name,
       payload: req.body.length > 0 ? req.body.slice() : null,
       nodeFilter: req.query.get("node") ?? "",
       serviceFilter: req.query.get("service") ?? "",
       tagFilter: req.query.get("tag") ?? "",
-    });
+    };
+    const dc = parseDatacenter(req);
+    const e = dc !== "" && dc !== deps.datacenter ? await deps.events.fireIn(dc, params) : deps.events.fire(params);
     return jsonResponse(userEventJson(e), { pretty: wantsPretty(req) });
   };
 }

@@ -152,11 +152,11 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/session/list", methods: GET, handler: sessionListHandler({ rpc }), authz: on("session", "list") },
 
     // Coordinates (nodes: the catalog's; datacenters: this server's WAN pool) and user events (gossip).
-    { pattern: "/v1/coordinate/datacenters", methods: GET, handler: coordinateDatacentersHandler({ gossip }), authz: none },
+    { pattern: "/v1/coordinate/datacenters", methods: GET, handler: coordinateDatacentersHandler({ gossip, operator, self: { node: agent.nodeName, datacenter: agent.datacenter } }), authz: none },
     { pattern: "/v1/coordinate/nodes", methods: GET, handler: coordinateNodesHandler({ rpc }), authz: on("node", "list") },
     { pattern: "/v1/coordinate/node/", methods: GET, handler: coordinateNodeHandler({ rpc }), authz: onPath("node", "read") },
     { pattern: "/v1/coordinate/update", methods: PUT, handler: coordinateUpdateHandler({ rpc }), authz: on("node", "write") },
-    { pattern: "/v1/event/fire/", methods: PUT, handler: eventFireHandler({ events }), authz: onPath("event", "write") },
+    { pattern: "/v1/event/fire/", methods: PUT, handler: eventFireHandler({ events, datacenter: agent.datacenter }), authz: onPath("event", "write") },
     { pattern: "/v1/event/list", methods: GET, handler: eventListHandler({ events }), authz: on("event", "list") },
 
     // KV and transactions.

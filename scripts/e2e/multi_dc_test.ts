@@ -87,7 +87,7 @@ export async function startTwoDcs(): Promise<TwoDcs> {
   };
 }
 
-test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions, blocking query, DNS, prepared-query failover; a dead datacenter fails fast and comes back", { timeout: 300_000 }, async () => {
+test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions, blocking query, DNS, prepared-query failover, the other endpoints and -datacenter; a dead datacenter fails fast and comes back", { timeout: 300_000 }, async () => {
   const t = await startTwoDcs();
   const { dc1, dc2, c1, c2 } = t;
   try {
@@ -195,7 +195,38 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
     assert.deepEqual([remoteRun.Datacenter, remoteRun.Failovers, remoteRun.Nodes.length], ["dc2", 0, 1]);
     assert.deepEqual(await resolver.resolve4("web-dc2.query.dc2.consul"), ["127.0.0.1"]);
 
-    // 9. Every server of dc2 killed: requests for dc2 fail fast, local ones are unaffected.
+    // 9. The other endpoints and the CLI's -datacenter: txn, status, coordinates, operator raft, events, snapshots.
+    const txn = await req(`${c1.http}/v1/txn?dc=dc2`, { method: "PUT", body: JSON.stringify([{ KV: { Verb: "get", Key: "cross/key" } }]) });
+    assert.equal(txn.status, 200, txn.text);
+    assert.equal(Buffer.from((JSON.parse(txn.text) as { Results: Array<{ KV: { Value: string } }> }).Results[0]!.KV.Value, "base64").toString(), "in-dc2");
+    assert.equal(await json<string>(`${c1.http}/v1/status/leader?dc=dc2`), dc2.rpcAddr(dc2.servers[0]!));
+    assert.deepEqual(await json<string[]>(`${c1.http}/v1/status/peers?dc=dc2`), [dc2.rpcAddr(dc2.servers[0]!)]);
+    assert.equal((await req(`${c1.http}/v1/coordinate/nodes?dc=dc2`)).status, 200);
+    // Coordinates appear as WAN probes measure them; the order is ours first.
+    const coordDcs = async (a: Agent) => (await json<Array<{ Datacenter: string; Coordinates: unknown[] }>>(`${a.http}/v1/coordinate/datacenters`)).filter((d) => d.Coordinates.length > 0).map((d) => d.Datacenter);
+    const seen1 = await until(async () => { const l = await coordDcs(c1); return l.length === 2 ? l : undefined; }, "WAN coordinates of both datacenters, through c1", { timeoutMs: 60_000 });
+    assert.deepEqual(seen1, ["dc1", "dc2"], "a client asks a server; ours first");
+    const seen2 = await until(async () => { const l = await coordDcs(c2); return l.length === 2 ? l : undefined; }, "WAN coordinates of both datacenters, through c2", { timeoutMs: 60_000 });
+    assert.deepEqual(seen2, ["dc2", "dc1"]);
+    const dcList = await cairn(["catalog", "datacenters", `-http-addr=${c2.httpAddr}`]);
+    assert.deepEqual(dcList.stdout.trim().split("\n"), ["dc2", "dc1"]);
+    const cliNodes = await cairn(["catalog", "nodes", `-http-addr=${c1.httpAddr}`, "-datacenter=dc2"]);
+    assert.equal(cliNodes.code, 0, cliNodes.stderr);
+    assert.match(cliNodes.stdout, /^c2\s/m);
+    assert.doesNotMatch(cliNodes.stdout, /^c1\s/m);
+    const peers = await cairn(["operator", "raft", "list-peers", `-http-addr=${c1.httpAddr}`, "-datacenter=dc2"]);
+    assert.equal(peers.code, 0, peers.stderr);
+    assert.deepEqual(peers.stdout.trim().split("\n").slice(1).map((l) => l.split(/\s+/)[0]), ["s1"], "dc2's one server");
+    assert.match(peers.stdout, new RegExp(dc2.rpcAddr(dc2.servers[0]!).replace(/\./g, "\\.")));
+    const fired = await cairn(["event", `-http-addr=${c1.httpAddr}`, "-datacenter=dc2", "-name=deploy-dc2", "payload"]);
+    assert.equal(fired.code, 0, fired.stderr);
+    await until(async () => (await json<Array<{ Name: string }>>(`${c2.http}/v1/event/list?name=deploy-dc2`)).length === 1, "the event reaches dc2's client", { timeoutMs: 15_000 });
+    assert.deepEqual(await json<unknown[]>(`${c1.http}/v1/event/list?name=deploy-dc2`), [], "not fired in dc1");
+    const snap = await fetch(`${c1.http}/v1/snapshot?dc=dc2`, { signal: AbortSignal.timeout(30_000) });
+    assert.equal(snap.status, 200, await snap.clone().text());
+    assert.ok((await snap.arrayBuffer()).byteLength > 0);
+
+    // 10. Every server of dc2 killed: requests for dc2 fail fast, local ones are unaffected.
     await dc2.kill(dc2.servers[0]!);
     const failFast = async (): Promise<Reply> => {
       const t0 = performance.now();
@@ -221,7 +252,7 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
     assert.match(failed.text, /^Remote DC has no server currently reachable/);
     assert.deepEqual(await json<string[]>(`${c1.http}/v1/catalog/datacenters`), ["dc1", "dc2"], "still a known datacenter");
 
-    // 10. dc2's server restarted (same data dir, same ports): it rejoins the WAN pool by itself.
+    // 11. dc2's server restarted (same data dir, same ports): it rejoins the WAN pool by itself.
     dc2.start(dc2.servers[0]!);
     await until(async () => {
       const r = await req(`${c1.http}/v1/kv/cross/key?dc=dc2&raw`, { signal: AbortSignal.timeout(5_000) });
