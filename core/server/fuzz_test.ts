@@ -57,6 +57,15 @@ function corpus(archive: Uint8Array): { [M in RpcMethod]: RpcMethods[M]["args"][
       { ops: [{ kv: { verb: "set", key: "t/a", value: bytes("v"), flags: 1 } }, { kv: { verb: "get", key: "app/a" } }] },
       { ops: [{ kv: { verb: "check-index", key: "app/a", index: 1 } }, { kv: { verb: "delete", key: "t/a" } }], query: q },
       { ops: [{ kv: { verb: "get-tree", key: "app/" } }], query: q },
+      {
+        ops: [
+          { node: { verb: "set", node: { node: "t1", address: "10.0.0.7", meta: { a: "b" } } } },
+          { service: { verb: "cas", node: "t1", service: { service: "db", id: "db1", port: 5432, modifyIndex: 0 } } },
+          { check: { verb: "set", check: { node: "t1", checkId: "c1", name: "c1", status: "passing", serviceId: "db1" } } },
+          { node: { verb: "delete-cas", node: { node: "n1", modifyIndex: 3 } } },
+        ],
+      },
+      { ops: [{ node: { verb: "get", node: { node: "n1" } } }, { service: { verb: "get", node: "n1", service: { service: "web", id: "web-1" } } }, { check: { verb: "get", check: { node: "n1", checkId: "c0" } } }], query: q },
     ],
     "Status.Leader": [{}],
     "Status.Peers": [{ datacenter: "dc1" }],
