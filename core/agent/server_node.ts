@@ -17,6 +17,7 @@ import type { Logger } from "../log/logger.ts";
 import { createRaftNode, type RaftNode } from "../raft/driver.ts";
 import { FileLogStore } from "../raft/log_store_file_node.ts";
 import { FileSnapshotStore } from "../raft/snapshot_store_file_node.ts";
+import type { SnapshotStore } from "../raft/types.ts";
 import { FileStableStore } from "../raft/stable_store_file_node.ts";
 import type { Configuration } from "../raft/types.ts";
 import { operatorRaftMethods, type OperatorRaftRpc as OperatorRaftBackend } from "../rpc/methods.ts";
@@ -123,6 +124,20 @@ class RaftConsensus implements Consensus {
   readBarrier(options?: { signal?: AbortSignal }): Promise<void> {
     if (!this.node) return Promise.reject(new NoLeaderError());
     return this.node.readBarrier(options);
+  }
+  // Snapshot restores (core/server/snapshot.ts SnapshotInstaller) and the archive's term.
+  get address(): string | undefined {
+    return this.node?.address;
+  }
+  get snapshotStore(): SnapshotStore | undefined {
+    return this.node?.snapshotStore;
+  }
+  get core(): RaftNode["core"] | undefined {
+    return this.node?.core;
+  }
+  restoreUserSnapshot(options: Parameters<RaftNode["restoreUserSnapshot"]>[0]): ReturnType<RaftNode["restoreUserSnapshot"]> {
+    if (!this.node) return Promise.reject(new NoLeaderError());
+    return this.node.restoreUserSnapshot(options);
   }
 }
 
@@ -304,7 +319,8 @@ export class ServerNode {
       raftMultiplier: config.performance.raftMultiplier,
       snapshotThreshold: this.#o.snapshotThreshold ?? config.raftSnapshotThreshold,
       snapshotIntervalMs: config.raftSnapshotIntervalMs,
-      raft: { trailingLogs: this.#o.trailingLogs ?? config.raftTrailingLogs },
+      // InstallSnapshot chunks of 4 MiB (a frame holds 16): a big snapshot is not thousands of round trips.
+      raft: { trailingLogs: this.#o.trailingLogs ?? config.raftTrailingLogs, snapshotChunkBytes: 4 * 1024 * 1024 },
     });
     if (this.#stopped) {
       await node.stop();

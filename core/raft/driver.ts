@@ -162,6 +162,10 @@ export class RaftNode implements Consensus {
   /** The last of the leader's own log writes still running (asyncLeaderAppend). */
   #leaderAppends: Promise<void> = Promise.resolve();
   #backgroundWrites = 0;
+  /** A snapshot being written in the background (one at a time). */
+  #snapshotWrite: Promise<void> | undefined;
+  /** A background snapshot let the core compact: drop those entries from the log store at the pump's next turn. */
+  #compactDue = false;
   /** The snapshot the core knows, open for reading chunks to send. */
   #source: SnapshotSource | undefined;
   /** An InstallSnapshot being received (streamSnapshots). */
@@ -485,6 +489,8 @@ export class RaftNode implements Consensus {
   async idle(): Promise<void> {
     await this.#pumpDone;
     await this.#leaderAppends;
+    await this.#snapshotWrite;
+    await this.#pumpDone;
   }
 
   // -------------------------------------------------------------------------
@@ -550,7 +556,7 @@ export class RaftNode implements Consensus {
   }
 
   #schedule(): void {
-    if (this.#pumping || this.#stopped || this.#paused || !(this.core.hasReady() || this.#snapshotDue)) return;
+    if (this.#pumping || this.#stopped || this.#paused || !(this.core.hasReady() || this.#snapshotDue || this.#compactDue)) return;
     this.#pumping = true;
     this.#pumpDone = this.#pump().finally(() => {
       this.#pumping = false;
@@ -561,7 +567,11 @@ export class RaftNode implements Consensus {
 
   async #pump(): Promise<void> {
     try {
-      while (!this.#stopped && !this.#paused && (this.core.hasReady() || this.#snapshotDue)) {
+      while (!this.#stopped && !this.#paused && (this.core.hasReady() || this.#snapshotDue || this.#compactDue)) {
+        if (this.#compactDue) {
+          this.#compactDue = false;
+          await this.#compactLog();
+        }
         // New entries wait while our previous write runs, so that under load
         // they go out (and to followers' disks) in one larger Ready, as when
         // every write was waited for. An idle leader's Ready that only
@@ -787,13 +797,36 @@ export class RaftNode implements Consensus {
   }
 
   async #takeSnapshot(): Promise<void> {
+    if (this.#snapshotWrite) return;
     const index = this.#applied;
     const term = this.core.termAt(index);
     if (term === undefined) return;
-    // Written chunk by chunk from a point-in-time capture: a state of any
-    // size is never held as one buffer.
     const fsm = this.#o.fsm;
-    const chunks = fsm.snapshotStream ? fsm.snapshotStream() : [await fsm.snapshot()];
+    if (fsm.snapshotStream) {
+      // The state is captured now, at `index` (cheap for the state store:
+      // its rows are frozen), and written in the background while the log
+      // goes on: writing a big state must not hold back heartbeats.
+      const chunks = fsm.snapshotStream();
+      const configuration = this.core.configurationAt(index);
+      const previous = this.#lastSnapshotIndex;
+      this.#lastSnapshotIndex = index;
+      this.#snapshotWrite = this.#writeSnapshot(index, term, configuration, chunks)
+        .catch((err: unknown) => {
+          this.#lastSnapshotIndex = previous;
+          this.#log.error("snapshot failed; will retry", { index, error: errorMessage(err) });
+        })
+        .finally(() => {
+          this.#snapshotWrite = undefined;
+          this.#schedule();
+        });
+      return;
+    }
+    const chunks = [await fsm.snapshot()];
+    await this.#writeSnapshot(index, term, this.core.configurationAt(index), chunks);
+  }
+
+  /** Write a captured state as the snapshot at `index`, then tell the core (which may then compact the log). */
+  async #writeSnapshot(index: number, term: number, configuration: Configuration, chunks: Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<void> {
     const sink = this.#o.snapshotStore.begin();
     let meta: SnapshotMeta;
     try {
@@ -802,7 +835,7 @@ export class RaftNode implements Consensus {
         await sink.cancel();
         return;
       }
-      meta = await sink.finish({ index, term, configuration: this.core.configurationAt(index), sizeBytes: sink.written });
+      meta = await sink.finish({ index, term, configuration, sizeBytes: sink.written });
     } catch (err) {
       await sink.cancel().catch(() => {});
       throw err;
@@ -812,6 +845,7 @@ export class RaftNode implements Consensus {
     this.#lastSnapshotIndex = index;
     if (r.ok) {
       await this.#useSource(meta);
+      this.#compactDue = true;
       this.stats.snapshotsTaken++;
       this.#log.info("snapshot taken", { index, term, sizeBytes: meta.sizeBytes });
     } else {

@@ -1,7 +1,8 @@
 // End-to-end: `cairn snapshot save` through a follower (forwarded to the
 // leader), more writes, `cairn snapshot restore`: every server of a
 // three-server cluster answers with the saved state, and it survives a
-// kill -9 and restart of a server (the Restore entry is in the Raft log).
+// kill -9 and restart of a server (the restore is a Raft snapshot on every
+// server's disk; snapshot_large_test.ts does the same with 200 MiB).
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -44,7 +45,7 @@ test("three servers: snapshot save via a follower, restore, every server and a r
     await waitFor(async () => JSON.stringify(await staleKeys(c, s)) === JSON.stringify(["app/one", "app/two"]), { timeoutMs: 10_000, what: `the restored keys on ${s.name}` });
   }
 
-  // The restore is in the log: a server killed and restarted replays it.
+  // The restore is a stored Raft snapshot: a server killed and restarted starts from it.
   await c.kill(follower, "SIGKILL");
   c.start(follower);
   await waitFor(async () => JSON.stringify(await staleKeys(c, follower)) === JSON.stringify(["app/one", "app/two"]), { timeoutMs: 30_000, what: "the restored keys after a restart" });
