@@ -85,8 +85,8 @@ interface Ask {
   timeoutMs: number;
 }
 
-async function getJson<T>(a: Ask, path: string, params?: Record<string, string | boolean>): Promise<T> {
-  const r = await a.client.request({ method: "GET", path, params, query: { signal: AbortSignal.timeout(a.timeoutMs) } });
+async function getJson<T>(a: Ask, path: string, params?: Record<string, string | boolean>, accept?: number[]): Promise<T> {
+  const r = await a.client.request({ method: "GET", path, params, accept, query: { signal: AbortSignal.timeout(a.timeoutMs) } });
   return JSON.parse(r.text) as T;
 }
 
@@ -194,7 +194,7 @@ export async function gatherFacts(o: { client: ApiClient; token: string; fetch?:
 
   const [raft, autopilot, keyring, wan, servers] = await Promise.all([
     attempt(() => getJson<{ Servers?: Record<string, unknown>[] }>(entryAsk, "/v1/operator/raft/configuration", noLeader ? { stale: true } : undefined)),
-    noLeader ? Promise.resolve({}) : attempt(() => getJson<{ Healthy: boolean; FailureTolerance: number; Servers?: Record<string, unknown>[] }>(entryAsk, "/v1/operator/autopilot/health")),
+    noLeader ? Promise.resolve({}) : attempt(() => getJson<{ Healthy: boolean; FailureTolerance: number; Servers?: Record<string, unknown>[] }>(entryAsk, "/v1/operator/autopilot/health", undefined, [429])), // 429: unhealthy, the same body
     attempt(() => getJson<Record<string, unknown>[]>({ ...entryAsk, timeoutMs: Math.max(o.timeoutMs, 10_000) }, "/v1/operator/keyring")),
     server ? attempt(() => getJson<unknown>(entryAsk, "/v1/agent/members", { wan: true })) : Promise.resolve({}),
     Promise.all(serverViews),

@@ -2,7 +2,7 @@
 // scenario per finding it claims to see on a live cluster: a healthy
 // 3-server cluster (exit 0), a killed server, a lost quorum, a failing and a
 // flapping check, an agent joining with another gossip key, a live server
-// removed from Raft, a nearly full data dir disk (the threshold lowered to
+// removed from Raft, a paused follower autopilot finds unhealthy, a nearly full data dir disk (the threshold lowered to
 // what the disk has), and no agent to ask (exit 2).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -158,6 +158,38 @@ test("doctor: a live server removed from Raft is in gossip but not in Raft", asy
   }
   assert.equal(seen, 1, "the doctor never read a configuration without the removed server");
   await waitFor(inRaft, { timeoutMs: 30_000, what: `${victim.name} back in Raft` });
+});
+
+test("doctor: a paused follower trails the leader (autopilot unhealthy) before gossip marks it failed", async (t) => {
+  const leader = await waitForLeader(c, c.servers);
+  const victim = c.servers.find((s) => s !== leader)!;
+  type Health = { Healthy: boolean; Servers: { Name: string; Healthy: boolean; SerfStatus: string; Voter: boolean }[] };
+  const health = async () => (await (await fetch(c.url(leader, "/v1/operator/autopilot/health"))).json()) as Health;
+  await waitFor(async () => {
+    const h = await health();
+    return h.Healthy && h.Servers.length === 3 && h.Servers.every((s) => s.Voter);
+  }, { timeoutMs: 60_000, what: "3 healthy voters again" });
+  process.kill(victim.proc!.pid, "SIGSTOP");
+  let result: Awaited<ReturnType<typeof doctor>> | undefined;
+  try {
+    // Unhealthy once the leader has not heard from it for last_contact_threshold (200 ms); gossip takes seconds to fail it.
+    await waitFor(async () => (await health()).Servers.some((s) => s.Name === victim.name && !s.Healthy && s.SerfStatus === "alive"), { timeoutMs: 10_000, what: `${victim.name} unhealthy and still alive in gossip` });
+    result = await doctor(addr(leader), ["-sample=0", "-timeout=1s"]);
+  } finally {
+    process.kill(victim.proc!.pid, "SIGCONT");
+  }
+  const { code, report } = result;
+  assert.equal(code, 1, describe(report));
+  const x = report.Findings.find((f) => f.id === "server-unhealthy" || f.id === "server-failed");
+  assert.ok(x, describe(report));
+  // The doctor reads autopilot after the wait above; if gossip failed the server in between, that finding names it instead.
+  assert.ok(x.title.includes(victim.name), describe(report));
+  t.diagnostic(`finding: ${x.id}`);
+  if (x.id === "server-unhealthy") assert.match(x.evidence[0]!, new RegExp(`${victim.name} Healthy=false, LastContact=[\\d.]+m?s, LastIndex=\\d+ \\(leader ${leader.name} at \\d+`));
+  await waitFor(async () => {
+    const h = await health();
+    return h.Healthy && h.Servers.length === 3;
+  }, { timeoutMs: 60_000, what: `${victim.name} healthy again` });
 });
 
 test("doctor: a killed server is found failed in gossip, with the evidence and the fix", async () => {
