@@ -84,7 +84,8 @@ export function reloadedServerContext(t: EffectiveTls, label: string): SecureCon
  */
 export function tlsClientOptions(t: EffectiveTls, label: string, serverName: string | undefined): TlsClientOptions {
   const { ca, cert, key } = secureContext(t, label);
-  const checkName = t.verifyServerHostname && serverName !== undefined;
+  // With verify_server_hostname the caller gives the name (here, or per connection as `servername`).
+  const checkName = t.verifyServerHostname;
   return {
     ...(ca ? { ca } : {}),
     ...(cert ? { cert } : {}),
@@ -92,7 +93,7 @@ export function tlsClientOptions(t: EffectiveTls, label: string, serverName: str
     minVersion: t.minVersion,
     ...(t.ciphers ? { ciphers: t.ciphers } : {}),
     rejectUnauthorized: t.verifyOutgoing,
-    ...(checkName ? { servername: serverName } : {}),
+    ...(serverName !== undefined ? { servername: serverName } : {}),
     // Without verify_server_hostname the chain is checked but not the name (consul: verify_outgoing alone).
     ...(checkName ? {} : { checkServerIdentity: () => undefined }),
   };

@@ -6,6 +6,7 @@ import { validateConfig, type AgentConfig } from "../config/mod.ts";
 import { errorMessage } from "../errors.ts";
 import { effectiveTls } from "../config/tls.ts";
 import { tlsServerOptions } from "../tls_context_node.ts";
+import { RpcTls } from "./rpc_tls.ts";
 import { createRoutes, createHttpServer, type HttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
@@ -123,19 +124,21 @@ export async function startAgent(
     // Server mode: Raft + file stores + server RPC (core/agent/server_node.ts); -dev: the same Raft, one in-memory voter.
     let serverNode: Awaited<ReturnType<typeof startServerNode>> | undefined;
     let devServer: DevNode | undefined;
+    // tls.internal_rpc: certificates are read (and refused with the file named) before any listener opens.
+    const rpcTls = config.dev ? undefined : new RpcTls(config);
     if (config.dev) {
       const dev = await startDevNode({ config, nodeId, clock, rng: new Rng(seed), logger: logger.named("server"), coordinates: () => gossip.lan.coordinates() });
       closers.add("dev server", () => dev.stop());
       devServer = dev;
     } else if (config.server) {
-      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server") });
+      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server"), rpcTls });
       closers.add("server", () => server.stop());
       server.attachLan(gossip.lan);
       if (gossip.wan) server.attachWan(gossip.wan);
       serverNode = server;
     }
     const clientRpc = !config.dev && !config.server
-      ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan })
+      ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan, rpcTls })
       : undefined;
     if (clientRpc) closers.add("client rpc", () => clientRpc.close());
     const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : devServer!.router;
@@ -184,10 +187,9 @@ export async function startAgent(
       const problems = validateConfig(next);
       if (problems.length > 0) throw new Error(problems.map((e) => e.message).join("; "));
       // Certificates reload (consul tlsutil Configurator.Update): built first, so files that do not load change nothing.
-      if (httpsServers.length > 0) {
-        const options = tlsServerOptions(effectiveTls(next.tls, "https"), "https");
-        for (const server of httpsServers) server.setSecureContext?.(options);
-      }
+      const httpsOptions = httpsServers.length > 0 ? tlsServerOptions(effectiveTls(next.tls, "https"), "https") : undefined;
+      rpcTls?.reload(next);
+      if (httpsOptions) for (const server of httpsServers) server.setSecureContext?.(httpsOptions);
       await applyWatches(watches, next.watches);
       // Consul reloads log_level too.
       if (consoleSink) sink.add(consoleSink, next.logLevel);

@@ -19,6 +19,15 @@ import { Decoder, Encoder } from "@msgpack/msgpack";
 /** First byte of a cairn server RPC connection, protocol version 1. */
 export const rpcProtocolV1 = 0xca;
 
+/**
+ * First byte of a connection that wants TLS (as Consul's RPCTLS byte): the
+ * server answers with the same byte, then both run a TLS handshake on the
+ * socket and the protocol starts again inside it (rpcProtocolV1, frames).
+ * The answer keeps the client from sending its ClientHello before the
+ * server has handed the socket to TLS.
+ */
+export const rpcTlsMarker = 0xcb;
+
 /** Default largest frame body accepted (bytes). */
 export const defaultMaxFrameBytes = 16 * 1024 * 1024;
 

@@ -15,7 +15,7 @@ import { systemClock } from "../clock/system_clock.ts";
 import { errorMessage, RpcError, RpcTimeoutError, TooLargeError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Rpc, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "./methods.ts";
-import { defaultMaxFrameBytes, encodeFrame, FrameDecoder, FrameKind, rpcProtocolV1 } from "./frame.ts";
+import { defaultMaxFrameBytes, encodeFrame, FrameDecoder, FrameKind, rpcProtocolV1, rpcTlsMarker } from "./frame.ts";
 import type { Frame } from "./frame.ts";
 import { fromWireError, toWireError } from "./wire_error.ts";
 
@@ -50,6 +50,10 @@ export interface RpcServerStats {
   oversizedFrames: number;
   /** Connections closed because replies piled up unread. */
   slowConsumers: number;
+  /** Plaintext connections refused because verify_incoming is set. */
+  plaintextRefused: number;
+  /** TLS connections refused: no certificate here, or a failed handshake (no or a foreign client certificate). */
+  tlsRefused: number;
 }
 
 export interface RpcServer {
@@ -73,6 +77,15 @@ export interface RpcServerOptions {
   maxFrameBytes?: number;
   /** A connection whose unsent replies exceed this is closed (a client that does not read). Default 64 MiB. */
   maxQueuedBytes?: number;
+  /** TLS (tls.internal_rpc): read on every new connection, so a reload applies to the next one. */
+  tls?: () => RpcServerTls | undefined;
+}
+
+export interface RpcServerTls {
+  /** Certificate and CAs; undefined: no certificate, so TLS connections are refused. */
+  secureContext?: import("node:tls").SecureContext;
+  /** Refuse plaintext connections, and TLS ones without a client certificate from the CA. */
+  verifyIncoming: boolean;
 }
 
 /** Splits "host:port" or "[v6]:port". */
@@ -98,15 +111,25 @@ export function formatAddress(host: string, port: number): string {
  * go out before a commit notice wakes a follower that may take our CPU.
  */
 class BatchWriter {
-  readonly #socket: Socket;
+  #socket: Socket;
   #chunks: Uint8Array[] = [];
   #bytes = 0;
   #scheduled = false;
+  /** Frames wait (a TLS handshake is under way) until release(). */
+  #held: boolean;
   readonly #counters: { writes: number; framesSent: number } | undefined;
 
-  constructor(socket: Socket, counters?: { writes: number; framesSent: number }) {
+  constructor(socket: Socket, counters?: { writes: number; framesSent: number }, options: { held?: boolean } = {}) {
     this.#socket = socket;
     this.#counters = counters;
+    this.#held = options.held ?? false;
+  }
+
+  /** Write to `socket` from now on (the TLS socket over the TCP one) and send what waited. */
+  release(socket: Socket): void {
+    this.#socket = socket;
+    this.#held = false;
+    this.flush();
   }
 
   /** Bytes waiting in our batch plus in the socket's buffer. */
@@ -126,6 +149,7 @@ class BatchWriter {
 
   flush(): void {
     this.#scheduled = false;
+    if (this.#held) return;
     if (this.#chunks.length === 0 || this.#socket.destroyed) {
       this.#chunks = [];
       this.#bytes = 0;
@@ -165,6 +189,8 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     badFrames: 0,
     oversizedFrames: 0,
     slowConsumers: 0,
+    plaintextRefused: 0,
+    tlsRefused: 0,
   };
   const maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
   const sockets = new Set<Socket>();
@@ -180,6 +206,8 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     const decoder = new FrameDecoder({ maxFrameBytes });
     let sawMarker = false;
     let closed = false;
+    /** The socket frames travel on: the TCP one, or the TLS one over it. */
+    let stream: Socket = socket;
     // One signal per call, not one per connection: under load hundreds of
     // handlers wait at once on a pooled connection, and the abort listeners
     // each adds (blocking waits, Raft applies, read barriers) must go with
@@ -281,14 +309,24 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
       }
     };
 
-    socket.on("data", (chunk: Uint8Array) => {
+    const tlsNow = options.tls?.();
+    const onData = (chunk: Uint8Array): void => {
       if (closed) return;
       let data = chunk;
       if (!sawMarker) {
         if (data.length === 0) return;
+        if (data[0] === rpcTlsMarker && stream === socket) {
+          startTls(data.length);
+          return;
+        }
         if (data[0] !== rpcProtocolV1) {
           stats.badProtocol++;
           drop("closing RPC connection: unknown protocol marker", { byte: data[0] });
+          return;
+        }
+        if (stream === socket && tlsNow?.verifyIncoming) {
+          stats.plaintextRefused++;
+          drop("closing RPC connection: non-TLS connection attempted with verify_incoming set", {});
           return;
         }
         sawMarker = true;
@@ -304,7 +342,38 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
         if (error.reason === "too_large") stats.oversizedFrames++;
         drop("closing RPC connection: bad frame", { reason: error.reason, error: error.message });
       }
-    });
+    };
+    /** The client asked for TLS: answer the marker, hand the socket to TLS, and read frames from inside it. */
+    const startTls = (bytes: number): void => {
+      if (bytes !== 1) {
+        stats.badProtocol++;
+        drop("closing RPC connection: data after the TLS marker before the answer", {});
+        return;
+      }
+      if (!tlsNow?.secureContext) {
+        stats.tlsRefused++;
+        drop("closing RPC connection: TLS connection attempted but this agent has no certificate for RPC (tls.internal_rpc)", {});
+        return;
+      }
+      socket.removeListener("data", onData);
+      socket.write(new Uint8Array([rpcTlsMarker]));
+      const secure = new (process.getBuiltinModule("node:tls").TLSSocket)(socket, {
+        isServer: true,
+        secureContext: tlsNow.secureContext,
+        requestCert: tlsNow.verifyIncoming,
+        rejectUnauthorized: tlsNow.verifyIncoming,
+      });
+      stream = secure;
+      writer.release(secure);
+      secure.on("data", onData);
+      secure.on("error", (err) => {
+        if (!sawMarker) {
+          stats.tlsRefused++;
+          drop("closing RPC connection: TLS handshake failed", { error: err.message });
+        } else log.debug("RPC connection error", { remote: remoteAddress, error: err.message });
+      });
+    };
+    socket.on("data", onData);
     socket.on("error", (err) => log.debug("RPC connection error", { remote: remoteAddress, error: err.message }));
     socket.on("close", () => {
       closed = true;
@@ -382,6 +451,15 @@ export interface RpcClientPoolOptions {
   maxQueuedBytes?: number;
   /** Dial from this address (a server's bind address), so peers and firewall rules can tell servers on one host apart. */
   localAddress?: string;
+  /** TLS for new connections (verify_outgoing), read on every dial so a reload applies to the next one. */
+  tls?: () => RpcClientTls | undefined;
+}
+
+export interface RpcClientTls {
+  /** Our certificate (for servers that verify incoming), the CAs, whether the chain is checked. */
+  options: import("node:tls").ConnectionOptions;
+  /** verify_server_hostname: the name the server at `address` must have a certificate for (server.<dc>.<domain>). */
+  serverName?: (address: string) => string | undefined;
 }
 
 export interface CallOptions {
@@ -415,18 +493,49 @@ class ClientConnection {
     this.#socket = connect({ host, port, localAddress: dialFrom(pool.localAddress ?? "", host) });
     this.#socket.setNoDelay(true);
     this.#socket.setKeepAlive(true, keepAliveMs);
-    this.#writer = new BatchWriter(this.#socket, pool.stats);
-    this.#socket.write(new Uint8Array([rpcProtocolV1]));
+    const tls = pool.tls?.();
+    this.#writer = new BatchWriter(this.#socket, pool.stats, { held: tls !== undefined });
     this.#connectTimer = pool.clock.setTimer(pool.connectTimeoutMs, () => {
       this.#fail(new RpcError(`Cannot connect to "${address}": timed out after ${pool.connectTimeoutMs} ms`, { unsent: true }));
     });
-    this.#socket.on("connect", () => {
+    const ready = (): void => {
       this.#connected = true;
       this.#connectTimer?.cancel();
       this.#connectTimer = undefined;
       pool.onConnected(this);
-    });
-    this.#socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));
+    };
+    if (!tls) {
+      this.#socket.write(new Uint8Array([rpcProtocolV1]));
+      this.#socket.on("connect", ready);
+      this.#socket.on("data", (chunk: Uint8Array) => this.#onData(chunk));
+    } else {
+      // Ask for TLS, wait for the server's answer, then handshake on the same socket.
+      this.#socket.write(new Uint8Array([rpcTlsMarker]));
+      const onAnswer = (chunk: Uint8Array): void => {
+        this.#socket.removeListener("data", onAnswer);
+        if (chunk.length !== 1 || chunk[0] !== rpcTlsMarker) {
+          this.#fail(new RpcError(`Cannot connect to "${address}": the server did not accept TLS`, { unsent: true }));
+          return;
+        }
+        const serverName = tls.serverName?.(address);
+        const secure = process.getBuiltinModule("node:tls").connect({
+          ...tls.options,
+          socket: this.#socket,
+          ...(serverName !== undefined ? { servername: serverName } : {}),
+        });
+        secure.on("secureConnect", () => {
+          secure.write(new Uint8Array([rpcProtocolV1]));
+          this.#writer.release(secure);
+          ready();
+        });
+        secure.on("data", (c: Uint8Array) => this.#onData(c));
+        secure.on("error", (err) => {
+          const what = this.#connected ? `Connection to "${address}" failed` : `TLS handshake with "${address}" failed`;
+          this.#fail(new RpcError(`${what}: ${err.message}`, { cause: err, unsent: !this.#connected }));
+        });
+      };
+      this.#socket.on("data", onAnswer);
+    }
     this.#socket.on("error", (err) => {
       const what = this.#connected ? `Connection to "${address}" failed` : `Cannot connect to "${address}"`;
       // Before the connection is made no frame can have left: the caller may send the request elsewhere.
@@ -562,6 +671,7 @@ export class RpcClientPool {
   readonly maxQueuedBytes: number;
   readonly #lostListeners = new Set<(address: string) => void>();
   readonly localAddress: string | undefined;
+  readonly tls: (() => RpcClientTls | undefined) | undefined;
   readonly stats: RpcClientStats = {
     connects: 0,
     connectFailures: 0,
@@ -587,6 +697,7 @@ export class RpcClientPool {
     this.reconnectBackoffMs = options.reconnectBackoffMs ?? 250;
     this.maxQueuedBytes = options.maxQueuedBytes ?? 32 * 1024 * 1024;
     this.localAddress = options.localAddress;
+    this.tls = options.tls;
   }
 
   /** Calls `method` on the server at `address` ("host:port"). */

@@ -187,8 +187,8 @@ export interface RunResult {
 }
 
 /** Run a command to completion (SIGKILL after timeoutMs, default 30 s). */
-export async function run(cmd: string, args: string[], options: { env?: Record<string, string | undefined>; input?: string | Uint8Array; timeoutMs?: number } = {}): Promise<RunResult> {
-  const child = spawn(cmd, args, { cwd: root, env: childEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
+export async function run(cmd: string, args: string[], options: { env?: Record<string, string | undefined>; input?: string | Uint8Array; timeoutMs?: number; cwd?: string } = {}): Promise<RunResult> {
+  const child = spawn(cmd, args, { cwd: options.cwd ?? root, env: childEnv(options.env), stdio: ["pipe", "pipe", "pipe"] });
   started.add(child);
   let stdout = "", stderr = "";
   child.stdout.on("data", (d: Buffer) => { stdout += d.toString(); });
@@ -247,7 +247,7 @@ export function startCairn(args: string[], options: ProcessOptions & { bin?: str
 }
 
 /** Run the CLI of the build under test (or `options.bin`) to completion. */
-export function cairn(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Uint8Array; timeoutMs?: number; bin?: string } = {}): Promise<RunResult> {
+export function cairn(args: string[], options: { env?: Record<string, string | undefined>; input?: string | Uint8Array; timeoutMs?: number; bin?: string; cwd?: string } = {}): Promise<RunResult> {
   const [cmd, full] = cairnCommand(args, options.bin ?? bin);
   return run(cmd, full, options);
 }
