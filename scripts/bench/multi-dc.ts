@@ -1,0 +1,122 @@
+// Cross-datacenter benchmark (not a test): `node --import tsx scripts/bench/multi-dc.ts`.
+// Two datacenters on loopback (dc1: 3 servers and client c1; dc2: 1 server
+// and client c2; joined by one `join -wan`), built from dist/cairn or
+// CAIRN_E2E_BIN. All load goes to c1 over keep-alive HTTP at 16 connections:
+// GET and PUT of dc1's keys (c1 → a dc1 server → dc1's leader) against the
+// same for dc2's keys with ?dc=dc2 (c1 → a dc1 server → over the WAN RPC pool
+// → dc2's server), in the same run. Each phase alternates local and cross in
+// CAIRN_BENCH_ROUNDS (default 4) slices, ABBA, so a shared machine's load
+// falls on both alike. Prints ops/s, p50 and p99 of each, and cross against
+// local: the target on loopback is p50 within 0.5 ms and throughput at least
+// 70 % of local. CAIRN_BENCH_SECONDS (default 4) is each phase's length;
+// CAIRN_BENCH_WARMUP_SECONDS (default 1) of uncounted operations of each kind
+// come first.
+import { Agent } from "node:http";
+import { startTwoDcs } from "../e2e/_two_dcs.ts";
+import { until } from "../../core/testing/until.ts";
+import { httpCall } from "./_http.ts";
+
+const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 4);
+const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
+const rounds = Math.max(1, Math.floor(Number(process.env.CAIRN_BENCH_ROUNDS ?? 4)));
+const conns = 16;
+const keyCount = 1_000;
+const value = Buffer.alloc(64, "v");
+
+function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+interface Result {
+  opsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+class Tally {
+  latencies: number[] = [];
+  errors = 0;
+  seconds = 0;
+  next = Array.from({ length: conns }, (_, w) => w);
+  readonly agent = new Agent({ keepAlive: true, maxSockets: conns });
+
+  result(): Result {
+    this.agent.destroy();
+    const sorted = Float64Array.from(this.latencies).sort();
+    return { opsPerSec: sorted.length / this.seconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), errors: this.errors };
+  }
+}
+
+type Op = (agent: Agent, i: number) => Promise<boolean>;
+
+async function slice(tally: Tally, op: Op, secs: number): Promise<void> {
+  const t0 = performance.now();
+  const end = t0 + secs * 1000;
+  await Promise.all(tally.next.map(async (first, w) => {
+    let i = first;
+    while (performance.now() < end) {
+      const s = performance.now();
+      try {
+        if (!(await op(tally.agent, i))) tally.errors++;
+      } catch {
+        tally.errors++;
+      }
+      tally.latencies.push(performance.now() - s);
+      i += conns;
+    }
+    tally.next[w] = i;
+  }));
+  tally.seconds += (performance.now() - t0) / 1000;
+}
+
+const fmt = (r: Result) =>
+  `${r.opsPerSec.toFixed(0).padStart(6)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms${r.errors ? `  errors ${r.errors}` : ""}`;
+
+async function main(): Promise<void> {
+  const t = await startTwoDcs();
+  try {
+    const c1 = { host: "127.0.0.1", port: t.c1.httpPort };
+    // Both datacenters known at c1's servers, and a write across works, before measuring.
+    await until(async () => (await httpCall(c1, new Agent(), "PUT", "/v1/kv/bench/probe?dc=dc2", "x")).status === 200, "a write to dc2 through c1", { timeoutMs: 60_000 });
+    const setup = new Agent({ keepAlive: true, maxSockets: conns });
+    for (const dc of ["", "?dc=dc2"]) {
+      for (let k = 0; k < keyCount; k += conns) {
+        await Promise.all(Array.from({ length: conns }, (_, j) => httpCall(c1, setup, "PUT", `/v1/kv/bench/k${k + j}${dc}`, value)));
+      }
+    }
+    setup.destroy();
+    const get = (dc: string): Op => async (agent, i) => (await httpCall(c1, agent, "GET", `/v1/kv/bench/k${i % keyCount}${dc}`)).status === 200;
+    const put = (dc: string): Op => async (agent, i) => (await httpCall(c1, agent, "PUT", `/v1/kv/bench/k${i % keyCount}${dc}`, value)).status === 200;
+    const phases: Array<{ label: string; local: Op; cross: Op }> = [
+      { label: "GET", local: get(""), cross: get("?dc=dc2") },
+      { label: "PUT", local: put(""), cross: put("?dc=dc2") },
+    ];
+    console.log(`multi-dc: load at c1 (a dc1 client), ${conns} connections, ${seconds} s per phase in ${rounds} interleaved slices`);
+    for (const ph of phases) {
+      if (warmupSeconds > 0) {
+        for (const op of [ph.local, ph.cross]) {
+          const warm = new Tally();
+          await slice(warm, op, warmupSeconds / 2);
+          warm.agent.destroy();
+        }
+      }
+      const local = new Tally();
+      const cross = new Tally();
+      for (let r = 0; r < rounds; r++) {
+        const order = r % 2 === 0 ? [local, cross] : [cross, local];
+        for (const tally of order) await slice(tally, tally === local ? ph.local : ph.cross, seconds / rounds);
+      }
+      const l = local.result();
+      const c = cross.result();
+      console.log(`  ${ph.label} dc1 data         ${fmt(l)}`);
+      console.log(`  ${ph.label} dc2 data (?dc)   ${fmt(c)}`);
+      console.log(`  ${ph.label} cross vs local: p50 ${(c.p50Ms - l.p50Ms >= 0 ? "+" : "")}${(c.p50Ms - l.p50Ms).toFixed(2)} ms, throughput ${((100 * c.opsPerSec) / l.opsPerSec).toFixed(0)} %`);
+    }
+  } finally {
+    await t.stop();
+  }
+}
+
+await main();
