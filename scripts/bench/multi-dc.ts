@@ -4,7 +4,10 @@
 // CAIRN_E2E_BIN. All load goes to c1 over keep-alive HTTP at 16 connections:
 // GET and PUT of dc1's keys (c1 → a dc1 server → dc1's leader) against the
 // same for dc2's keys with ?dc=dc2 (c1 → a dc1 server → over the WAN RPC pool
-// → dc2's server), in the same run. Each phase alternates local and cross in
+// → dc2's server), in the same run. A default read or a write in dc1 goes on
+// to dc1's leader (2 of 3 times from a follower) and a write commits on 3
+// servers, where dc2's one server is its leader: GET ?stale, answered by
+// whichever server gets it, shows the cost of the WAN hop alone. Each phase alternates local and cross in
 // CAIRN_BENCH_ROUNDS (default 4) slices, ABBA, so a shared machine's load
 // falls on both alike. Prints ops/s, p50 and p99 of each, and cross against
 // local: the target on loopback is p50 within 0.5 ms and throughput at least
@@ -87,10 +90,12 @@ async function main(): Promise<void> {
       }
     }
     setup.destroy();
-    const get = (dc: string): Op => async (agent, i) => (await httpCall(c1, agent, "GET", `/v1/kv/bench/k${i % keyCount}${dc}`)).status === 200;
+    const get = (q: string): Op => async (agent, i) => (await httpCall(c1, agent, "GET", `/v1/kv/bench/k${i % keyCount}${q}`)).status === 200;
     const put = (dc: string): Op => async (agent, i) => (await httpCall(c1, agent, "PUT", `/v1/kv/bench/k${i % keyCount}${dc}`, value)).status === 200;
     const phases: Array<{ label: string; local: Op; cross: Op }> = [
       { label: "GET", local: get(""), cross: get("?dc=dc2") },
+      // Any server answers a stale read: local is one hop (client → a dc1 server), cross exactly one more (→ dc2's server).
+      { label: "GET ?stale", local: get("?stale"), cross: get("?stale&dc=dc2") },
       { label: "PUT", local: put(""), cross: put("?dc=dc2") },
     ];
     console.log(`multi-dc: load at c1 (a dc1 client), ${conns} connections, ${seconds} s per phase in ${rounds} interleaved slices`);
@@ -110,9 +115,9 @@ async function main(): Promise<void> {
       }
       const l = local.result();
       const c = cross.result();
-      console.log(`  ${ph.label} dc1 data         ${fmt(l)}`);
-      console.log(`  ${ph.label} dc2 data (?dc)   ${fmt(c)}`);
-      console.log(`  ${ph.label} cross vs local: p50 ${(c.p50Ms - l.p50Ms >= 0 ? "+" : "")}${(c.p50Ms - l.p50Ms).toFixed(2)} ms, throughput ${((100 * c.opsPerSec) / l.opsPerSec).toFixed(0)} %`);
+      console.log(`  ${ph.label.padEnd(10)} dc1 data         ${fmt(l)}`);
+      console.log(`  ${ph.label.padEnd(10)} dc2 data (?dc)   ${fmt(c)}`);
+      console.log(`  ${ph.label.padEnd(10)} cross vs local: p50 ${(c.p50Ms - l.p50Ms >= 0 ? "+" : "")}${(c.p50Ms - l.p50Ms).toFixed(2)} ms, throughput ${((100 * c.opsPerSec) / l.opsPerSec).toFixed(0)} %`);
     }
   } finally {
     await t.stop();
