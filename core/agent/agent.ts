@@ -3,15 +3,16 @@
 // same Raft with one in-memory voter; a client forwards to the servers.
 import { systemClock, type Clock } from "../clock/mod.ts";
 import { validateConfig, type AgentConfig } from "../config/mod.ts";
-import { errorMessage } from "../errors.ts";
+import { ConfigError, errorMessage } from "../errors.ts";
 import { effectiveTls } from "../config/tls.ts";
-import { tlsServerOptions } from "../tls_context_node.ts";
+import { loadCas, tlsServerOptions } from "../tls_context_node.ts";
+import type { AgentCheckTls } from "./checks/http.ts";
 import { RpcTls } from "./rpc_tls.ts";
 import { createRoutes, createHttpServer, type HttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { LogFileSink } from "../log/file_sink_node.ts";
-import { rmSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "./local/mod.ts";
@@ -157,6 +158,7 @@ export async function startAgent(
       logger: logger.named("agent"),
       rpc,
       store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
+      ...(config.enableAgentTlsForChecks ? { checkTls: agentCheckTls(config) } : {}),
       enableScriptChecks: config.enableScriptChecks,
       enableLocalScriptChecks: config.enableLocalScriptChecks,
       checkUpdateIntervalMs: config.checkUpdateIntervalMs,
@@ -437,6 +439,24 @@ function describeAgent(o: {
 }
 
 /** What the agent must never hand out (heap snapshots are redacted of these): the gossip keys, as base64. */
+/** enable_agent_tls_for_checks: the agent's certificate, key and CAs (tls.internal_rpc over tls.defaults), read now. */
+function agentCheckTls(config: AgentConfig): AgentCheckTls {
+  const t = effectiveTls(config.tls, "internalRpc");
+  const ca = loadCas(t, "internal_rpc");
+  const read = (field: string, path: string): Uint8Array => {
+    try {
+      return readFileSync(path);
+    } catch (err) {
+      throw new ConfigError(`${field}: cannot read ${path}: ${errorMessage(err)}`, { field });
+    }
+  };
+  return {
+    ...(ca ? { ca } : {}),
+    ...(t.certFile ? { cert: read("tls.defaults.cert_file", t.certFile) } : {}),
+    ...(t.keyFile ? { key: read("tls.defaults.key_file", t.keyFile) } : {}),
+  };
+}
+
 function agentSecrets(config: AgentConfig, gossip: AgentGossip): string[] {
   const out = config.encrypt ? [config.encrypt] : [];
   for (const pool of [gossip.lan, gossip.wan]) {

@@ -12,7 +12,17 @@ const maxRedirects = 10;
 
 export type HttpProbeTarget = Pick<CheckType, "http" | "method" | "header" | "body" | "tlsSkipVerify" | "tlsServerName" | "outputMaxSize"> & {
   disableRedirects?: boolean;
+  /** enable_agent_tls_for_checks: the agent's CAs and certificate for https:// checks. */
+  agentTls?: AgentCheckTls;
 };
+
+/** What an HTTPS check borrows from the agent's TLS config (consul enable_agent_tls_for_checks). */
+export interface AgentCheckTls {
+  ca?: Uint8Array[];
+  cert?: Uint8Array;
+  key?: Uint8Array;
+  serverName?: string;
+}
 
 /**
  * node:https, loaded on the first https:// check: importing it sets up TLS
@@ -47,7 +57,15 @@ function requestOnce(url: URL, method: string, t: HttpProbeTarget, body: Uint8Ar
       signal,
       // No connection reuse between runs (Consul's check client disables keep-alives).
       agent: false as const,
-      ...(url.protocol === "https:" ? { rejectUnauthorized: !t.tlsSkipVerify, servername: t.tlsServerName || undefined } : {}),
+      ...(url.protocol === "https:"
+        ? {
+            rejectUnauthorized: !t.tlsSkipVerify,
+            servername: t.tlsServerName || t.agentTls?.serverName || undefined,
+            ...(t.agentTls?.ca ? { ca: t.agentTls.ca.map((c) => Buffer.from(c)) } : {}),
+            ...(t.agentTls?.cert ? { cert: Buffer.from(t.agentTls.cert) } : {}),
+            ...(t.agentTls?.key ? { key: Buffer.from(t.agentTls.key) } : {}),
+          }
+        : {}),
     };
     const req = (url.protocol === "https:" ? httpsRequest() : httpRequest)(url, opts, (res: IncomingMessage) => {
       const chunks: Uint8Array[] = [];

@@ -8,7 +8,7 @@ import type { Rng } from "../../sim/rng.ts";
 import type { LocalState } from "../local/state.ts";
 import type { CheckKind, LocalCheck } from "../../service_defs/types.ts";
 import { AliasCheck } from "./alias.ts";
-import { httpProbe } from "./http.ts";
+import { httpProbe, type AgentCheckTls } from "./http.ts";
 import { defaultCheckTimeoutMs, defaultOutputMaxSize, IntervalRunner, StatusHandler, type CheckNotify, type CheckRunner, type Probe } from "./runner.ts";
 import { defaultScriptTimeoutMs, scriptProbe, scriptTimeoutOutput } from "./script.ts";
 import { tcpProbe } from "./tcp.ts";
@@ -27,6 +27,8 @@ export interface CheckManagerOptions {
   probes?: Partial<Record<"http" | "tcp" | "script", (check: LocalCheck) => Probe>>;
   /** The agent's check_output_max_size (default 4096). */
   outputMaxSize?: number;
+  /** enable_agent_tls_for_checks: HTTPS checks present the agent's certificate and trust its CAs. */
+  agentTls?: AgentCheckTls;
 }
 
 /**
@@ -102,7 +104,7 @@ export class CheckManager {
         const udpWaitMs = t.timeoutMs > 0 ? t.timeoutMs : defaultCheckTimeoutMs;
         let probe: Probe;
         if (override) probe = override(check);
-        else if (t.kind === "http") probe = (signal) => httpProbe({ ...t, outputMaxSize }, signal);
+        else if (t.kind === "http") probe = (signal) => httpProbe({ ...t, outputMaxSize, ...(this.#o.agentTls ? { agentTls: this.#o.agentTls } : {}) }, signal);
         else if (t.kind === "tcp") probe = (signal) => tcpProbe(t.tcp, signal);
         else if (t.kind === "udp") probe = (signal) => udpProbe(t.udp ?? "", udpWaitMs, signal);
         else if (t.kind === "h2ping") probe = (signal) => h2pingProbe({ address: t.h2ping ?? "", useTls: t.h2pingUseTls ?? true, ...tls }, signal);

@@ -13,6 +13,7 @@ import { Rng, seeds } from "../../sim/rng.ts";
 import { SimClock } from "../../sim/sim_clock.ts";
 import { LocalState } from "../local/state.ts";
 import { CheckManager } from "./manager.ts";
+import { httpProbe } from "./http.ts";
 import { grpcHealthRequest, grpcHealthStatus, grpcProbe, h2pingProbe } from "./h2.ts";
 import { udpProbe } from "./udp.ts";
 
@@ -159,4 +160,25 @@ test("CheckManager: a Docker or OS service check is registered, stays critical w
     "OS service checks are not run by cairn; the check is registered and stays critical",
   ]);
   manager.stopAll();
+});
+
+test("HTTPS check with enable_agent_tls_for_checks: the agent's CA and certificate get through a server that wants a client certificate", async () => {
+  const tlsDir = new URL("../../../testdata/tls/", import.meta.url);
+  const pem = (n: string) => readFileSync(new URL(n, tlsDir));
+  const server = (await import("node:https")).createServer(
+    { cert: pem("server.pem"), key: pem("server-key.pem"), ca: pem("ca.pem"), requestCert: true, rejectUnauthorized: true },
+    (_req, res) => res.end("mutual"),
+  );
+  const port = await new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as AddressInfo).port)));
+  const target = { http: `https://127.0.0.1:${port}/`, method: "", header: {}, body: "", tlsSkipVerify: false, tlsServerName: "", outputMaxSize: 0 };
+  try {
+    const without = await httpProbe(target, never);
+    assert.equal(without.status, "critical", "the agent's CA is not in the system store");
+    const skip = await httpProbe({ ...target, tlsSkipVerify: true }, never);
+    assert.equal(skip.status, "critical", "no client certificate: the server refuses");
+    const agentTls = { ca: [pem("ca.pem")], cert: pem("client.pem"), key: pem("client-key.pem") };
+    assert.deepEqual(await httpProbe({ ...target, agentTls }, never), { status: "passing", output: `HTTP GET https://127.0.0.1:${port}/: 200 OK Output: mutual` });
+  } finally {
+    server.close();
+  }
 });

@@ -58,6 +58,8 @@ export interface LocalAgentOptions {
   discardCheckOutput?: boolean;
   /** Agent-wide cap on check output (consul check_output_max_size, default 4096); a check's output_max_size may only lower it. */
   checkOutputMaxSize?: number;
+  /** enable_agent_tls_for_checks. */
+  checkTls?: CheckManagerOptions["agentTls"];
   aeIntervalMs?: number;
   aeRetryFailMs?: number;
   clusterSize?: () => number;
@@ -137,6 +139,7 @@ export class LocalAgent {
       rpc: options.rpc,
       probes: options.probes,
       outputMaxSize: options.checkOutputMaxSize,
+      ...(options.checkTls ? { agentTls: options.checkTls } : {}),
     });
     const catalog = options.catalog ?? (options.rpc ? catalogClientFromRpc(options.rpc) : undefined);
     this.antiEntropy = catalog
