@@ -2,11 +2,14 @@
 // scenario per finding it claims to see on a live cluster: a healthy
 // 3-server cluster (exit 0), a killed server, a lost quorum, a failing and a
 // flapping check, an agent joining with another gossip key, a live server
-// removed from Raft, a paused follower autopilot finds unhealthy, a nearly full data dir disk (the threshold lowered to
-// what the disk has), and no agent to ask (exit 2).
+// removed from Raft, a paused follower autopilot finds unhealthy, a nearly
+// full data dir disk (the threshold lowered to what the disk has), a key only
+// one agent holds, a dead second datacenter, and no agent to ask (exit 2).
 import assert from "node:assert/strict";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { cairn, freePort, makeCluster, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+import { cairn, freePort, makeCluster, startDevAgent, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
 
 interface Finding {
   id: string;
@@ -132,6 +135,25 @@ test("doctor: an agent trying to join with another gossip key shows as decrypt f
   assert.ok(x.evidence.some((e) => /^s\d: \d+ packets or streams failed to decrypt in \ds/.test(e)), x.evidence.join("\n"));
 });
 
+test("doctor: an agent holding a key the others lack shows in the keyring list", async () => {
+  // A client whose keyring file holds the cluster's key (primary, so it joins) and one more.
+  const dir = join(c.root.path, "keyring-client");
+  mkdirSync(join(dir, "serf"), { recursive: true });
+  writeFileSync(join(dir, "serf", "local.keyring"), JSON.stringify([key1, key2]));
+  const extra = await c.startClient("k1", { dir });
+  try {
+    await waitFor(async () => (await memberStatus(c.servers[0]!, "k1")) === 1, { what: "k1 in the pool" });
+    const { code, report } = await doctor(addr(c.servers[0]!), ["-sample=0"]);
+    assert.equal(code, 1, describe(report));
+    const x = report.Findings.find((f) => f.id === "keyring-partial");
+    assert.ok(x, describe(report));
+    assert.ok(x.evidence.some((e) => new RegExp(`^key ${key2.slice(0, 6).replace(/[+/]/g, "\\$&")}… is installed on 1 of 4 nodes$`).test(e)), x.evidence.join("\n"));
+  } finally {
+    await cairn(["leave", `-http-addr=${extra.httpAddr}`]);
+    await extra.stop();
+  }
+});
+
 test("doctor: a live server removed from Raft is in gossip but not in Raft", async () => {
   // cairn's leader puts a live server back within a leader tick (1 s; Consul waits for its 60 s reconcile), so
   // the doctor may read the configuration after the re-add: whenever the configuration it read lacks the server,
@@ -224,6 +246,29 @@ test("doctor: with a second server killed the quorum is lost: no leader, who is 
   assert.equal(x.severity, "critical");
   assert.ok(x.evidence.some((e) => e.includes(`${victim.name} (failed in gossip)`)), x.evidence.join("\n"));
   assert.ok(x.fix.some((e) => e.includes("raft/peers.json") && e.includes(`"address":"${c.rpcAddr(keep)}"`)), x.fix.join("\n"));
+});
+
+test("doctor: another datacenter whose servers failed in the WAN pool is unreachable", async () => {
+  // Two -dev servers (fast gossip timings on the WAN pool too) in dc1 and dc2, joined over the WAN; dc2 killed.
+  const wanPort = await freePort();
+  const dc1 = await startDevAgent(["-node=w1", "-datacenter=dc1"]);
+  const dc2 = await startDevAgent(["-node=w2", "-datacenter=dc2", `-serf-wan-port=${wanPort}`]);
+  clients.push(dc1, dc2);
+  const join = await cairn(["join", "-wan", `-http-addr=${dc1.httpAddr}`, `127.0.0.1:${wanPort}`]);
+  assert.equal(join.code, 0, join.stdout + join.stderr);
+  const wanStatus = async () => ((await (await fetch(`${dc1.http}/v1/agent/members?wan`)).json()) as { Name: string; Status: number }[]).find((m) => m.Name === "w2.dc2")?.Status;
+  await waitFor(async () => (await wanStatus()) === 1, { what: "w2.dc2 alive in the WAN pool" });
+  const healthy = await doctor(dc1.httpAddr, ["-sample=0"]);
+  assert.ok(!healthy.report.Findings.some((f) => f.id.startsWith("datacenter") || f.id.startsWith("wan")), describe(healthy.report));
+  await dc2.stop();
+  await waitFor(async () => (await wanStatus()) === 4, { timeoutMs: 30_000, what: "w2.dc2 failed in the WAN pool" });
+  const { code, report } = await doctor(dc1.httpAddr, ["-sample=0"]);
+  assert.equal(code, 1, describe(report));
+  const x = report.Findings.find((f) => f.id === "datacenter-unreachable");
+  assert.ok(x, describe(report));
+  assert.equal(x.severity, "critical");
+  assert.equal(x.title, "Datacenter dc2 is unreachable over the WAN");
+  assert.deepEqual(x.evidence, [`WAN pool: w2.dc2 (127.0.0.1:${wanPort}) failed`]);
 });
 
 test("doctor: no agent to ask exits 2", async () => {
