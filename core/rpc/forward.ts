@@ -234,15 +234,19 @@ export class RpcRouter implements Rpc {
    * included). A server that cannot be reached goes to the back of the list
    * and the next one is tried, each once: a dead datacenter fails within one
    * connection attempt per server. A read, or a write with its request id,
-   * whose connection was lost after sending is tried at the next server too.
+   * whose connection was lost after sending is tried at the next server too;
+   * a write that none answered after one of them may have applied it is
+   * OutcomeUnknownError, not "unreachable".
    */
   async #forwardDc(dc: string, method: string, args: unknown, options: { signal?: AbortSignal }): Promise<unknown> {
     const route = this.#o.wan?.route(dc) ?? { kind: "unknown" as const };
     if (route.kind === "unknown") throw new NoPathToDatacenterError(dc);
     if (route.kind === "unavailable") throw new DcUnavailableError(dc);
     this.stats.crossDc++;
-    const retrySent = !writeMethods.has(method) || (typeof args === "object" && args !== null && (args as { requestId?: unknown }).requestId !== undefined);
+    const isWrite = writeMethods.has(method);
+    const retrySent = !isWrite || (typeof args === "object" && args !== null && (args as { requestId?: unknown }).requestId !== undefined);
     let lastErr: unknown;
+    let maybeApplied = false;
     for (const address of [...route.addresses]) {
       if (options.signal?.aborted) throw options.signal.reason;
       try {
@@ -255,9 +259,12 @@ export class RpcRouter implements Rpc {
         this.#o.logger.debug("server of another datacenter failed; trying the next", { datacenter: dc, server: address, error: errorMessage(err) });
         lastErr = err;
         if (!err.unsent && !retrySent) throw err;
+        if (!err.unsent && isWrite) maybeApplied = true;
       }
     }
     this.#o.logger.warn("no server of the datacenter could be reached", { datacenter: dc, method, error: errorMessage(lastErr) });
+    // A write one of them may have applied before its connection was lost is not "unreachable": say so.
+    if (maybeApplied) throw this.#unknownIf(true, method, lastErr);
     throw new DcUnavailableError(dc, { cause: lastErr });
   }
 

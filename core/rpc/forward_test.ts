@@ -337,6 +337,22 @@ test("rpc router: a server of another datacenter that cannot be reached goes to 
   assert.equal(remote.calls.length, 3, "each server once, no hold-timeout retries");
 });
 
+test("rpc router: a write across whose connections were lost after sending goes to the next server with its id; if none answers, its outcome is unknown, not unreachable", async () => {
+  const bodies: Array<{ address: string; requestId: unknown }> = [];
+  const remote: RemoteCaller = {
+    call: (address, _m, body) => {
+      bodies.push({ address, requestId: (body as { requestId?: unknown }).requestId });
+      return Promise.reject(new RpcError(`Connection to "${address}" closed`, { unsent: false }));
+    },
+  };
+  const { r } = dcRouter({ remote, wan: wanOf({ dc2: [{ address: "10.2.0.1:8300" }, { address: "10.2.0.2:8300" }] }) });
+  await assert.rejects(r.serve("KVS.Apply", { op: "set", entry: { key: "k" }, datacenter: "dc2", requestId: ["i", 7] }), OutcomeUnknownError);
+  assert.deepEqual(bodies.map((b) => b.requestId), [["i", 7], ["i", 7]], "the same id at each server");
+  assert.deepEqual(bodies.map((b) => b.address).sort(), ["10.2.0.1:8300", "10.2.0.2:8300"]);
+  // A read that lost its connections: unreachable.
+  await assert.rejects(r.serve("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), DcUnavailableError);
+});
+
 test("rpc router: the remote datacenter's own answer is the answer; a refusal naming its leader does not leak that address", async () => {
   const remote = remoteOf(() => {
     throw new NotLeaderError("10.2.0.9:8300");
