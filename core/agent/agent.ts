@@ -247,6 +247,7 @@ export async function startAgent(
         onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }),
         kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
         txnMaxRequestBytes: config.limits.txnMaxReqLenBytes,
+        disableCoordinates: config.disableCoordinates,
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         discoveryMaxStaleMs: config.discoveryMaxStaleMs,
         logger: logger.named("agent.http"),
@@ -300,8 +301,11 @@ export async function startAgent(
       intervalMinMs: config.coordinate.syncIntervalMinMs,
       rateTarget: config.coordinate.syncRateTarget,
     });
-    coordinateSync.start();
-    closers.add("coordinate sync", () => coordinateSync.stop());
+    // disable_coordinates: none to send (Consul starts no sendCoordinate).
+    if (!config.disableCoordinates) {
+      coordinateSync.start();
+      closers.add("coordinate sync", () => coordinateSync.stop());
+    }
     // Watches ask this agent's own HTTP API (consul reloadWatches), so they start once it listens.
     watches = createAgentWatches(httpAddr, { clock, logger: logger.named("agent.watch") });
     if (watches) closers.add("watches", () => watches!.stop());

@@ -55,6 +55,7 @@ export function defaultConfig(): AgentConfig {
     raftSnapshotIntervalMs: 30_000,
     raftTrailingLogs: 10_240,
     coordinate: { syncIntervalMinMs: 15_000, syncRateTarget: 64, updatePeriodMs: 5_000, updateBatchSize: 128, updateMaxBatches: 5 },
+    disableCoordinates: false,
     domain: "consul.",
     altDomain: "",
     recursors: [],

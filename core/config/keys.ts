@@ -332,7 +332,7 @@ export const AGENT_KEYS: KeyTable = {
   datacenter: impl("string"),
   default_query_time: impl("duration"),
   disable_anonymous_signature: impl(undefined, { note: "cairn never sends an update check or signature" }),
-  disable_coordinates: planned("turning network coordinates off is not implemented yet", { inert: [false] }),
+  disable_coordinates: impl("bool", { note: "no Vivaldi coordinates in gossip and none sent to the servers; /v1/coordinate/* answers 401, as Consul's" }),
   disable_host_node_id: ignored("cairn always uses a random node ID, never one derived from the host", { inert: [true] }),
   disable_http_unprintable_char_filter: planned("the HTTP unprintable-character filter switch is not implemented yet", { inert: [false] }),
   disable_keyring_file: impl("bool"),

@@ -69,7 +69,7 @@ test("key table: the keys issue #17 found fatal or silent are accepted with a wa
     'acl { enabled = true, default_policy = "deny" }',
     'gossip_lan { probe_interval = "2s" }',
     'http_config { response_headers { "X-Frame-Options" = "DENY" } }',
-    "disable_coordinates = true",
+    "auto_reload_config = true",
     "limits { rpc_max_conns_per_client = 200 }",
     "dns_config { use_cache = true }",
   ];

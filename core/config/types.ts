@@ -182,6 +182,8 @@ export interface AgentConfig {
   raftTrailingLogs: number;
   /** Network coordinates: how often agents send theirs, how servers batch them (Consul's internal tuning keys). */
   coordinate: CoordinateConfig;
+  /** disable_coordinates: no Vivaldi coordinates (gossip, catalog, /v1/coordinate answers 401). */
+  disableCoordinates: boolean;
   /** Always ends with a dot: `consul.`. */
   domain: string;
   altDomain: string;

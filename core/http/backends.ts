@@ -43,6 +43,8 @@ export interface HttpBackends {
   kvMaxValueBytes?: number;
   /** /v1/txn body limit (Consul limits.txn_max_req_len), default 512 KiB. */
   txnMaxRequestBytes?: number;
+  /** disable_coordinates: /v1/coordinate/* answer 401 "Coordinate support disabled" (Consul checkCoordinateDisabled). */
+  disableCoordinates?: boolean;
   /** Blocking waits (Consul default_query_time, max_query_time), default 5 and 10 minutes. */
   queryTimes?: QueryTimes;
   /** Consul discovery_max_stale: catalog and health reads are stale by default, up to this age. */

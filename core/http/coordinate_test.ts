@@ -73,3 +73,11 @@ test("coordinate: a bad update body is a 400 naming the problem; a non-finite or
   assert.equal(dev.server.coordinateBatcher.pending, 0);
   await dev.stop();
 });
+
+test("coordinate: disable_coordinates answers every /v1/coordinate route with 401, as Consul", async () => {
+  const router = createRoutes(testBackends({ disableCoordinates: true }));
+  for (const [method, path] of [["GET", "/v1/coordinate/nodes"], ["GET", "/v1/coordinate/node/web-1"], ["GET", "/v1/coordinate/datacenters"], ["PUT", "/v1/coordinate/update"]] as const) {
+    const r = await router.handle(makeRequest(method, path, { body: "{}" }));
+    assert.deepEqual([r.status, bodyText(r)], [401, "Coordinate support disabled"], path);
+  }
+});

@@ -56,7 +56,8 @@ import {
 import { snapshotHandler, snapshotMaxBodyBytes } from "./snapshot.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
 import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
-import { hasFlag } from "./types.ts";
+import { hasFlag, type Handler } from "./types.ts";
+import { HttpError } from "./http_error.ts";
 import { withMaxStale } from "./blocking.ts";
 
 const GET = ["GET"] as const;
@@ -95,6 +96,8 @@ export function createRoutes(backends: HttpBackends): Router {
   const nodeName = () => agent.nodeName;
   const debug = backends.debug ?? unavailableDebug;
   const near: NearOptions = { coordinates: () => gossip.lan.coordinates(), agentNode: nodeName };
+  /** disable_coordinates: Consul answers every /v1/coordinate route with 401. */
+  const coordinatesOn = (h: Handler): Handler => (backends.disableCoordinates ? async () => { throw new HttpError(401, "Coordinate support disabled"); } : h);
   const own: AgentServicesDeps = { local, datacenter: agent.datacenter, reload: backends.reload, clock: backends.clock };
   /** On this agent (consul: agent:read / agent:write on the agent's node name). */
   const onAgent = (access: AuthzAccess): AuthzRequirement => ({ resource: "agent", access, name: agent.nodeName });
@@ -152,10 +155,10 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/session/list", methods: GET, handler: sessionListHandler({ rpc }), authz: on("session", "list") },
 
     // Coordinates (nodes: the catalog's; datacenters: this server's WAN pool) and user events (gossip).
-    { pattern: "/v1/coordinate/datacenters", methods: GET, handler: coordinateDatacentersHandler({ gossip, operator, self: { node: agent.nodeName, datacenter: agent.datacenter } }), authz: none },
-    { pattern: "/v1/coordinate/nodes", methods: GET, handler: coordinateNodesHandler({ rpc }), authz: on("node", "list") },
-    { pattern: "/v1/coordinate/node/", methods: GET, handler: coordinateNodeHandler({ rpc }), authz: onPath("node", "read") },
-    { pattern: "/v1/coordinate/update", methods: PUT, handler: coordinateUpdateHandler({ rpc }), authz: on("node", "write") },
+    { pattern: "/v1/coordinate/datacenters", methods: GET, handler: coordinatesOn(coordinateDatacentersHandler({ gossip, operator, self: { node: agent.nodeName, datacenter: agent.datacenter } })), authz: none },
+    { pattern: "/v1/coordinate/nodes", methods: GET, handler: coordinatesOn(coordinateNodesHandler({ rpc })), authz: on("node", "list") },
+    { pattern: "/v1/coordinate/node/", methods: GET, handler: coordinatesOn(coordinateNodeHandler({ rpc })), authz: onPath("node", "read") },
+    { pattern: "/v1/coordinate/update", methods: PUT, handler: coordinatesOn(coordinateUpdateHandler({ rpc })), authz: on("node", "write") },
     { pattern: "/v1/event/fire/", methods: PUT, handler: eventFireHandler({ events, datacenter: agent.datacenter }), authz: onPath("event", "write") },
     { pattern: "/v1/event/list", methods: GET, handler: eventListHandler({ events }), authz: on("event", "list") },
 

@@ -63,3 +63,16 @@ test("api gaps e2e: agent/version, members ?filter, control characters in keys, 
     await a.proc.kill();
   }
 });
+
+test("api gaps e2e: disable_coordinates turns coordinates off (agent/self Coord null, /v1/coordinate 401)", { timeout: 60_000 }, async () => {
+  const a = await startDevAgent(["-hcl=disable_coordinates = true"]);
+  try {
+    const self = (await (await fetch(`${a.http}/v1/agent/self`)).json()) as { Coord: unknown };
+    assert.equal(self.Coord, null);
+    const r = await fetch(`${a.http}/v1/coordinate/nodes`);
+    assert.deepEqual([r.status, await r.text()], [401, "Coordinate support disabled"]);
+    assert.doesNotMatch(a.proc.output(), /disable_coordinates/, "no 'not implemented' warning for the key");
+  } finally {
+    await a.proc.kill();
+  }
+});

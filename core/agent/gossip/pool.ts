@@ -40,6 +40,8 @@ interface PoolOptions {
   datacenter: string;
   profile: GossipProfile;
   reconnectTimeoutMs: number;
+  /** disable_coordinates: no Vivaldi client, no coordinates in acks. */
+  disableCoordinates?: boolean;
   transport: NodeTransport;
   keyring: Keyring | undefined;
   keyringFile: string | undefined;
@@ -99,6 +101,7 @@ export class SerfPool implements GossipPool {
       vsn: consulVsn,
       profile: opts.profile,
       timings: { ...consulSerfTimings, reconnectTimeoutMs: opts.reconnectTimeoutMs },
+      disableCoordinates: opts.disableCoordinates,
       rng: opts.rng,
       logger: opts.logger.named("serf"),
       now: opts.clock.now(),

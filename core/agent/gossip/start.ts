@@ -130,6 +130,7 @@ export async function startGossip(config: AgentConfig, deps: GossipDeps): Promis
       datacenter: config.datacenter,
       profile: config.dev ? devProfile(base) : base,
       reconnectTimeoutMs: name === "lan" ? config.reconnectTimeoutMs : config.reconnectTimeoutWanMs,
+      disableCoordinates: config.disableCoordinates,
       transport,
       keyring,
       keyringFile,
