@@ -247,6 +247,7 @@ export async function startAgent(
         onLeave: () => requestShutdown({ code: 0, reason: "left the cluster" }),
         kvMaxValueBytes: config.limits.kvMaxValueSizeBytes,
         txnMaxRequestBytes: config.limits.txnMaxReqLenBytes,
+        translateWanAddrs: config.translateWanAddrs,
         disableCoordinates: config.disableCoordinates,
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         discoveryMaxStaleMs: config.discoveryMaxStaleMs,

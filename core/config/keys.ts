@@ -534,7 +534,7 @@ export const AGENT_KEYS: KeyTable = {
   tls_cipher_suites: impl("string", { to: "$tls.defaults.tlsCipherSuites", replacedBy: "tls.defaults.tls_cipher_suites" }),
   tls_min_version: impl("string", { to: "$tls.defaults.tlsMinVersion", replacedBy: "tls.defaults.tls_min_version" }),
   tls_prefer_server_cipher_suites: ignored("Go's TLS library no longer honours it; Consul ignores it too"),
-  translate_wan_addrs: impl("bool", { note: "DNS answers for another datacenter use its nodes' and services' `wan` tagged addresses" }),
+  translate_wan_addrs: impl("bool", { note: "DNS, catalog and health answers for another datacenter use its nodes' and services' `wan` tagged addresses (X-Consul-Translate-Addresses)" }),
   ui: ignored(UI, { inert: [false], replacedBy: "ui_config.enabled" }),
   ui_config: ignored(UI, {
     keys: {

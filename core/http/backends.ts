@@ -43,6 +43,8 @@ export interface HttpBackends {
   kvMaxValueBytes?: number;
   /** /v1/txn body limit (Consul limits.txn_max_req_len), default 512 KiB. */
   txnMaxRequestBytes?: number;
+  /** translate_wan_addrs: catalog and health answers for another datacenter show its wan addresses. */
+  translateWanAddrs?: boolean;
   /** disable_coordinates: /v1/coordinate/* answer 401 "Coordinate support disabled" (Consul checkCoordinateDisabled). */
   disableCoordinates?: boolean;
   /** Blocking waits (Consul default_query_time, max_query_time), default 5 and 10 minutes. */

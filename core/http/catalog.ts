@@ -14,6 +14,7 @@ import type {
   Rpc,
 } from "../rpc/mod.ts";
 import { formatGoDurationMs, nodeServicesToJson, nodeToJson, serviceNodeToJson } from "../state/catalog_json.ts";
+import { translateNodes, translateNodeServices, translateServiceNodes, withTranslateHeader, type WanTranslation } from "./translate.ts";
 import { parseGoDuration, parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
@@ -305,12 +306,12 @@ export function catalogDatacentersHandler(options: { rpc: Rpc }): H {
   return async (req) => jsonResponse(await options.rpc.call("Catalog.ListDatacenters", {}, callOptions(req)), { pretty: wantsPretty(req) });
 }
 
-export function catalogNodesHandler(options: { rpc: Rpc; near?: NearOptions }): H {
+export function catalogNodesHandler(options: { rpc: Rpc; near?: NearOptions; translate?: WanTranslation }): H {
   return async (req) => {
     const args = listArgs(req);
     const reply = await options.rpc.call("Catalog.ListNodes", args, callOptions(req));
     const nodes = options.near ? sortNear(reply.nodes, (n) => n.node, args.query.near ?? "", options.near) : reply.nodes;
-    return readResponse(req, reply.meta, nodes.map(nodeToJson));
+    return withTranslateHeader(options.translate, readResponse(req, reply.meta, translateNodes(req, options.translate, nodes).map(nodeToJson)));
   };
 }
 
@@ -323,7 +324,7 @@ export function catalogServicesHandler(options: { rpc: Rpc }): H {
 
 export const catalogServicePrefix = "/v1/catalog/service/";
 
-export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions }): H {
+export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions; translate?: WanTranslation }): H {
   return async (req) => {
     const serviceName = pathTail(req, catalogServicePrefix);
     if (serviceName === "") throw new BadRequestError("Missing service name");
@@ -335,14 +336,14 @@ export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions })
       callOptions(req),
     );
     const rows = options.near ? sortNear(reply.serviceNodes, (s) => s.node.node, args.query.near ?? "", options.near) : reply.serviceNodes;
-    return readResponse(req, reply.meta, rows.map(serviceNodeToJson));
+    return withTranslateHeader(options.translate, readResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows).map(serviceNodeToJson)));
   };
 }
 
 export const catalogNodePrefix = "/v1/catalog/node/";
 export const catalogNodeServicesPrefix = "/v1/catalog/node-services/";
 
-export function catalogNodeHandler(options: { rpc: Rpc; asList: boolean }): H {
+export function catalogNodeHandler(options: { rpc: Rpc; asList: boolean; translate?: WanTranslation }): H {
   const prefix = options.asList ? catalogNodeServicesPrefix : catalogNodePrefix;
   return async (req) => {
     const node = pathTail(req, prefix);
@@ -352,6 +353,6 @@ export function catalogNodeHandler(options: { rpc: Rpc; asList: boolean }): H {
       const headers = setMetaHeaders({}, reply.meta);
       return { status: 404, headers: { ...headers, "Content-Type": "text/plain; charset=utf-8" }, body: `Node "${node}" not found` };
     }
-    return readResponse(req, reply.meta, nodeServicesToJson(reply.nodeServices, options.asList));
+    return withTranslateHeader(options.translate, readResponse(req, reply.meta, nodeServicesToJson(translateNodeServices(req, options.translate, reply.nodeServices), options.asList)));
   };
 }

@@ -7,6 +7,7 @@ import type { Rpc } from "../rpc/mod.ts";
 import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { callOptions, listArgs, pathTail, readResponse } from "./catalog.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
+import { translateServiceNodes, withTranslateHeader, type WanTranslation } from "./translate.ts";
 
 type H = (req: HttpRequest) => Promise<HttpResponse>;
 
@@ -42,7 +43,7 @@ export function parsePassing(req: HttpRequest): boolean {
   throw new BadRequestError(`Invalid value for ?passing: ${JSON.stringify(v)}`);
 }
 
-export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions }): H {
+export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions; translate?: WanTranslation }): H {
   return async (req) => {
     const serviceName = pathTail(req, healthServicePrefix);
     if (serviceName === "") throw new BadRequestError("Missing service name");
@@ -54,7 +55,7 @@ export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions }):
       callOptions(req),
     );
     const rows = options.near ? sortNear(reply.nodes, (n) => n.node.node, args.query.near ?? "", options.near) : reply.nodes;
-    return readResponse(req, reply.meta, rows.map(checkServiceNodeToJson));
+    return withTranslateHeader(options.translate, readResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows).map(checkServiceNodeToJson)));
   };
 }
 

@@ -96,6 +96,8 @@ export function createRoutes(backends: HttpBackends): Router {
   const nodeName = () => agent.nodeName;
   const debug = backends.debug ?? unavailableDebug;
   const near: NearOptions = { coordinates: () => gossip.lan.coordinates(), agentNode: nodeName };
+  /** translate_wan_addrs: nodes and services of another datacenter with their wan addresses. */
+  const translate = { enabled: backends.translateWanAddrs === true, datacenter: agent.datacenter };
   /** disable_coordinates: Consul answers every /v1/coordinate route with 401. */
   const coordinatesOn = (h: Handler): Handler => (backends.disableCoordinates ? async () => { throw new HttpError(401, "Coordinate support disabled"); } : h);
   const own: AgentServicesDeps = { local, datacenter: agent.datacenter, reload: backends.reload, clock: backends.clock };
@@ -138,14 +140,14 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/catalog/register", methods: PUT, handler: catalogRegisterHandler({ rpc }), authz: on("node", "write") },
     { pattern: "/v1/catalog/deregister", methods: PUT, handler: catalogDeregisterHandler({ rpc }), authz: on("node", "write") },
     { pattern: "/v1/catalog/datacenters", methods: GET, handler: catalogDatacentersHandler({ rpc }), authz: none },
-    { pattern: "/v1/catalog/nodes", methods: GET, handler: catalogNodesHandler({ rpc, near }), authz: on("node", "list") },
+    { pattern: "/v1/catalog/nodes", methods: GET, handler: catalogNodesHandler({ rpc, near, translate }), authz: on("node", "list") },
     { pattern: "/v1/catalog/services", methods: GET, handler: catalogServicesHandler({ rpc }), authz: on("service", "list") },
-    { pattern: "/v1/catalog/service/", methods: GET, handler: catalogServiceHandler({ rpc, near }), authz: onPath("service", "read") },
-    { pattern: "/v1/catalog/node/", methods: GET, handler: catalogNodeHandler({ rpc, asList: false }), authz: onPath("node", "read") },
-    { pattern: "/v1/catalog/node-services/", methods: GET, handler: catalogNodeHandler({ rpc, asList: true }), authz: onPath("node", "read") },
+    { pattern: "/v1/catalog/service/", methods: GET, handler: catalogServiceHandler({ rpc, near, translate }), authz: onPath("service", "read") },
+    { pattern: "/v1/catalog/node/", methods: GET, handler: catalogNodeHandler({ rpc, asList: false, translate }), authz: onPath("node", "read") },
+    { pattern: "/v1/catalog/node-services/", methods: GET, handler: catalogNodeHandler({ rpc, asList: true, translate }), authz: onPath("node", "read") },
     { pattern: "/v1/health/node/", methods: GET, handler: healthNodeHandler({ rpc }), authz: onPath("node", "read") },
     { pattern: "/v1/health/checks/", methods: GET, handler: healthChecksHandler({ rpc }), authz: onPath("service", "read") },
-    { pattern: "/v1/health/service/", methods: GET, handler: healthServiceHandler({ rpc, near }), authz: onPath("service", "read") },
+    { pattern: "/v1/health/service/", methods: GET, handler: healthServiceHandler({ rpc, near, translate }), authz: onPath("service", "read") },
     { pattern: "/v1/health/state/", methods: GET, handler: healthStateHandler({ rpc }), authz: on("node", "list") },
     { pattern: "/v1/session/create", methods: PUT, handler: sessionCreateHandler({ rpc, nodeName }), authz: on("session", "write") },
     { pattern: "/v1/session/destroy/", methods: PUT, handler: sessionDestroyHandler({ rpc }), authz: on("session", "write") },
