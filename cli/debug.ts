@@ -220,14 +220,16 @@ async function captureProfiles(c: Capture, seconds: number): Promise<void> {
     const r = await c.client.request({ method: "GET", path: "/v1/agent/debug/profile", params: { seconds: String(seconds) }, query: { signal: c.signal } });
     writeFileSync(join(c.dir, "profile.cpuprofile"), r.text);
   } catch (err) {
-    if (c.signal.aborted) return;
-    warn(c, "pprof (CPU profile)", err);
+    // Interrupted: the agent ends the profile when the request goes away, and nothing comes back.
+    if (c.signal.aborted) c.errors["pprof (CPU profile)"] = "interrupted before the profile was complete";
+    else warn(c, "pprof (CPU profile)", err);
   }
+  // The heap snapshot is taken even after an interrupt: it takes a second, and it is what was asked for.
   try {
-    const r = await c.client.request({ method: "GET", path: "/v1/agent/debug/heap", query: { signal: c.signal } });
+    const r = await c.client.request({ method: "GET", path: "/v1/agent/debug/heap", query: { signal: AbortSignal.timeout(120_000) } });
     writeFileSync(join(c.dir, "heap.heapsnapshot"), r.text);
   } catch (err) {
-    if (!c.signal.aborted) warn(c, "pprof (heap snapshot)", err);
+    warn(c, "pprof (heap snapshot)", err);
   }
 }
 

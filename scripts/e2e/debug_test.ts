@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { cairn, startAgent, startDevAgent, tempDir, type Agent } from "./harness.ts";
+import { cairn, startAgent, startCairn, startDevAgent, tempDir, waitFor, type Agent } from "./harness.ts";
 
 const dir = tempDir("cairn-e2e-debug-");
 const key = "pUqJrVyVRj5jsiYEkM/tFQYfWyJxr3hbaD0E5ySyYeo=";
@@ -103,4 +103,19 @@ test("debug: a server without enable_debug answers 401 to the profile endpoints;
   } finally {
     await server.stop();
   }
+});
+
+test("debug: interrupted (SIGINT), it archives what it captured, with the heap snapshot, and says the profile was cut", async () => {
+  const output = join(dir.path, "interrupted");
+  const proc = startCairn(["debug", `-http-addr=${dev.httpAddr}`, "-duration=60s", "-interval=1s", `-output=${output}`]);
+  await waitFor(() => /Capture successful .* \(1\)/.test(proc.output()), { timeoutMs: 20_000, what: "two metrics captures" });
+  assert.equal(await proc.kill("SIGINT"), 0, proc.output());
+  assert.match(proc.output(), /Capture interrupted: archiving what was captured/);
+  const extract = join(dir.path, "xi");
+  spawnSync("mkdir", ["-p", extract]);
+  assert.equal(spawnSync("tar", ["-xzf", `${output}.tar.gz`, "-C", extract]).status, 0);
+  const files = filesUnder(join(extract, "interrupted"));
+  assert.ok(files.includes("heap.heapsnapshot") && files.includes("consul.log") && !files.includes("profile.cpuprofile"), files.join(", "));
+  const index = JSON.parse(readFileSync(join(extract, "interrupted", "index.json"), "utf8")) as { Errors: Record<string, string> };
+  assert.equal(index.Errors["pprof (CPU profile)"], "interrupted before the profile was complete");
 });
