@@ -15,11 +15,20 @@
 // takes CAIRN_BENCH_WARMUP_SECONDS (default 1) of uncounted PUTs at 16
 // connections, so the first measured phase does not time a cold JIT (ours)
 // or a cold page cache and freshly elected cluster (both).
-import { existsSync, readFileSync } from "node:fs";
+//
+// `--tls` (issue #20): certificates from `cairn tls`; a second cairn cluster
+// with mutual TLS on server RPC (verify_incoming, verify_outgoing,
+// verify_server_hostname) and HTTPS for the load, and etcd with TLS on client
+// and peer URLs (peers mutually authenticated). Compared in the same run:
+// cairn+TLS / cairn plain and cairn+TLS / etcd+TLS.
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { freePort, makeCluster, startProcess, tempDir, waitFor, waitForLeader, type Cluster, type Proc } from "../e2e/harness.ts";
+import { cairn as cairnCli, freePort, makeCluster, startProcess, tempDir, waitFor, waitForLeader, type Cluster, type Proc } from "../e2e/harness.ts";
+
+const withTls = process.argv.includes("--tls");
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
@@ -32,14 +41,25 @@ interface Reply {
   body: Buffer;
 }
 
-function httpCall(agent: Agent, target: { host: string; port: number }, method: string, path: string, body?: Buffer): Promise<Reply> {
+interface HttpTarget {
+  host: string;
+  port: number;
+  /** HTTPS, trusting this CA. */
+  ca?: Buffer;
+}
+
+function httpCall(agent: Agent, target: HttpTarget, method: string, path: string, body?: Buffer): Promise<Reply> {
   return new Promise((ok, fail) => {
-    const req = request({ host: target.host, port: target.port, method, path, agent, headers: body ? { "content-length": body.length } : {} }, (res) => {
+    const options = { host: target.host, port: target.port, method, path, agent, headers: body ? { "content-length": body.length } : {} };
+    const onResponse = (res: import("node:http").IncomingMessage): void => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => ok({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
       res.on("error", fail);
-    });
+    };
+    const req = target.ca
+      ? httpsRequest({ ...options, ca: target.ca, agent: agent as unknown as HttpsAgent }, onResponse)
+      : request(options, onResponse);
     req.on("error", fail);
     req.end(body);
   });
@@ -81,8 +101,8 @@ class Tally {
   /** Each worker's next operation number, carried from slice to slice. */
   next: number[];
   readonly agent: Agent;
-  constructor(readonly conns: number) {
-    this.agent = new Agent({ keepAlive: true, maxSockets: conns });
+  constructor(readonly conns: number, https = false) {
+    this.agent = https ? (new HttpsAgent({ keepAlive: true, maxSockets: conns }) as unknown as Agent) : new Agent({ keepAlive: true, maxSockets: conns });
     this.next = Array.from({ length: conns }, (_, w) => w);
   }
 
@@ -125,17 +145,18 @@ async function slice(tally: Tally, op: (agent: Agent, i: number) => Promise<bool
 
 interface Target {
   name: string;
+  https?: boolean;
   /** The server processes, for their CPU time. */
   pids: number[];
   put(agent: Agent, i: number): Promise<boolean>;
   gets: Array<{ mode: string; get(agent: Agent, i: number): Promise<boolean> }>;
 }
 
-function cairnTarget(port: number, pids: number[]): Target {
-  const t = { host: "127.0.0.1", port };
+function cairnTarget(t: HttpTarget, pids: number[], name = "cairn"): Target {
   const get = (q: string) => async (agent: Agent, i: number) => (await httpCall(agent, t, "GET", `/v1/kv/bench/k${i % keyCount}${q}`)).status === 200;
   return {
-    name: "cairn",
+    name,
+    https: t.ca !== undefined,
     pids,
     put: async (agent, i) => (await httpCall(agent, t, "PUT", `/v1/kv/bench/k${i % keyCount}`, value)).status === 200,
     gets: [
@@ -148,14 +169,14 @@ function cairnTarget(port: number, pids: number[]): Target {
 
 const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 
-function etcdTarget(port: number, pids: number[]): Target {
-  const t = { host: "127.0.0.1", port };
+function etcdTarget(t: HttpTarget, pids: number[], name = "etcd"): Target {
   const range = (serializable: boolean) => async (agent: Agent, i: number) => {
     const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), serializable }));
     return (await httpCall(agent, t, "POST", "/v3/kv/range", body)).status === 200;
   };
   return {
-    name: "etcd",
+    name,
+    https: t.ca !== undefined,
     pids,
     put: async (agent, i) => {
       const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), value: b64(value) }));
@@ -177,13 +198,13 @@ type Op = (agent: Agent, i: number) => Promise<boolean>;
  * on all of them alike instead of on whichever ran later.
  */
 async function interleaved(label: string, conns: number, targets: Target[], op: (t: Target) => Op): Promise<Result[]> {
-  const tallies = targets.map(() => new Tally(conns));
+  const tallies = targets.map((t) => new Tally(conns, t.https));
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => targets.length - 1 - k);
     for (const k of order) await slice(tallies[k]!, op(targets[k]!), targets[k]!.pids, seconds / rounds);
   }
   const results = tallies.map((t) => t.result());
-  targets.forEach((t, k) => console.log(`  ${t.name.padEnd(6)} ${label} ${fmt(results[k]!)}`));
+  targets.forEach((t, k) => console.log(`  ${t.name.padEnd(9)} ${label} ${fmt(results[k]!)}`));
   return results;
 }
 
@@ -191,7 +212,7 @@ async function runAll(targets: Target[]): Promise<Array<Map<string, Result>>> {
   const out = targets.map(() => new Map<string, Result>());
   if (warmupSeconds > 0) {
     for (const t of targets) {
-      const warm = new Tally(16);
+      const warm = new Tally(16, t.https);
       await slice(warm, t.put, t.pids, warmupSeconds);
       warm.agent.destroy();
     }
@@ -217,29 +238,45 @@ interface Etcd {
   dir: { path: string; remove(): void };
 }
 
-async function startEtcd(): Promise<Etcd> {
+interface Certs {
+  ca: string;
+  cert: string;
+  key: string;
+}
+
+async function startEtcd(certs?: Certs): Promise<Etcd> {
   const dir = tempDir("cairn-bench-etcd-");
   const members: Array<{ name: string; client: number; peer: number }> = [];
   for (let i = 1; i <= 3; i++) members.push({ name: `e${i}`, client: await freePort(), peer: await freePort() });
-  const initial = members.map((m) => `${m.name}=http://127.0.0.1:${m.peer}`).join(",");
+  const scheme = certs ? "https" : "http";
+  const initial = members.map((m) => `${m.name}=${scheme}://127.0.0.1:${m.peer}`).join(",");
+  const tls = certs
+    ? [
+        // No --trusted-ca-file for clients: with it etcd 3.4 demands a client certificate (cairn's HTTPS here does not).
+        "--cert-file", certs.cert, "--key-file", certs.key,
+        "--peer-cert-file", certs.cert, "--peer-key-file", certs.key, "--peer-trusted-ca-file", certs.ca, "--peer-client-cert-auth",
+      ]
+    : [];
   const procs = members.map((m) => startProcess("/usr/bin/etcd", [
     "--name", m.name,
     "--data-dir", join(dir.path, m.name),
-    "--listen-client-urls", `http://127.0.0.1:${m.client}`,
-    "--advertise-client-urls", `http://127.0.0.1:${m.client}`,
-    "--listen-peer-urls", `http://127.0.0.1:${m.peer}`,
-    "--initial-advertise-peer-urls", `http://127.0.0.1:${m.peer}`,
+    "--listen-client-urls", `${scheme}://127.0.0.1:${m.client}`,
+    "--advertise-client-urls", `${scheme}://127.0.0.1:${m.client}`,
+    "--listen-peer-urls", `${scheme}://127.0.0.1:${m.peer}`,
+    "--initial-advertise-peer-urls", `${scheme}://127.0.0.1:${m.peer}`,
     "--initial-cluster", initial,
     "--initial-cluster-state", "new",
     "--initial-cluster-token", "cairn-bench",
     "--log-level", "error",
+    ...tls,
   ], { stdio: "ignore" }));
+  const ca = certs ? readFileSync(certs.ca) : undefined;
   const probe = new Agent({ keepAlive: false });
   /** The client port of the member that says it is the leader. */
   const leaderPort = async (): Promise<number | undefined> => {
     for (const m of members) {
       try {
-        const r = await httpCall(probe, { host: "127.0.0.1", port: m.client }, "POST", "/v3/maintenance/status", Buffer.from("{}"));
+        const r = await httpCall(ca ? new HttpsAgent({ keepAlive: false }) as unknown as Agent : probe, { host: "127.0.0.1", port: m.client, ...(ca ? { ca } : {}) }, "POST", "/v3/maintenance/status", Buffer.from("{}"));
         if (r.status !== 200) continue;
         const s = JSON.parse(r.body.toString()) as { header?: { member_id?: string }; leader?: string };
         if (s.leader && s.leader !== "0" && s.header?.member_id === s.leader) return m.client;
@@ -254,36 +291,83 @@ async function startEtcd(): Promise<Etcd> {
   return { procs, leaderPort: port, dir };
 }
 
+/** A CA and one server certificate (server.dc1.consul, localhost, 127.0.0.1) from the build's own `tls` commands. */
+async function makeCerts(dir: string): Promise<Certs> {
+  mkdirSync(dir, { recursive: true });
+  for (const args of [["tls", "ca", "create"], ["tls", "cert", "create", "-server", "-additional-ipaddress=127.0.1.1", "-additional-ipaddress=127.0.1.2", "-additional-ipaddress=127.0.1.3"]]) {
+    const r = await cairnCli(args, { cwd: dir, timeoutMs: 30_000 });
+    if (r.code !== 0) throw new Error(`cairn ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+  }
+  return { ca: join(dir, "consul-agent-ca.pem"), cert: join(dir, "dc1-server-consul-0.pem"), key: join(dir, "dc1-server-consul-0-key.pem") };
+}
+
+function ratios(label: string, a: Map<string, Result>, b: Map<string, Result>): void {
+  console.log(`\n# ratios ${label} (ops/s higher is better; p50, p99 and CPU per operation lower is better)`);
+  for (const [k, c] of a) {
+    const e = b.get(k);
+    if (!e) continue;
+    console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p50 ${(c.p50Ms / e.p50Ms).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x   servers' CPU/op ${(c.serverCpuUsPerOp / e.serverCpuUsPerOp).toFixed(2).padStart(5)}x`);
+  }
+}
+
 async function main(): Promise<void> {
   let cluster: Cluster | undefined;
+  let tlsCluster: Cluster | undefined;
   let etcd: Etcd | undefined;
+  let certDir: { path: string; remove(): void } | undefined;
   try {
-    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader`);
-    console.log(`# both clusters run side by side; each phase alternates between them in ${rounds} slices of ${(seconds / rounds).toFixed(2)}s`);
+    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader${withTls ? "; --tls: plain cairn, cairn with TLS and etcd with TLS" : ""}`);
+    console.log(`# the clusters run side by side; each phase alternates between them in ${rounds} slices of ${(seconds / rounds).toFixed(2)}s`);
     console.log(`# load average at start: ${loadavg().map((x) => x.toFixed(2)).join(" ")} (the machine may be shared)`);
+    if (!existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
     cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
     for (const s of cluster.servers) cluster.start(s);
     const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
-    if (!existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
-    etcd = await startEtcd();
-    const [cairn, etcdResults] = await runAll([
-      cairnTarget(leader.http, cluster.servers.map((x) => x.proc?.pid ?? -1)),
-      etcdTarget(etcd.leaderPort, etcd.procs.map((p) => p.pid)),
-    ]) as [Map<string, Result>, Map<string, Result>];
-
-    console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
-    console.log("\n# ratios cairn / etcd (ops/s higher is better; p50, p99 and CPU per operation lower is better)");
-    console.log("  (etcd GET default and consistent are both linearizable ranges; stale = serializable)");
-    for (const [k, c] of cairn) {
-      const e = etcdResults.get(k);
-      if (!e) continue;
-      console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p50 ${(c.p50Ms / e.p50Ms).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x   servers' CPU/op ${(c.serverCpuUsPerOp / e.serverCpuUsPerOp).toFixed(2).padStart(5)}x`);
+    const plain = cairnTarget({ host: leader.addr, port: leader.http }, cluster.servers.map((x) => x.proc?.pid ?? -1));
+    if (!withTls) {
+      etcd = await startEtcd();
+      const [cairn, etcdResults] = await runAll([plain, etcdTarget({ host: "127.0.0.1", port: etcd.leaderPort }, etcd.procs.map((p) => p.pid))]) as [Map<string, Result>, Map<string, Result>];
+      console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+      console.log("  (etcd GET default and consistent are both linearizable ranges; stale = serializable)");
+      ratios("cairn / etcd", cairn, etcdResults);
+      return;
     }
+    certDir = tempDir("cairn-bench-certs-");
+    const certs = await makeCerts(certDir.path);
+    const httpsPort = await freePort();
+    tlsCluster = await makeCluster(3, {
+      prefix: "cairn-bench-tls-",
+      address: (i) => `127.0.1.${i + 1}`,
+      config: {
+        performance: { raft_multiplier: 1 },
+        ports: { https: httpsPort },
+        tls: {
+          defaults: { ca_file: certs.ca, cert_file: certs.cert, key_file: certs.key, verify_incoming: true, verify_outgoing: true },
+          internal_rpc: { verify_server_hostname: true },
+          https: { verify_incoming: false },
+        },
+      },
+    });
+    for (const s of tlsCluster.servers) tlsCluster.start(s);
+    const tlsLeader = await waitForLeader(tlsCluster, tlsCluster.servers, { timeoutMs: 60_000 });
+    etcd = await startEtcd(certs);
+    const ca = readFileSync(certs.ca);
+    const [cairn, cairnTls, etcdTls] = await runAll([
+      plain,
+      cairnTarget({ host: tlsLeader.addr, port: httpsPort, ca }, tlsCluster.servers.map((x) => x.proc?.pid ?? -1), "cairn+tls"),
+      etcdTarget({ host: "127.0.0.1", port: etcd.leaderPort, ca }, etcd.procs.map((p) => p.pid), "etcd+tls"),
+    ]) as [Map<string, Result>, Map<string, Result>, Map<string, Result>];
+    console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+    ratios("cairn+tls / cairn (target ≥ 0.8 ops/s)", cairnTls, cairn);
+    ratios("cairn+tls / etcd+tls (target ≥ 1.5 ops/s at 64 connections)", cairnTls, etcdTls);
   } finally {
     await cluster?.stopAll();
     cluster?.root.remove();
+    await tlsCluster?.stopAll();
+    tlsCluster?.root.remove();
     for (const p of etcd?.procs ?? []) await p.kill();
     etcd?.dir.remove();
+    certDir?.remove();
   }
 }
 
