@@ -196,6 +196,8 @@ export class ServerNode {
     this.#stores = parts.stores;
     this.rpcAddr = parts.rpcAddr;
     this.wanRoutes = new WanRoutes({ localDatacenter: o.config.datacenter, servers: () => this.#wanServers(), rng: o.rng.fork() });
+    // verify_server_hostname: a server of another datacenter must have a certificate for server.<its dc>.<domain>.
+    if (o.rpcTls) o.rpcTls.dcOf = (address) => this.wanRoutes.datacenterOf(address);
     this.server = new Server({
       fsm: this.fsm,
       consensus: this.#consensus,

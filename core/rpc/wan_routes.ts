@@ -66,6 +66,12 @@ export class WanRoutes {
     entry.order = [...entry.order.slice(0, i), ...entry.order.slice(i + 1), address];
   }
 
+  /** The datacenter of a server address the WAN pool knows (TLS checks its certificate against server.<dc>.<domain>). */
+  datacenterOf(address: string): string | undefined {
+    const dc = this.#o.servers().find((s) => s.address === address)?.datacenter;
+    return dc === "" ? undefined : dc;
+  }
+
   /** Every datacenter the WAN pool knows (with or without a live server), and ours. */
   datacenters(): string[] {
     const out = new Set<string>([this.#o.localDatacenter]);
