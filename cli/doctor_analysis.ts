@@ -384,9 +384,9 @@ export function analyze(f: DoctorFacts, t: DoctorThresholds = defaultThresholds)
       out.push({
         id: "clock-skew",
         severity: "warning",
-        title: `Server clocks differ by about ${(skew / 1000).toFixed(1)}s`,
+        title: `Clocks differ by about ${(skew / 1000).toFixed(1)}s`,
         evidence: sorted.map((v) => `${v.name}: ${v.clock!.offsetMs >= 0 ? "+" : ""}${Math.round(v.clock!.offsetMs)} ms (±${Math.round(v.clock!.uncertaintyMs)} ms) against this machine's clock`),
-        fix: ["Run NTP (chrony, systemd-timesyncd) on every server: session TTLs, lock delays and log times assume clocks that agree."],
+        fix: ["Run NTP (chrony, systemd-timesyncd) on every machine: session TTLs, lock delays and log times assume clocks that agree."],
       });
     }
   }

@@ -4,12 +4,13 @@
 // flapping check, an agent joining with another gossip key, a live server
 // removed from Raft, a paused follower autopilot finds unhealthy, a nearly
 // full data dir disk (the threshold lowered to what the disk has), a key only
-// one agent holds, a dead second datacenter, and no agent to ask (exit 2).
+// one agent holds, a dead second datacenter, a wall clock 30 s ahead
+// (libfaketime), and no agent to ask (exit 2).
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { cairn, freePort, makeCluster, startDevAgent, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+import { cairn, freePort, makeCluster, startAgent, startDevAgent, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
 
 interface Finding {
   id: string;
@@ -269,6 +270,23 @@ test("doctor: another datacenter whose servers failed in the WAN pool is unreach
   assert.equal(x.severity, "critical");
   assert.equal(x.title, "Datacenter dc2 is unreachable over the WAN");
   assert.deepEqual(x.evidence, [`WAN pool: w2.dc2 (127.0.0.1:${wanPort}) failed`]);
+});
+
+const libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
+
+test("doctor: an agent whose wall clock runs 30 s ahead (libfaketime) is a clock skew", { skip: !existsSync(libfaketime) && "libfaketime is not installed (Debian package faketime; .ci/run installs it)" }, async () => {
+  const server = await startDevAgent(["-node=clock-server"]);
+  clients.push(server);
+  // Only the wall clock is moved: timers and timeouts run on the monotonic clock, which stays true.
+  const skewed = await startAgent("clock-client", { args: [`-retry-join=${server.serfAddr}`], env: { LD_PRELOAD: libfaketime, FAKETIME: "+30s", DONT_FAKE_MONOTONIC: "1" } });
+  clients.push(skewed);
+  await waitFor(async () => ((await (await fetch(`${skewed.http}/v1/agent/members`)).json()) as unknown[]).length === 2, { what: "the client in the server's pool" });
+  const { code, report } = await doctor(skewed.httpAddr, ["-sample=0"]);
+  assert.equal(code, 1, describe(report));
+  const x = report.Findings.find((f) => f.id === "clock-skew");
+  assert.ok(x, describe(report));
+  assert.match(x.title, /Clocks differ by about (29|30|31)\.\ds/);
+  assert.ok(x.evidence.some((e) => /^clock-client: \+(29|30|31)\d{3} ms/.test(e)), x.evidence.join("\n"));
 });
 
 test("doctor: no agent to ask exits 2", async () => {
