@@ -334,7 +334,20 @@ test("rpc router: a server of another datacenter that cannot be reached goes to 
   down.add("10.2.0.3:8300");
   remote.calls.length = 0;
   await assert.rejects(r.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc2" } }), DcUnavailableError);
-  assert.equal(remote.calls.length, 3, "each server once, no hold-timeout retries");
+  assert.equal(remote.calls.length, 3, "each server once, no hold-timeout retries");  // Five servers, none answering: three tries, then the error; the next request starts with the other two.
+  const five = wanOf({ dc3: ["a", "b", "c", "d", "e"].map((x) => ({ address: `${x}:8300` })) });
+  const dead = remoteOf((address) => {
+    throw new RpcError(`Cannot connect to "${address}": timed out`, { unsent: true });
+  });
+  const first = five.route("dc3");
+  assert.ok(first.kind === "servers");
+  const untried = first.addresses.slice(3);
+  const { r: r5 } = dcRouter({ remote: dead, wan: five });
+  await assert.rejects(r5.callRaw("KVS.Get", { key: "k", query: { datacenter: "dc3" } }), DcUnavailableError);
+  assert.equal(dead.calls.length, 3, "bounded");
+  const after = five.route("dc3");
+  assert.ok(after.kind === "servers");
+  assert.deepEqual(after.addresses.slice(0, 2), untried, "the untried servers come first next time");
 });
 
 test("rpc router: a write across whose connections were lost after sending goes to the next server with its id; if none answers, its outcome is unknown, not unreachable", async () => {
