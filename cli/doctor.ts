@@ -7,7 +7,7 @@
 //     configuration (?stale without a leader), autopilot health, the
 //     keyring (every agent answers through a gossip query), and
 //     /v1/health/state/any?stale sampled every 500 ms over -sample;
-//   every server in its LAN view that is alive, directly over HTTP at the
+//   every server in its LAN view that is alive or failed, directly over HTTP at the
 //     member's address and its http_port tag (-http-addr's port without one):
 //     its own members and leader (views compared), its host facts (clock
 //     offset from CollectionTime ± half the round trip; the data dir's disk),
@@ -185,10 +185,13 @@ export async function gatherFacts(o: { client: ApiClient; token: string; fetch?:
   const serverViews = serverMembers.map(async (m): Promise<AgentView> => {
     const httpAddr = `${m.addr.includes(":") ? `[${m.addr}]` : m.addr}:${m.tags.http_port ?? entryPort}`;
     if (m.name === entry.name) return { ...entry, httpAddr: entry.httpAddr };
-    if (m.status !== "alive") return { name: m.name, httpAddr, error: `${m.status} in gossip: not asked` };
+    // A failed server is asked too: if it answers, gossip is cut but HTTP is not (a split pool), and its view says so.
+    if (m.status !== "alive" && m.status !== "failed") return { name: m.name, httpAddr, error: `${m.status} in gossip: not asked` };
     const client = new ApiClient({ address: `${scheme}${httpAddr}`, token: o.token, fetch: o.fetch });
     const v = await viewOf({ client, timeoutMs: o.timeoutMs }, m.name, httpAddr);
     delete (v as { self?: unknown }).self;
+    // Without an http_port tag the address is a guess: another agent may answer there.
+    if (!v.error && v.name !== m.name) return { name: m.name, httpAddr, error: `the agent at ${httpAddr} is ${v.name}, not ${m.name} (no http_port tag to find ${m.name}'s API)` };
     return v;
   });
 
