@@ -1009,6 +1009,9 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
     {
       ...o.raft,
       streamSnapshots: true,
+      // A few chunks in flight, and no resend while answers keep coming.
+      snapshotWindowChunks: o.raft?.snapshotWindowChunks ?? 4,
+      snapshotResendTicks: o.raft?.snapshotResendTicks ?? 5,
       lazyCommit: commitNotifyMs(o) > 0,
       id: o.id,
       electionTicks: o.electionTicks ?? 10,

@@ -19,9 +19,12 @@ export class Progress {
   ackedRound = 0;
   /** Last index and send tick of each unacknowledged append, oldest first. */
   inflight: { last: number; tick: number }[] = [];
-  /** Snapshot state: the snapshot index being sent and the next byte offset. */
+  /** Snapshot state: the snapshot index being sent and the next byte offset the follower wants. */
   pendingSnapshot = 0;
   snapshotOffset = 0;
+  /** Snapshot state: bytes sent so far (chunks beyond snapshotOffset are in flight), and the tick of the last send. */
+  snapshotSent = 0;
+  snapshotSentTick = 0;
 
   constructor(next: number) {
     this.next = next;
@@ -50,6 +53,7 @@ export class Progress {
     this.state = "snapshot";
     this.pendingSnapshot = index;
     this.snapshotOffset = 0;
+    this.snapshotSent = 0;
     this.paused = false;
     this.inflight = [];
   }

@@ -62,6 +62,17 @@ export interface RaftConfig {
    * in the core, as the interaction tests show it).
    */
   streamSnapshots?: boolean;
+  /**
+   * InstallSnapshot chunks in flight per follower (the follower takes them
+   * in order; TCP keeps them in order). Default 1: one chunk, then wait.
+   */
+  snapshotWindowChunks?: number;
+  /**
+   * Heartbeats resend the unacknowledged part of a snapshot only after this
+   * many ticks without progress. Default 0: with every heartbeat (fine for
+   * small chunks; with MiB chunks that would send each one many times).
+   */
+  snapshotResendTicks?: number;
   /** Entries kept behind a snapshot for slow followers. Default 10,240 (Consul). */
   trailingLogs?: number;
   /**
@@ -242,6 +253,8 @@ export class RaftCore {
   #incoming: Incoming | undefined;
   #pendingInstall: { meta: SnapshotMeta; data?: Uint8Array } | undefined;
   #streamSnapshots: boolean;
+  #snapshotWindow: number;
+  #snapshotResendTicks: number;
   #chunksOut: { meta: SnapshotMeta; offset: number; chunk: Uint8Array; done: boolean }[] = [];
 
   #round = 0;
@@ -269,6 +282,8 @@ export class RaftCore {
     this.#trailingLogs = Math.max(0, config.trailingLogs ?? 10_240);
     this.#lazyCommit = config.lazyCommit ?? false;
     this.#streamSnapshots = config.streamSnapshots ?? false;
+    this.#snapshotWindow = Math.max(1, config.snapshotWindowChunks ?? 1);
+    this.#snapshotResendTicks = Math.max(0, config.snapshotResendTicks ?? 0);
 
     const snap = restore.snapshot;
     this.#log = snap ? new RaftLog(snap.meta.index, snap.meta.term) : new RaftLog();
@@ -1036,12 +1051,13 @@ export class RaftCore {
       this.#sendAppend(m.from, true);
       return;
     }
-    // The follower says which byte it wants next. Progress: send it now.
-    // Otherwise (a duplicate, or the follower lost its partial copy) just
-    // remember it; the next heartbeat resends from there, so duplicates
+    // The follower says which byte it wants next. Progress: fill the
+    // window again. Otherwise (a duplicate, or the follower lost its partial
+    // copy) just remember it; the next resend starts there, so duplicates
     // cannot multiply into a storm of chunks.
     const progressed = m.offset > pr.snapshotOffset;
     pr.snapshotOffset = m.offset;
+    if (pr.snapshotSent < m.offset || !progressed) pr.snapshotSent = m.offset;
     if (progressed) this.#sendSnapshotChunk(m.from, pr);
   }
 
@@ -1119,22 +1135,39 @@ export class RaftCore {
     return true;
   }
 
-  #sendSnapshotChunk(to: ServerId, pr: Progress): void {
+  /** Send chunks from what the follower wants (or `resend`: from what it acknowledged) until the window is full. */
+  #sendSnapshotChunk(to: ServerId, pr: Progress, resend = false): void {
     const snap = this.#snapshot;
     if (!snap) return;
     if (pr.pendingSnapshot !== snap.meta.index) {
       pr.becomeSnapshot(snap.meta.index);
     }
+    if (this.#snapshotWindow === 1 && this.#snapshotResendTicks === 0) return this.#sendOneChunk(to, pr, pr.snapshotOffset);
+    const size = snap.data?.length ?? snap.meta.sizeBytes;
+    if (resend || pr.snapshotSent < pr.snapshotOffset) pr.snapshotSent = pr.snapshotOffset;
+    const limit = pr.snapshotOffset + this.#snapshotWindow * this.#chunkBytes;
+    do {
+      if (pr.snapshotSent >= limit) break;
+      const off = pr.snapshotSent;
+      this.#sendOneChunk(to, pr, off);
+      pr.snapshotSent = Math.min(size, off + this.#chunkBytes);
+      if (off >= size) break;
+    } while (pr.snapshotSent < size);
+    pr.snapshotSentTick = this.#ticks;
+  }
+
+  #sendOneChunk(to: ServerId, pr: Progress, offset: number): void {
+    const snap = this.#snapshot!;
     if (snap.data === undefined) {
       // Streaming: the driver reads the bytes from its snapshot store.
       const size = snap.meta.sizeBytes;
-      const off = Math.min(pr.snapshotOffset, size);
+      const off = Math.min(offset, size);
       const fillBytes = Math.min(this.#chunkBytes, size - off);
       this.#send({ type: "snapshot", from: this.id, to, term: this.#term, meta: snap.meta, offset: off, chunk: new Uint8Array(0), done: off + fillBytes >= size, fillBytes });
       pr.paused = true;
       return;
     }
-    const off = Math.min(pr.snapshotOffset, snap.data.length);
+    const off = Math.min(offset, snap.data.length);
     const chunk = snap.data.subarray(off, off + this.#chunkBytes);
     this.#send({
       type: "snapshot",
@@ -1158,7 +1191,10 @@ export class RaftCore {
       const commit = Math.min(pr.match, this.#log.committed);
       this.#send({ type: "heartbeat", from: this.id, to: id, term: this.#term, commit, ctx: this.#round });
       pr.commitSent = Math.max(pr.commitSent, commit);
-      if (pr.state === "snapshot") this.#sendSnapshotChunk(id, pr); // resend a lost chunk
+      // Resend what may have been lost (with a resend timeout: only once no answer came for that long).
+      if (pr.state === "snapshot" && (this.#snapshotResendTicks === 0 || this.#ticks - pr.snapshotSentTick >= this.#snapshotResendTicks)) {
+        this.#sendSnapshotChunk(id, pr, true);
+      }
     }
   }
 

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { CorruptionError } from "../errors.ts";
 import { readSnapshotArchive } from "./snapshot_archive.ts";
-import { ByteQueue, readSnapshotArchiveStream, snapshotArchiveStream } from "./snapshot_archive_node.ts";
+import { ByteQueue, gzipAdaptive, readSnapshotArchiveStream, snapshotArchiveStream } from "./snapshot_archive_node.ts";
 
 /** A state that iterates to the same chunks every time, like StateStore.snapshot(). */
 function fakeState(chunks: number, chunkBytes: number): Iterable<Uint8Array> {
@@ -113,4 +113,20 @@ test("ByteQueue: hands chunks over in order, holds the producer at its bound, an
   await assert.rejects((async () => {
     for await (const _ of failing) void _;
   })(), /bad/);
+});
+
+test("adaptive gzip: one valid gzip member, compressed where the data compresses, stored where it does not", async () => {
+  const { randomBytes } = await import("node:crypto");
+  const text = Buffer.from(JSON.stringify(Array.from({ length: 40_000 }, (_, i) => ({ id: i, name: `service-${i}`, tags: ["a", "b"] }))));
+  const noise = randomBytes(3 * 1024 * 1024 + 17);
+  const input = Buffer.concat([text, noise, text.subarray(0, 1000)]);
+  const gz = await collect(gzipAdaptive((async function* () {
+    yield* rechunk(input, 300_000);
+  })()));
+  assert.ok(gunzipSync(gz).equals(input), "gunzip reads it back");
+  assert.ok(gz.length < noise.length + text.length / 2, "the JSON part was compressed");
+  assert.ok(gz.length > noise.length, "the random part was stored");
+  // Any gzip reader takes it (node's is zlib, as gzip(1) and Go's compress/gzip).
+  const empty = await collect(gzipAdaptive((async function* () {})()));
+  assert.equal(gunzipSync(empty).length, 0);
 });
