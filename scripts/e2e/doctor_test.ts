@@ -5,8 +5,9 @@
 // removed from Raft, a paused follower autopilot finds unhealthy, a nearly
 // full data dir disk (the threshold lowered to what the disk has), a key only
 // one agent holds, a dead second datacenter, a wall clock 30 s ahead
-// (libfaketime), and no agent to ask (exit 2).
+// (libfaketime), a pool split by nftables, and no agent to ask (exit 2).
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -63,6 +64,7 @@ before(async () => {
 });
 
 after(async () => {
+  if (canNft) dropNftTable();
   for (const a of clients) await a.stop();
   await c?.stopAll();
   c?.root.remove();
@@ -270,6 +272,38 @@ test("doctor: another datacenter whose servers failed in the WAN pool is unreach
   assert.equal(x.severity, "critical");
   assert.equal(x.title, "Datacenter dc2 is unreachable over the WAN");
   assert.deepEqual(x.evidence, [`WAN pool: w2.dc2 (127.0.0.1:${wanPort}) failed`]);
+});
+
+const nftTable = `cairn_doctor_${process.pid}`;
+const canNft = spawnSync("nft", ["list", "tables"]).status === 0;
+const dropNftTable = () => spawnSync("nft", ["delete", "table", "inet", nftTable]);
+
+test("doctor: a gossip partition (nftables) splits the pool: the servers' views disagree", { skip: !canNft && "nft is not usable here (needs root and nftables)" }, async () => {
+  // Three servers on their own loopback addresses; s3 cut from s1 and s2 (every packet between their addresses
+  // dropped), while the doctor, at 127.0.0.1, still reaches each one's HTTP API.
+  const p = await makeCluster(3, { prefix: "cairn-e2e-doctor-split-", address: (i) => `127.0.3.${i + 1}` });
+  try {
+    for (const s of p.servers) p.start(s);
+    await waitForLeader(p, p.servers, { timeoutMs: 60_000 });
+    const [s1, s2, s3] = p.servers as [ServerSpec, ServerSpec, ServerSpec];
+    const statusOf = async (at: ServerSpec, name: string) => ((await (await fetch(p.url(at, "/v1/agent/members"))).json()) as { Name: string; Status: number }[]).find((m) => m.Name === name)?.Status;
+    await waitFor(async () => (await statusOf(s1, "s3")) === 1 && (await statusOf(s3, "s1")) === 1, { what: "one pool" });
+    const rules = [s1, s2].flatMap((o) => [`ip saddr ${o.addr} ip daddr ${s3.addr} drop`, `ip saddr ${s3.addr} ip daddr ${o.addr} drop`]);
+    const script = `add table inet ${nftTable}\ndelete table inet ${nftTable}\ntable inet ${nftTable} {\n  chain out {\n    type filter hook output priority 0; policy accept;\n${rules.map((r) => `    ${r}\n`).join("")}  }\n}\n`;
+    const r = spawnSync("nft", ["-f", "-"], { input: script, encoding: "utf8" });
+    assert.equal(r.status, 0, r.stderr);
+    await waitFor(async () => (await statusOf(s1, "s3")) === 4 && (await statusOf(s3, "s1")) === 4, { timeoutMs: 30_000, what: "each side sees the other failed" });
+    const { code, report } = await doctor(`${s1.addr}:${s1.http}`, ["-sample=0"]);
+    assert.equal(code, 1, describe(report));
+    const x = report.Findings.find((f) => f.id === "membership-disagreement");
+    assert.ok(x, describe(report));
+    assert.ok(x.evidence.some((e) => /^s1: s1 sees alive, .*s3 sees failed/.test(e)), x.evidence.join("\n"));
+    assert.ok(x.evidence.some((e) => /^s3: s1 sees failed, .*s3 sees alive/.test(e)), x.evidence.join("\n"));
+  } finally {
+    dropNftTable();
+    await p.stopAll();
+    p.root.remove();
+  }
 });
 
 const libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1";
