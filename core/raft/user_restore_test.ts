@@ -1,0 +1,136 @@
+// RaftNode.restoreUserSnapshot (hashicorp/raft Restore) on a simulated
+// three-server cluster: the leader installs an operator's snapshot at an
+// index above its log, the followers get it by InstallSnapshot in many
+// chunks (a few in flight), a restarted follower starts from it, and writes
+// go on after it everywhere.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { NotLeaderError } from "../errors.ts";
+import { Rng } from "../sim/rng.ts";
+import { SimClock } from "../sim/sim_clock.ts";
+import { SimNetwork } from "../sim/sim_network.ts";
+import { SimFsm } from "./_sim_cluster.ts";
+import { createRaftNode } from "./driver.ts";
+import type { RaftNode } from "./driver.ts";
+import { MemoryLogStore } from "./log_store_memory.ts";
+import { MemorySnapshotStore } from "./snapshot_store_memory.ts";
+import { MemoryStableStore } from "./stable_store_memory.ts";
+import { SimRaftTransport } from "./transport_sim.ts";
+import type { RaftMessage } from "./types.ts";
+
+const enc = new TextEncoder();
+
+/** Run the simulated clock until `p` settles; its value or its error. */
+async function settle<T>(clock: SimClock, p: Promise<T>): Promise<T> {
+  let done = false;
+  p.then(() => (done = true), () => (done = true));
+  await clock.runUntil(() => done, { maxMs: 20_000 });
+  return p;
+}
+
+test("user restore: installed above the log on the leader, sent to followers in chunks, kept across a restart, writes go on", async () => {
+  const clock = new SimClock();
+  const rng = new Rng(7);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 3] });
+  const ids = ["a", "b", "c"];
+  const stores = new Map(ids.map((id) => [id, { log: new MemoryLogStore(), stable: new MemoryStableStore(), snaps: new MemorySnapshotStore(), fsm: new SimFsm() }]));
+  const chunksSent: number[] = [];
+  const boot = (id: string): Promise<RaftNode> => {
+    const s = stores.get(id)!;
+    const transport = new SimRaftTransport(net, `${id}:8300`, { encode: true });
+    const send = transport.send.bind(transport);
+    transport.send = (to, msg) => {
+      if (msg.type === "snapshot") chunksSent.push(msg.chunk.length);
+      send(to, msg);
+    };
+    return createRaftNode({
+      id,
+      address: `${id}:8300`,
+      peers: ids.map((p) => ({ id: p, address: `${p}:8300` })),
+      fsm: s.fsm,
+      logStore: s.log,
+      stableStore: s.stable,
+      snapshotStore: s.snaps,
+      transport,
+      clock,
+      rng: rng.fork(),
+      tickMs: 10,
+      raft: { snapshotChunkBytes: 64 },
+    });
+  };
+  const nodes = new Map<string, RaftNode>();
+  for (const id of ids) nodes.set(id, await boot(id));
+  await clock.runUntil(() => [...nodes.values()].some((n) => n.isLeader()), { maxMs: 5_000 });
+  const leader = [...nodes.values()].find((n) => n.isLeader())!;
+  for (let i = 0; i < 5; i++) await settle(clock, leader.apply(enc.encode(`before-${i}`)));
+  const lastBefore = leader.core.lastIndex;
+
+  // The operator's state: another history, saved at index 1000 (above this log).
+  const restored: [number, string][] = Array.from({ length: 30 }, (_, i) => [i + 1, `restored-${i}`]);
+  const bytes = enc.encode(JSON.stringify(restored));
+  const sink = leader.snapshotStore.begin();
+  for (let off = 0; off < bytes.length; off += 100) await sink.write(bytes.subarray(off, off + 100));
+  const leaderFsm = stores.get(leader.id)!.fsm;
+  const r = await settle(clock, leader.restoreUserSnapshot({ sink, stateIndex: 1000, install: () => void (leaderFsm.state = restored.map((e) => [...e] as [number, string])) }));
+  assert.equal(r.index, 1001, "above the snapshot's own index and the log's");
+  assert.ok(r.index > lastBefore);
+  assert.equal(leader.core.snapshotMeta?.userRestore, true);
+  assert.equal(leader.appliedIndex(), 1001);
+  await settle(clock, r.replicated);
+
+  for (const id of ids) {
+    await clock.runUntil(() => JSON.stringify(stores.get(id)!.fsm.state) === JSON.stringify(restored), { maxMs: 5_000 });
+  }
+  const chunks = chunksSent.filter((n) => n > 0);
+  assert.ok(chunks.length >= 2 * Math.ceil(bytes.length / 64), `both followers got every chunk (${chunks.length} sent)`);
+  assert.ok(chunks.every((n) => n <= 64));
+
+  // Writes after the restore land after it, everywhere.
+  const after = await settle(clock, leader.apply(enc.encode("after")));
+  assert.equal(after.index, 1003, "after the snapshot (1001) and its noop (1002)");
+  for (const id of ids) await clock.runUntil(() => stores.get(id)!.fsm.state.at(-1)?.[1] === "after", { maxMs: 5_000 });
+
+  // A follower restarted from its own stores starts from the restored snapshot.
+  const follower = ids.find((id) => id !== leader.id)!;
+  await settle(clock, nodes.get(follower)!.stop());
+  const s = stores.get(follower)!;
+  s.fsm = new SimFsm();
+  const again = await settle(clock, boot(follower));
+  nodes.set(follower, again);
+  assert.equal((await s.snaps.list())[0]?.index, 1001);
+  await clock.runUntil(() => s.fsm.state.at(-1)?.[1] === "after", { maxMs: 5_000 });
+  assert.deepEqual(s.fsm.state.slice(0, restored.length), restored);
+  for (const n of nodes.values()) await settle(clock, n.stop());
+});
+
+test("user restore: refused on a follower, and the follower changes nothing", async () => {
+  const clock = new SimClock();
+  const rng = new Rng(8);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 3] });
+  const ids = ["a", "b", "c"];
+  const nodes: RaftNode[] = [];
+  for (const id of ids) {
+    nodes.push(await createRaftNode({
+      id,
+      address: `${id}:8300`,
+      peers: ids.map((p) => ({ id: p, address: `${p}:8300` })),
+      fsm: new SimFsm(),
+      logStore: new MemoryLogStore(),
+      stableStore: new MemoryStableStore(),
+      snapshotStore: new MemorySnapshotStore(),
+      transport: new SimRaftTransport(net, `${id}:8300`, { encode: true }),
+      clock,
+      rng: rng.fork(),
+      tickMs: 10,
+    }));
+  }
+  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+  const follower = nodes.find((n) => !n.isLeader())!;
+  const sink = follower.snapshotStore.begin();
+  await sink.write(enc.encode("[]"));
+  let installed = false;
+  await assert.rejects(settle(clock, follower.restoreUserSnapshot({ sink, stateIndex: 0, install: () => void (installed = true) })), NotLeaderError);
+  assert.equal(installed, false);
+  assert.equal(follower.core.snapshotMeta, undefined);
+  for (const n of nodes) await settle(clock, n.stop());
+});
