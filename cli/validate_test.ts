@@ -39,7 +39,11 @@ test("validate: -config-format reads every file in that format", async () => {
   try {
     writeFileSync(join(dir, "agent.conf"), 'data_dir = "/tmp/x"\nnode_name = "n"\n');
     let io = testIo();
-    assert.equal(await runCli(["validate", join(dir, "agent.conf")], io), 1, "read as JSON without -config-format");
+    assert.equal(await runCli(["validate", join(dir, "agent.conf")], io), 1, "skipped without -config-format, so data_dir is missing");
+    writeFileSync(join(dir, "base.json"), '{"data_dir": "/tmp/x"}');
+    io = testIo();
+    assert.equal(await runCli(["validate", join(dir, "base.json"), join(dir, "agent.conf")], io), 0, io.stderrText);
+    assert.match(io.stderrText, /Skipping ".*agent\.conf": config files must end in \.hcl, \.json, \.yaml or \.yml/, "named in a warning, as Consul does");
     io = testIo();
     assert.equal(await runCli(["validate", "-config-format=hcl", join(dir, "agent.conf")], io), 0, io.stderrText);
     io = testIo();

@@ -1,8 +1,8 @@
 // The file-reading shell around load.ts: -config-file and -config-dir, in
 // the order they were given; a directory contributes its *.hcl, *.json,
 // *.yaml and *.yml files in lexical order (not its subdirectories) and skips
-// other files with a warning, as Consul does. With -config-format every file
-// is read in that format, whatever its name.
+// other files with a warning, as Consul does (a -config-file too). With
+// -config-format every file is read in that format, whatever its name.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -45,8 +45,15 @@ export function readConfigSources(paths: readonly ConfigPath[], options: { forma
         out.push(...readConfigSources([{ kind: "dir", path: p.path }], options));
         continue;
       }
-      // -config-file with an unknown extension and no -config-format: read as JSON.
-      const format: ConfigFormat = options.format ?? formatForFile(p.path) ?? "json";
+      // Consul skips a -config-file it cannot tell the format of, with a warning, as in a directory.
+      const format = options.format ?? formatForFile(p.path);
+      if (format === undefined) {
+        options.warnings?.push({
+          sources: [{ file: p.path }],
+          message: `Skipping "${p.path}": config files must end in .hcl, .json, .yaml or .yml (or set -config-format)`,
+        });
+        continue;
+      }
       out.push({ name: p.path, text: readText(p.path), format });
       continue;
     }
