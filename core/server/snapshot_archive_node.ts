@@ -15,9 +15,16 @@
 // truncated, checksum mismatch, bad meta): the caller must not act on what
 // it was handed before the promise resolved.
 
-import { createHash } from "node:crypto";
+import type * as NodeCrypto from "node:crypto";
 import { Readable } from "node:stream";
-import { constants, createGunzip, deflateRaw, deflateRawSync } from "node:zlib";
+import type * as NodeZlib from "node:zlib";
+
+// node:crypto and node:zlib load on the first snapshot, not when the agent starts (every
+// client agent carries the bundle and never takes a snapshot; docs/performance.md).
+const crypto = (): typeof NodeCrypto => process.getBuiltinModule("node:crypto");
+const zlib = (): typeof NodeZlib => process.getBuiltinModule("node:zlib");
+const createHash = (algorithm: string): NodeCrypto.Hash => crypto().createHash(algorithm);
+const createGunzip = (): NodeZlib.Gunzip => zlib().createGunzip();
 import { CorruptionError, errorMessage } from "../errors.ts";
 import { crc32Update } from "../raft/log_store_file_node.ts";
 import { archiveVersion, type SnapshotArchiveMeta } from "./snapshot_archive.ts";
@@ -45,12 +52,13 @@ const deflateEnd = Uint8Array.of(3, 0);
 function deflatePiece(data: Uint8Array, level: number): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     // The thread pool compresses while the event loop encodes the next batch.
-    deflateRaw(data, { level, finishFlush: constants.Z_SYNC_FLUSH }, (err, out) => (err ? reject(err) : resolve(out)));
+    zlib().deflateRaw(data, { level, finishFlush: zlib().constants.Z_SYNC_FLUSH }, (err, out) => (err ? reject(err) : resolve(out)));
   });
 }
 
 function levelFor(data: Uint8Array): number {
   const sample = data.subarray(0, Math.min(probeBytes, data.length));
+  const { constants, deflateRawSync } = zlib();
   if (sample.length < 256) return constants.Z_BEST_SPEED;
   const out = deflateRawSync(sample, { level: constants.Z_BEST_SPEED });
   return out.length < sample.length * 0.9 ? constants.Z_BEST_SPEED : constants.Z_NO_COMPRESSION;
