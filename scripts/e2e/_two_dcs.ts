@@ -1,6 +1,6 @@
 // Two datacenters on loopback, for the multi-datacenter e2e test and the
-// multi-dc benchmark: dc1 has 3 servers and a client (c1, with DNS), dc2 one
-// server and a client (c2); joined by one `cairn join -wan` of dc2's server to
+// multi-dc benchmark: dc1 has 3 servers and a client (c1, with DNS and
+// translate_wan_addrs), dc2 one server and a client (c2, WAN address 127.0.0.9); joined by one `cairn join -wan` of dc2's server to
 // one server of dc1 (the flood join brings in the other servers of dc1).
 import assert from "node:assert/strict";
 import { cairn, freePort, makeCluster, waitForLeader, type Agent, type Cluster } from "./harness.ts";
@@ -32,8 +32,10 @@ export async function startTwoDcs(): Promise<TwoDcs> {
     throw new Error(`${String(err)}${tails(dc1)}${tails(dc2)}`);
   }
   const c1Dns = await freePort();
-  const c1 = await dc1.startClient("c1", { args: ["-datacenter=dc1", `-dns-port=${c1Dns}`] });
-  const c2 = await dc2.startClient("c2", { args: ["-datacenter=dc2"] });
+  // c2 advertises a WAN address of its own (127.0.0.9, in its catalog entry's tagged addresses);
+  // c1 translates addresses of other datacenters to their WAN ones (translate_wan_addrs).
+  const c1 = await dc1.startClient("c1", { args: ["-datacenter=dc1", `-dns-port=${c1Dns}`, "-hcl=translate_wan_addrs = true"] });
+  const c2 = await dc2.startClient("c2", { args: ["-datacenter=dc2", "-advertise-wan=127.0.0.9"] });
   // One join -wan, from dc2's server to one server of dc1.
   const s1 = dc1.servers[0]!;
   const joined = await cairn(["join", "-wan", `-http-addr=${dc2.servers[0]!.addr}:${dc2.servers[0]!.http}`, `${s1.addr}:${s1.serfWan}`]);

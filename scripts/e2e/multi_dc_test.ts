@@ -95,6 +95,10 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
       return e.length === 1 ? e : undefined;
     }, "web in dc2 passing, read through dc1", { timeoutMs: 20_000 });
     assert.equal(healthy[0]!.Node.Node, "c2");
+    const translated = await req(`${c1.http}/v1/health/service/web?dc=dc2`);
+    assert.equal((JSON.parse(translated.text) as Array<{ Node: { Address: string; TaggedAddresses: Record<string, string> } }>)[0]!.Node.Address, "127.0.0.9", "translate_wan_addrs");
+    assert.equal(translated.headers.get("x-consul-translate-addresses"), "true");
+    assert.equal((await json<Array<{ Node: { Address: string } }>>(`${c2.http}/v1/health/service/web`))[0]!.Node.Address, "127.0.0.1", "dc2 itself answers the LAN address");
     assert.deepEqual(await json<unknown[]>(`${c1.http}/v1/health/service/web`), [], "dc1 has no web");
     const services = await json<Record<string, string[]>>(`${c1.http}/v1/catalog/services?dc=dc2`);
     assert.ok("web" in services && "consul" in services);
@@ -127,11 +131,13 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
     // 7. DNS for dc2 through a client of dc1.
     const resolver = new Resolver({ timeout: 3_000, tries: 1 });
     resolver.setServers([`127.0.0.1:${t.c1Dns}`]);
-    assert.deepEqual(await resolver.resolve4("web.service.dc2.consul"), ["127.0.0.1"]);
-    assert.deepEqual(await resolver.resolve4("c2.node.dc2.consul"), ["127.0.0.1"]);
+    // translate_wan_addrs at c1: dc2's node answers with its WAN address, 127.0.0.9.
+    assert.deepEqual(await resolver.resolve4("web.service.dc2.consul"), ["127.0.0.9"]);
+    assert.deepEqual(await resolver.resolve4("c2.node.dc2.consul"), ["127.0.0.9"]);
+    assert.deepEqual(await resolver.resolve4("c1.node.consul"), ["127.0.0.1"], "our own datacenter is not translated");
     await assert.rejects(resolver.resolve4("web.service.consul"), /ENOTFOUND/, "no web in dc1");
     await assert.rejects(resolver.resolve4("web.service.dc9.consul"), /ENOTFOUND/, "unknown dc is NXDOMAIN");
-    assert.deepEqual(await resolver.resolve4("web.service.dc2.dc.consul"), ["127.0.0.1"], "the <dc>.dc form");
+    assert.deepEqual(await resolver.resolve4("web.service.dc2.dc.consul"), ["127.0.0.9"], "the <dc>.dc form");
     const srv = await resolver.resolveSrv("web.service.dc2.consul");
     assert.deepEqual(srv.map((r) => [r.name, r.port]), [["c2.node.dc2.consul", 8080]]);
 
@@ -143,14 +149,14 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
     const noFailover = (JSON.parse(await put(`${c1.http}/v1/query`, { Name: "web-here", Service: { Service: "web" } }, "POST")) as { ID: string }).ID;
     const here = await json<{ Nodes: unknown[]; Datacenter: string; Failovers: number }>(`${c1.http}/v1/query/${noFailover}/execute`);
     assert.deepEqual([here.Datacenter, here.Failovers, here.Nodes.length], ["dc1", 0, 0]);
-    assert.deepEqual(await resolver.resolve4("web-fo.query.consul"), ["127.0.0.1"], "failover over DNS");
+    assert.deepEqual(await resolver.resolve4("web-fo.query.consul"), ["127.0.0.9"], "failover over DNS (dc2's node, translated)");
     await assert.rejects(resolver.resolve4("web-here.query.consul"), /ENOTFOUND/);
     await put(`${c1.http}/v1/query?dc=dc2`, { Name: "web-dc2", Service: { Service: "web" } }, "POST");
     const inDc2 = await json<Array<{ Name: string }>>(`${c2.http}/v1/query`);
     assert.deepEqual(inDc2.map((x) => x.Name), ["web-dc2"], "created in dc2");
     const remoteRun = await json<{ Datacenter: string; Failovers: number; Nodes: unknown[] }>(`${c1.http}/v1/query/web-dc2/execute?dc=dc2`);
     assert.deepEqual([remoteRun.Datacenter, remoteRun.Failovers, remoteRun.Nodes.length], ["dc2", 0, 1]);
-    assert.deepEqual(await resolver.resolve4("web-dc2.query.dc2.consul"), ["127.0.0.1"]);
+    assert.deepEqual(await resolver.resolve4("web-dc2.query.dc2.consul"), ["127.0.0.9"]);
 
     // 9. The other endpoints and the CLI's -datacenter: txn, status, coordinates, operator raft, events, snapshots.
     const txn = await req(`${c1.http}/v1/txn?dc=dc2`, { method: "PUT", body: JSON.stringify([{ KV: { Verb: "get", Key: "cross/key" } }]) });
