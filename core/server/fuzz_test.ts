@@ -164,6 +164,9 @@ test("server fuzz: mutated arguments to every RPC method are refused with our er
       const base = rng.pick(valid[method] as unknown[]);
       const args = overTheWire(rng.chance(0.1) ? rng.pick([undefined, null, 7, "x", [], bytes("x")]) : mutateValue(rng, base));
       if (args === undeliverable) continue;
+      // Coordinate updates queued by an earlier call land with the leader's next batch: apply them now, so
+      // that a batch landing while this call waits is not taken for this call's change.
+      await d.server.coordinateBatcher.flush();
       const before = stateDigest(d);
       let outcome: { ok: true } | { ok: false; err: unknown } | undefined;
       let call: Promise<unknown>;
