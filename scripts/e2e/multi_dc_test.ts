@@ -206,6 +206,9 @@ test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions,
       assert.equal(await put(`${c1.http}/v1/kv/local/${i}`, "x"), "true");
       assert.ok(performance.now() - t0 < 1_000, "local requests do not wait on the dead datacenter");
     }
+    // DNS: the dead datacenter's names fail (SERVFAIL, not NXDOMAIN: it exists), ours still answer.
+    await assert.rejects(resolver.resolve4("web.service.dc2.consul"), /ESERVFAIL/);
+    assert.deepEqual(await resolver.resolve4("c1.node.consul"), ["127.0.0.1"]);
     // Once the WAN pool has marked it failed, still the same error, without dialing.
     await until(async () => {
       const m = await json<Array<{ Name: string; Status: number }>>(urlOf(dc1.servers[0]!, "/v1/agent/members?wan=1"));
