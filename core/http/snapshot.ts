@@ -34,6 +34,23 @@ async function* pieces(source: AsyncIterable<Uint8Array>, size: number): AsyncGe
   if (have > 0) yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
 }
 
+/** How much of a refused upload is read and dropped before answering. */
+const drainLimitBytes = 1024 * 1024 * 1024;
+
+async function drain(source: AsyncIterator<Uint8Array>, limit: number): Promise<void> {
+  let n = 0;
+  try {
+    for (;;) {
+      const next = await source.next();
+      if (next.done) return;
+      n += next.value.length;
+      if (n > limit) return;
+    }
+  } catch {
+    // The client went away, or the body broke the route's limit: the answer is the error we have.
+  }
+}
+
 /** GET (save) and PUT (restore) /v1/snapshot */
 export function snapshotHandler(options: { rpc: Rpc }): Handler {
   const { rpc } = options;
@@ -69,15 +86,28 @@ export function snapshotHandler(options: { rpc: Rpc }): Handler {
     let streamId: string | undefined;
     let server: string | undefined;
     let offset = 0;
-    for await (const piece of pieces(body, snapshotChunkBytes)) {
-      const r = await rpc.call("Snapshot.Restore", { ...routing, archive: piece, streamId, server, offset, done: false });
-      streamId = r.streamId;
-      server = r.server;
-      offset += piece.length;
-      if (streamId === undefined) throw new BadRequestError("The server does not take snapshots in chunks");
+    // Iterated by hand: leaving a for-await on an error would close the upload (see drain).
+    const source = pieces(body, snapshotChunkBytes)[Symbol.asyncIterator]();
+    try {
+      for (;;) {
+        const next = await source.next();
+        if (next.done) break;
+        const piece = next.value;
+        const r = await rpc.call("Snapshot.Restore", { ...routing, archive: piece, streamId, server, offset, done: false });
+        streamId = r.streamId;
+        server = r.server;
+        offset += piece.length;
+        if (streamId === undefined) throw new BadRequestError("The server does not take snapshots in chunks");
+      }
+      if (offset === 0) throw new BadRequestError("Invalid snapshot: the request body is empty");
+      await rpc.call("Snapshot.Restore", { ...routing, archive: new Uint8Array(0), streamId, server, offset, done: true });
+    } catch (err) {
+      // Refused early (a bad archive shows in its first piece): read the rest
+      // of the upload, within reason, so the client gets the answer rather
+      // than a connection cut in the middle of its request.
+      if (req.bodyStream) await drain(source, drainLimitBytes);
+      throw err;
     }
-    if (offset === 0) throw new BadRequestError("Invalid snapshot: the request body is empty");
-    await rpc.call("Snapshot.Restore", { ...routing, archive: new Uint8Array(0), streamId, server, offset, done: true });
     return { status: 200, headers: {}, body: "" };
   };
 }

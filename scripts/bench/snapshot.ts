@@ -84,7 +84,7 @@ async function runSize(sizeMiB: number): Promise<Row> {
   const writes = Math.ceil((sizeMiB * MiB) / valueBytes);
   const config = { raft_snapshot_threshold: writes, raft_trailing_logs: 16, raft_snapshot_interval: "1s" };
   const a = await makeCluster(3, { prefix: "cairn-bench-snap-a-", config });
-  const b = await makeCluster(3, { prefix: "cairn-bench-snap-b-", config });
+  let b: Cluster | undefined;
   try {
     for (const s of a.servers) a.start(s);
     const leaderA = await waitForLeader(a, a.servers, { timeoutMs: 60_000 });
@@ -112,13 +112,16 @@ async function runSize(sizeMiB: number): Promise<Row> {
     const archiveMiB = statSync(file).size / MiB;
     await a.stopAll();
 
+    // Ports are taken when the cluster is made: made only now, so none went elsewhere meanwhile.
+    b = await makeCluster(3, { prefix: "cairn-bench-snap-b-", config });
     for (const s of b.servers) b.start(s);
     const leaderB = await waitForLeader(b, b.servers, { timeoutMs: 60_000 });
     const r0 = performance.now();
     const restored = await cairn(["snapshot", "restore", `-http-addr=127.0.0.1:${leaderB.http}`, file], { timeoutMs: 900_000 });
     const restoreS = (performance.now() - r0) / 1000;
     if (restored.code !== 0) throw new Error(`restore failed: ${restored.stderr}`);
-    for (const s of b.servers) await waitFor(async () => (await keyCount(b, s)) === writes, { timeoutMs: 600_000, what: `${writes} keys on ${s.name}`, intervalMs: 250 });
+    const bb = b;
+    for (const s of b.servers) await waitFor(async () => (await keyCount(bb, s)) === writes, { timeoutMs: 600_000, what: `${writes} keys on ${s.name}`, intervalMs: 250 });
     const replicatedS = (performance.now() - r0) / 1000;
     const leaderPeak = status(leaderB.proc!.pid).hwmMiB;
     const followerPeak = Math.max(...b.servers.filter((s) => s !== leaderB).map((s) => status(s.proc!.pid).hwmMiB));
@@ -135,9 +138,9 @@ async function runSize(sizeMiB: number): Promise<Row> {
     };
   } finally {
     await a.stopAll();
-    await b.stopAll();
+    await b?.stopAll();
     a.root.remove();
-    b.root.remove();
+    b?.root.remove();
   }
 }
 

@@ -5,6 +5,8 @@
 // server's disk; snapshot_large_test.ts does the same with 200 MiB).
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cairn, getJson, makeCluster, waitFor, waitForLeader, type Cluster, type ServerSpec } from "./harness.ts";
 
@@ -44,6 +46,25 @@ test("three servers: snapshot save via a follower, restore, every server and a r
   for (const s of c.servers) {
     await waitFor(async () => JSON.stringify(await staleKeys(c, s)) === JSON.stringify(["app/one", "app/two"]), { timeoutMs: 10_000, what: `the restored keys on ${s.name}` });
   }
+
+  // Damaged files are refused with the reason, through a follower, and change nothing.
+  const good = readFileSync(file);
+  const flipped = Buffer.from(good);
+  flipped[Math.floor(flipped.length / 2)]! ^= 0xff;
+  const damaged: [string, Uint8Array, RegExp][] = [
+    ["garbage", randomBytes(10 * 1024 * 1024), /not valid gzip/],
+    ["truncated", good.subarray(0, good.length - 40), /truncated/],
+    ["flipped", flipped, /Invalid snapshot: /],
+  ];
+  for (const [name, bytes, reason] of damaged) {
+    const bad = join(c.root.path, `${name}.snap`);
+    writeFileSync(bad, bytes);
+    const r = await cairn(["snapshot", "restore", `-http-addr=127.0.0.1:${follower.http}`, bad]);
+    assert.equal(r.code, 1, `${name}: ${r.stdout}`);
+    assert.match(r.stderr, /^Error restoring snapshot: Unexpected response code: 400 \(Invalid snapshot: /, name);
+    assert.match(r.stderr, reason, name);
+  }
+  for (const s of c.servers) assert.deepEqual(await staleKeys(c, s), ["app/one", "app/two"], `nothing changed on ${s.name}`);
 
   // The restore is a stored Raft snapshot: a server killed and restarted starts from it.
   await c.kill(follower, "SIGKILL");

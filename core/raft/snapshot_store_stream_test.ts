@@ -1,0 +1,98 @@
+// The streaming side of the file snapshot store: a sink written in chunks
+// becomes a snapshot only at finish(), a cancelled one leaves nothing, and
+// open() checks the newest one whole (size and CRC) before handing it out.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CaptureSink, createLogger, nullLogger } from "../log/logger.ts";
+import { FileSnapshotStore } from "./snapshot_store_file_node.ts";
+import { MemorySnapshotStore } from "./snapshot_store_memory.ts";
+import type { SnapshotMeta, SnapshotStore } from "./types.ts";
+
+async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "cairn-snap-stream-"));
+  try {
+    await fn(join(dir, "snapshots"));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const meta = (index: number, userRestore?: boolean): SnapshotMeta => ({
+  index,
+  term: 3,
+  sizeBytes: 0,
+  configuration: { servers: [{ id: "a", address: "a:8300", suffrage: "voter" }] },
+  ...(userRestore ? { userRestore } : {}),
+});
+
+function bytes(n: number, seed: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 13 + seed) & 0xff;
+  return b;
+}
+
+async function collect(it: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const c of it) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+async function contract(store: SnapshotStore): Promise<void> {
+  const data = bytes(3 * 1024 * 1024 + 7, 1);
+  const sink = store.begin();
+  for (let off = 0; off < data.length; off += 100_000) await sink.write(data.subarray(off, off + 100_000));
+  assert.equal(sink.written, data.length);
+  assert.equal(await store.open(), undefined, "nothing is visible before finish");
+  const stored = await sink.finish(meta(10, true));
+  assert.equal(stored.sizeBytes, data.length, "finish sets the size");
+  const src = (await store.open())!;
+  assert.equal(src.meta.index, 10);
+  assert.equal(src.meta.userRestore, true, "the user-restore mark is kept");
+  assert.ok((await collect(src.stream())).equals(data));
+  assert.ok(Buffer.from(await src.read(1_000_000, 10)).equals(data.subarray(1_000_000, 1_000_010)));
+  assert.equal((await src.read(data.length - 3, 10)).length, 3, "short at the end");
+  await src.close();
+  const dropped = store.begin();
+  await dropped.write(bytes(10, 2));
+  await dropped.cancel();
+  assert.equal((await store.list()).length, 1, "a cancelled sink is no snapshot");
+  assert.equal((await store.open({ index: 10, term: 3 }))?.meta.index, 10);
+  assert.equal(await store.open({ index: 11, term: 3 }), undefined);
+}
+
+test("snapshot stores: a streamed snapshot, whole only once finished (memory)", () => contract(new MemorySnapshotStore()));
+
+test("snapshot stores: a streamed snapshot, whole only once finished (file), no temp files left", () =>
+  withDir(async (dir) => {
+    const s = await FileSnapshotStore.open({ dir, logger: nullLogger() });
+    await contract(s);
+    assert.deepEqual((await readdir(dir)).filter((n) => n.endsWith(".tmp")), []);
+    // Reopened from disk, the mark and the bytes are still there.
+    const again = await FileSnapshotStore.open({ dir, logger: nullLogger() });
+    const src = (await again.open())!;
+    assert.equal(src.meta.userRestore, true);
+    assert.equal((await collect(src.stream())).length, 3 * 1024 * 1024 + 7);
+    await src.close();
+  }));
+
+test("file snapshot store: open() skips a newest snapshot whose bytes changed, with a warning, and falls back", () =>
+  withDir(async (dir) => {
+    const capture = new CaptureSink();
+    const s = await FileSnapshotStore.open({ dir, logger: createLogger({ sink: capture, level: "debug" }) });
+    for (const index of [5, 6]) {
+      const sink = s.begin();
+      await sink.write(bytes(5000, index));
+      await sink.finish(meta(index));
+    }
+    const newest = (await readdir(dir)).filter((n) => n.startsWith("00000000000000000006") && n.endsWith(".snap"))[0]!;
+    const raw = await readFile(join(dir, newest));
+    raw[2500]! ^= 0x01;
+    await writeFile(join(dir, newest), raw);
+    const src = (await s.open())!;
+    assert.equal(src.meta.index, 5, "the older, intact one");
+    await src.close();
+    assert.ok(capture.records.some((r) => r.message === "skipping damaged Raft snapshot" && /CRC mismatch/.test(String(r.fields.error))), "warned");
+  }));
