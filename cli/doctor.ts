@@ -18,7 +18,7 @@
 // view, clock and disk are not compared; clients' own views are not asked
 // (only the entry agent's, when it is a client).
 // Exit: 0 nothing to act on, 1 problems found, 2 could not ask the agent.
-import { ApiClient } from "../core/api/mod.ts";
+import type { ApiClient } from "../core/api/mod.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { apiClientFromFlags, formatHelp, httpClientFlags, num, str } from "./_flags.ts";
 import type { FlagSpec } from "./_flags.ts";
@@ -159,7 +159,14 @@ function hostPortOf(address: string): { host: string; port: string } {
   return at < 0 ? { host: bare, port: "8500" } : { host: bare.slice(0, at), port: bare.slice(at + 1) };
 }
 
-export async function gatherFacts(o: { client: ApiClient; token: string; fetch?: typeof fetch; sampleMs: number; timeoutMs: number; now?: () => number }): Promise<DoctorFacts> {
+export async function gatherFacts(o: {
+  client: ApiClient;
+  /** A client of another agent's API at "host:port", with the entry client's token, scheme and TLS settings. */
+  clientFor: (httpAddr: string) => ApiClient;
+  sampleMs: number;
+  timeoutMs: number;
+  now?: () => number;
+}): Promise<DoctorFacts> {
   const entryAsk: Ask = { client: o.client, timeoutMs: o.timeoutMs };
   const entryAddr = o.client.address.replace(/^[a-z]+:\/\//i, "");
   const entryView = await viewOf(entryAsk, entryAddr, entryAddr);
@@ -180,15 +187,13 @@ export async function gatherFacts(o: { client: ApiClient; token: string; fetch?:
 
   // The servers, asked directly (at the member's address and its http_port tag).
   const entryPort = hostPortOf(o.client.address).port;
-  const scheme = /^https:/i.test(o.client.address) ? "https://" : "";
   const serverMembers = (entry.members ?? []).filter((m) => m.tags.role === "consul");
   const serverViews = serverMembers.map(async (m): Promise<AgentView> => {
     const httpAddr = `${m.addr.includes(":") ? `[${m.addr}]` : m.addr}:${m.tags.http_port ?? entryPort}`;
     if (m.name === entry.name) return { ...entry, httpAddr: entry.httpAddr };
     // A failed server is asked too: if it answers, gossip is cut but HTTP is not (a split pool), and its view says so.
     if (m.status !== "alive" && m.status !== "failed") return { name: m.name, httpAddr, error: `${m.status} in gossip: not asked` };
-    const client = new ApiClient({ address: `${scheme}${httpAddr}`, token: o.token, fetch: o.fetch });
-    const v = await viewOf({ client, timeoutMs: o.timeoutMs }, m.name, httpAddr);
+    const v = await viewOf({ client: o.clientFor(httpAddr), timeoutMs: o.timeoutMs }, m.name, httpAddr);
     delete (v as { self?: unknown }).self;
     // Without an http_port tag the address is a guess: another agent may answer there.
     if (!v.error && v.name !== m.name) return { name: m.name, httpAddr, error: `the agent at ${httpAddr} is ${v.name}, not ${m.name} (no http_port tag to find ${m.name}'s API)` };
@@ -287,7 +292,7 @@ export async function gatherFacts(o: { client: ApiClient; token: string; fetch?:
   };
   await Promise.all([
     again(facts.entry, o.client),
-    ...facts.servers.filter((v) => v.httpAddr !== facts.entry.httpAddr && !v.error).map((v) => again(v, new ApiClient({ address: `${scheme}${v.httpAddr}`, token: o.token, fetch: o.fetch }))),
+    ...facts.servers.filter((v) => v.httpAddr !== facts.entry.httpAddr && !v.error).map((v) => again(v, o.clientFor(v.httpAddr))),
   ]);
   return facts;
 }
@@ -320,11 +325,19 @@ export const doctorCommand: Command = {
       io.stderr(`Invalid -disk-warn-percent ${diskWarn}: at most 100\n`);
       return 1;
     }
-    const client = apiClientFromFlags(p, io);
-    const token = str(p, "token") || io.env.CAIRN_HTTP_TOKEN || io.env.CONSUL_HTTP_TOKEN || "";
+    let client: ApiClient;
+    try {
+      client = apiClientFromFlags(p, io);
+    } catch (err) {
+      io.stderr(`${apiErrorText(err)}\n`);
+      return 1;
+    }
     let facts: DoctorFacts;
     try {
-      facts = await gatherFacts({ client, token, fetch: io.fetch, sampleMs: num(p, "sample") ?? 3_000, timeoutMs: num(p, "timeout") ?? 5_000 });
+      const scheme = /^https:/i.test(client.address) ? "https://" : "http://";
+      // Other agents are asked as the entry one: the same token and TLS flags, another address.
+      const clientFor = (httpAddr: string) => apiClientFromFlags({ ...p, values: new Map(p.values).set("http-addr", `${scheme}${httpAddr}`) }, io);
+      facts = await gatherFacts({ client, clientFor, sampleMs: num(p, "sample") ?? 3_000, timeoutMs: num(p, "timeout") ?? 5_000 });
     } catch (err) {
       const text = err instanceof CouldNotAsk ? err.message : apiErrorText(err);
       if (format === "json") io.stdout(`${JSON.stringify({ Healthy: false, Error: text, Findings: [] }, null, 2)}\n`);

@@ -54,7 +54,8 @@ test("gatherFacts: servers asked at their http_port tag, autopilot read from a 4
     },
   });
   const client = new ApiClient({ address: "127.0.0.1:9501", fetch });
-  const facts = await gatherFacts({ client, token: "", fetch, sampleMs: 1_200, timeoutMs: 1_000 });
+  const clientFor = (addr: string) => new ApiClient({ address: addr, fetch });
+  const facts = await gatherFacts({ client, clientFor, sampleMs: 1_200, timeoutMs: 1_000 });
   assert.equal(facts.leader, "");
   assert.ok(seen.includes("127.0.0.1:9501/v1/operator/raft/configuration?stale"), seen.join("\n"));
   assert.ok(!seen.some((s) => s.includes("autopilot")), "no autopilot without a leader");
@@ -83,7 +84,7 @@ test("gatherFacts: servers asked at their http_port tag, autopilot read from a 4
       "/v1/health/state/any": [200, []],
     },
   });
-  const f2 = await gatherFacts({ client: new ApiClient({ address: "127.0.0.1:9501", fetch: healthy.fetch }), token: "", fetch: healthy.fetch, sampleMs: 0, timeoutMs: 1_000 });
+  const f2 = await gatherFacts({ client: new ApiClient({ address: "127.0.0.1:9501", fetch: healthy.fetch }), clientFor: (a) => new ApiClient({ address: a, fetch: healthy.fetch }), sampleMs: 0, timeoutMs: 1_000 });
   assert.equal(f2.autopilot?.servers[0]?.lastContact, "3s", JSON.stringify([f2.autopilotError, f2.leader, healthy.seen]));
 });
 
