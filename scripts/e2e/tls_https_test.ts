@@ -67,6 +67,15 @@ ports { https = ${port} }
     assert.match(agent.proc.output(), /HTTPS handshake failed/, "a refused handshake is logged with the peer");
   });
 
+  test("openssl s_client accepts the agent's chain and hands it a client certificate", async () => {
+    const r = await run("openssl", ["s_client", "-connect", addr, "-CAfile", f("ca.pem"), "-cert", f("cli.pem"), "-key", f("cli-key.pem"), "-verify_return_error", "-brief", "-ign_eof"], { input: "GET /v1/status/leader HTTP/1.0\r\n\r\n", timeoutMs: 15_000 });
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stderr, /Verification: OK/);
+    assert.match(r.stdout, /HTTP\/1\.[01] 200/);
+    const bad = await run("openssl", ["s_client", "-connect", addr, "-CAfile", f("other-ca.pem"), "-verify_return_error", "-brief"], { input: "", timeoutMs: 15_000 });
+    assert.notEqual(bad.code, 0, "another CA does not verify the agent's certificate");
+  });
+
   test("python-consul with scheme=https, verify=<ca> and cert=(cert, key)", { skip: !existsSync(python) && "python3 is missing" }, async () => {
     const script = `
 import consul, sys
