@@ -13,9 +13,9 @@
 //
 // then `<output>.tar.gz` (the directory removed) unless -archive=false.
 // Profiles need enable_debug on the agent (-dev has it), as Consul's pprof.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import type { ApiClient } from "../core/api/mod.ts";
+import type { ApiClient, RawRequest } from "../core/api/mod.ts";
 import { errorMessage } from "../core/errors.ts";
 import { onShutdownSignal } from "./_child.ts";
 import { parseCommandFlags } from "./_command.ts";
@@ -24,7 +24,7 @@ import type { FlagSpec } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
 import { tarGzDirectory } from "./_tar.ts";
-import { redactJson, scrubText } from "./debug_redact.ts";
+import { redactJson, scrubChunks } from "./debug_redact.ts";
 
 export const debugTargets = ["metrics", "logs", "pprof", "host", "agent", "members"] as const;
 type Target = (typeof debugTargets)[number];
@@ -214,6 +214,17 @@ async function captureLogs(c: Capture, endAt: number): Promise<void> {
   }
 }
 
+/** A response body written to a file piece by piece (a heap snapshot may be longer than one string). */
+async function streamToFile(c: Capture, path: string, req: RawRequest): Promise<void> {
+  const body = await c.client.stream(req);
+  const fd = openSync(path, "w");
+  try {
+    for await (const piece of body) writeSync(fd, piece);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** One CPU profile over the whole run (Consul's profile.prof), then one heap snapshot. */
 async function captureProfiles(c: Capture, seconds: number): Promise<void> {
   try {
@@ -226,14 +237,31 @@ async function captureProfiles(c: Capture, seconds: number): Promise<void> {
   }
   // The heap snapshot is taken even after an interrupt: it takes a second, and it is what was asked for.
   try {
-    const r = await c.client.request({ method: "GET", path: "/v1/agent/debug/heap", query: { signal: AbortSignal.timeout(120_000) } });
-    writeFileSync(join(c.dir, "heap.heapsnapshot"), r.text);
+    await streamToFile(c, join(c.dir, "heap.heapsnapshot"), { method: "GET", path: "/v1/agent/debug/heap", query: { signal: AbortSignal.timeout(300_000) } });
   } catch (err) {
     warn(c, "pprof (heap snapshot)", err);
   }
 }
 
-/** Every file of the bundle once more through scrubText, with every secret learned while capturing. */
+/** A file's text in pieces of 4 MiB (UTF-8 split correctly between them). */
+function* fileChunks(path: string): Generator<string> {
+  const fd = openSync(path, "r");
+  const buf = Buffer.alloc(4 << 20);
+  const decoder = new TextDecoder();
+  try {
+    for (;;) {
+      const n = readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      yield decoder.decode(buf.subarray(0, n), { stream: true });
+    }
+    const rest = decoder.decode();
+    if (rest) yield rest;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Every file of the bundle once more through the scrubber, with every secret learned while capturing. */
 function scrubDir(dir: string, secrets: Set<string>): void {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);
@@ -241,9 +269,16 @@ function scrubDir(dir: string, secrets: Set<string>): void {
       scrubDir(path, secrets);
       continue;
     }
-    const text = readFileSync(path, "utf8");
-    const clean = scrubText(text, secrets);
-    if (clean !== text) writeFileSync(path, clean);
+    const tmp = `${path}.scrub`;
+    const seen = { replaced: false };
+    const fd = openSync(tmp, "w");
+    try {
+      for (const piece of scrubChunks(fileChunks(path), secrets, seen)) writeSync(fd, piece);
+    } finally {
+      closeSync(fd);
+    }
+    if (seen.replaced) renameSync(tmp, path);
+    else rmSync(tmp);
   }
 }
 

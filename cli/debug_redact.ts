@@ -50,15 +50,49 @@ function hideAll(value: unknown, found: Set<string>): unknown {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hideAll(v, found)]));
 }
 
-/** Every occurrence of each secret (4 characters or more: shorter ones would hit everything) replaced by "hidden". */
+/** Every occurrence of each secret (4 characters or more: shorter ones would hit everything), also JSON-escaped, replaced by "hidden". */
 export function scrubText(text: string, secrets: Iterable<string>): string {
-  let out = text;
+  return [...scrubChunks([text], secrets)].join("");
+}
+
+/** The strings scrubText looks for: each secret as written and as inside a JSON string. */
+function needlesOf(secrets: Iterable<string>): string[] {
+  const out = new Set<string>();
   for (const s of secrets) {
     if (s.length < 4) continue;
-    if (out.includes(s)) out = out.split(s).join(hidden);
-    // As it would appear inside a JSON string.
-    const quoted = JSON.stringify(s).slice(1, -1);
-    if (quoted !== s && out.includes(quoted)) out = out.split(quoted).join(hidden);
+    out.add(s);
+    out.add(JSON.stringify(s).slice(1, -1));
   }
-  return out;
+  return [...out];
+}
+
+/**
+ * scrubText over a sequence of chunks (a file read piece by piece), a secret
+ * split between two chunks included: each step keeps back the last
+ * (longest needle - 1) characters. `seen.replaced` tells whether anything was.
+ */
+export function* scrubChunks(chunks: Iterable<string>, secrets: Iterable<string>, seen: { replaced: boolean } = { replaced: false }): Generator<string> {
+  const needles = needlesOf(secrets);
+  if (needles.length === 0) {
+    yield* chunks;
+    return;
+  }
+  const keep = Math.max(...needles.map((n) => n.length)) - 1;
+  const replace = (text: string) =>
+    needles.reduce((t, n) => {
+      if (!t.includes(n)) return t;
+      seen.replaced = true;
+      return t.split(n).join(hidden);
+    }, text);
+  let carry = "";
+  for (const chunk of chunks) {
+    const text = replace(carry + chunk);
+    if (text.length <= keep) {
+      carry = text;
+      continue;
+    }
+    yield text.slice(0, text.length - keep);
+    carry = text.slice(text.length - keep);
+  }
+  if (carry !== "") yield replace(carry);
 }

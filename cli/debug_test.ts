@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { testIo } from "./_testing.ts";
 import { tarGzDirectory } from "./_tar.ts";
 import { bundleTimestamp, debugCommand, goDuration } from "./debug.ts";
-import { redactJson, scrubText } from "./debug_redact.ts";
+import { redactJson, scrubChunks, scrubText } from "./debug_redact.ts";
 
 test("redactJson: secret-named string fields hidden and remembered, facts about secrets kept", () => {
   const found = new Set<string>();
@@ -157,4 +157,14 @@ test("cairn debug: bad timings, unknown targets, an existing output and no agent
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+test("scrubChunks: a secret split between chunks is hidden, and says whether it replaced anything", () => {
+  const seen = { replaced: false };
+  const out = [...scrubChunks(["log tok", "-12345 and", ' {"t":"a\\"b', 'cd"}'], ["tok-12345", 'a"bcd'], seen)].join("");
+  assert.equal(out, 'log hidden and {"t":"hidden"}');
+  assert.equal(seen.replaced, true);
+  const none = { replaced: false };
+  assert.equal([...scrubChunks(["nothing", " here"], ["tok-12345"], none)].join(""), "nothing here");
+  assert.equal(none.replaced, false);
 });

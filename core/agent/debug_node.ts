@@ -6,7 +6,7 @@
 import type * as Inspector from "node:inspector";
 import { readFileSync, statfs } from "node:fs";
 import { arch, cpus, freemem, hostname, platform, release, totalmem, type, uptime } from "node:os";
-import type { AgentDebugBackend, HostFacts } from "../http/agent_debug.ts";
+import { replaceAcrossChunks, type AgentDebugBackend, type HostFacts } from "../http/agent_debug.ts";
 import { errorMessage } from "../errors.ts";
 
 /** What a redacted secret becomes in a heap snapshot. */
@@ -116,19 +116,13 @@ export async function hostFacts(dataDir: string): Promise<HostFacts> {
 
 /**
  * Every occurrence of each secret (as it is written inside a JSON string)
- * replaced by "<redacted>". The result is still valid JSON: the secrets are
- * replaced inside string literals by a string of safe characters.
+ * replaced by "<redacted>", across the snapshot's chunks. The result is
+ * still valid JSON: the secrets are replaced inside string literals by a
+ * string of safe characters.
  */
-export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  const seen = new Set<string>();
-  for (const s of secrets) {
-    if (s.length < minSecretLength || seen.has(s)) continue;
-    seen.add(s);
-    const needle = JSON.stringify(s).slice(1, -1);
-    if (out.includes(needle)) out = out.split(needle).join(redactedText);
-  }
-  return out;
+export function redactSecrets(chunks: Iterable<string>, secrets: readonly string[]): Iterable<string> {
+  const needles = secrets.filter((s) => s.length >= minSecretLength).map((s) => JSON.stringify(s).slice(1, -1));
+  return replaceAcrossChunks(chunks, needles, redactedText);
 }
 
 function inspectorSession(): Inspector.Session {
@@ -192,7 +186,7 @@ export function createAgentDebug(options: {
         session.disconnect();
         snapshotting = false;
       }
-      return redactSecrets(chunks.join(""), [...options.secrets(), ...redact]);
+      return redactSecrets(chunks, [...options.secrets(), ...redact]);
     },
   };
 }

@@ -5,10 +5,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAgentDebug, diskUsage, hostFacts, redactSecrets } from "./debug_node.ts";
 
-test("redactSecrets: every occurrence, JSON stays valid, short strings left alone", () => {
+test("redactSecrets: every occurrence, across chunk boundaries, JSON stays valid, short strings left alone", () => {
   const key = "pUqJrVyVRj5jsiYEkM/tFQYfWyJxr3hbaD0E5ySyYeo=";
   const text = JSON.stringify({ strings: [key, `encrypt=${key};`, "ab", 'quo"te-secret'] });
-  const out = redactSecrets(text, [key, "ab", 'quo"te-secret']);
+  // Cut into 7-character chunks: every secret straddles at least one boundary.
+  const chunks = text.match(/[\s\S]{1,7}/g)!;
+  const out = [...redactSecrets(chunks, [key, "ab", 'quo"te-secret'])].join("");
   assert.ok(!out.includes(key));
   assert.ok(!out.includes("quo"));
   assert.deepEqual(JSON.parse(out), { strings: ["<redacted>", "encrypt=<redacted>;", "ab", "<redacted>"] });
@@ -43,7 +45,7 @@ test("CPU profile and heap snapshot of this process, the heap without its secret
   ac.abort(); // the client went away: the profile ends early with what it has
   const profile = JSON.parse(await pending) as { nodes: unknown[]; startTime: number; endTime: number };
   assert.ok(profile.nodes.length > 0 && profile.endTime >= profile.startTime);
-  const heap = await debug.heapSnapshot({ redact: ["caller-token-12345"] });
+  const heap = [...(await debug.heapSnapshot({ redact: ["caller-token-12345"] }))].join("");
   const parsed = JSON.parse(heap) as { snapshot: { node_count: number }; strings: string[] };
   assert.ok(parsed.snapshot.node_count > 0);
   assert.ok(!heap.includes(secret));

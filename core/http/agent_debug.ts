@@ -39,8 +39,12 @@ export interface AgentDebugBackend {
   host(): Promise<HostFacts>;
   /** A V8 CPU profile (.cpuprofile JSON) over `seconds`, cut short when `signal` aborts. */
   cpuProfile(options: { seconds: number; signal?: AbortSignal }): Promise<string>;
-  /** A V8 heap snapshot (.heapsnapshot JSON), every secret the agent holds and every string in `redact` replaced. */
-  heapSnapshot(options: { redact: readonly string[] }): Promise<string>;
+  /**
+   * A V8 heap snapshot (.heapsnapshot JSON) as the chunks V8 wrote it (a
+   * big heap's snapshot is longer than one string may be), every secret the
+   * agent holds and every string in `redact` replaced.
+   */
+  heapSnapshot(options: { redact: readonly string[] }): Promise<Iterable<string>>;
 }
 
 /** Longest profile one request may ask for (Consul's debug asks for its whole -duration). */
@@ -89,9 +93,38 @@ export function agentDebugHeapHandler(debug: AgentDebugBackend): Handler {
   return async (req): Promise<HttpResponse> => {
     requireDebug(debug);
     const token = requestToken(req);
-    const snapshot = await debug.heapSnapshot({ redact: token ? [token] : [] });
-    return { status: 200, headers: { "Content-Type": "application/json", "Content-Disposition": 'attachment; filename="heap.heapsnapshot"' }, body: snapshot };
+    const chunks = await debug.heapSnapshot({ redact: token ? [token] : [] });
+    async function* stream(): AsyncGenerator<string> {
+      yield* chunks;
+    }
+    return { status: 200, headers: { "Content-Type": "application/json", "Content-Disposition": 'attachment; filename="heap.heapsnapshot"' }, body: "", stream: stream() };
   };
+}
+
+/**
+ * Every occurrence of each needle replaced across a sequence of chunks, a
+ * needle split between two chunks included: each step keeps back the last
+ * (longest needle - 1) characters, which may be the start of one.
+ */
+export function* replaceAcrossChunks(chunks: Iterable<string>, needles: readonly string[], replacement: string): Generator<string> {
+  const list = [...new Set(needles.filter((n) => n !== ""))];
+  if (list.length === 0) {
+    yield* chunks;
+    return;
+  }
+  const keep = Math.max(...list.map((n) => n.length)) - 1;
+  const replaceAll = (text: string) => list.reduce((t, n) => (t.includes(n) ? t.split(n).join(replacement) : t), text);
+  let carry = "";
+  for (const chunk of chunks) {
+    const text = replaceAll(carry + chunk);
+    if (text.length <= keep) {
+      carry = text;
+      continue;
+    }
+    yield text.slice(0, text.length - keep);
+    carry = keep > 0 ? text.slice(text.length - keep) : "";
+  }
+  if (carry !== "") yield replaceAll(carry);
 }
 
 /** For agents built without the node side (tests): every debug route answers a clear 500. */

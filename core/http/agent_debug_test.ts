@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { agentDebugHeapHandler, agentDebugProfileHandler, agentHostHandler, type AgentDebugBackend, type HostFacts } from "./agent_debug.ts";
+import { agentDebugHeapHandler, agentDebugProfileHandler, agentHostHandler, replaceAcrossChunks, type AgentDebugBackend, type HostFacts } from "./agent_debug.ts";
 import { createRoutes } from "./routes.ts";
 import { testBackends } from "./_test_env.ts";
 import { makeRequest } from "./types.ts";
@@ -11,7 +11,7 @@ function fake(enabled: boolean) {
     enabled: () => enabled,
     host: async () => ({ Host: { hostname: "h" } }) as unknown as HostFacts,
     cpuProfile: async ({ seconds }) => (calls.push(`profile ${seconds}`), '{"nodes":[]}'),
-    heapSnapshot: async ({ redact }) => (calls.push(`heap ${redact.join(",")}`), '{"snapshot":{}}'),
+    heapSnapshot: async ({ redact }) => (calls.push(`heap ${redact.join(",")}`), ['{"snapshot"', ":{}}"]),
   };
   return { backend, calls };
 }
@@ -45,4 +45,21 @@ test("debug profile: seconds default 30, bad values 400; heap is asked to redact
   await heap(makeRequest("GET", "/v1/agent/debug/heap?token=tok-query-123"));
   assert.deepEqual(calls, ["profile 30", "profile 2", "heap tok-123456789", "heap tok-bearer-123", "heap tok-query-123"]);
   assert.equal((await agentHostHandler(backend)(makeRequest("GET", "/v1/agent/host?pretty"))).status, 200);
+});
+
+test("replaceAcrossChunks: needles split between chunks, overlapping needles, no needles", () => {
+  const run = (chunks: string[], needles: string[]) => [...replaceAcrossChunks(chunks, needles, "#")].join("");
+  assert.equal(run(["ab", "cd", "ef", "abc", "def"], ["abcdef", "cde"]), "##");
+  assert.equal(run(["xxab", "cd", "efyy"], ["cde"]), "xxab#fyy");
+  assert.equal(run(["secret-one ", "and sec", "ret-one"], ["secret-one"]), "# and #");
+  assert.equal(run(["x", "y"], []), "xy");
+  assert.equal(run([], ["a"]), "");
+});
+
+test("heap endpoint streams the backend's chunks", async () => {
+  const { backend } = fake(true);
+  const r = await agentDebugHeapHandler(backend)(makeRequest("GET", "/v1/agent/debug/heap"));
+  const pieces: string[] = [];
+  for await (const p of r.stream!) pieces.push(String(p));
+  assert.equal(pieces.join(""), '{"snapshot":{}}');
 });
