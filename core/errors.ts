@@ -30,6 +30,20 @@ export class PermissionDeniedError extends CairnError {
   }
 }
 
+/** The request's token is not known (consul acl.ErrNotFound; HTTP 403 "ACL not found"). */
+export class AclNotFoundError extends CairnError {
+  constructor() {
+    super("acl_not_found", "ACL not found");
+  }
+}
+
+/** An ACL endpoint was asked while ACLs are off (consul acl.ErrDisabled; HTTP 401). */
+export class AclDisabledError extends CairnError {
+  constructor() {
+    super("acl_disabled", "ACL support disabled");
+  }
+}
+
 /** A request body or value was over a size limit. */
 export class TooLargeError extends CairnError {
   readonly limitBytes: number;

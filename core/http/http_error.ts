@@ -21,6 +21,8 @@ const statusByCode: Record<string, number> = {
   too_large: 413,
   cas_conflict: 409,
   permission_denied: 403,
+  acl_not_found: 403,
+  acl_disabled: 401,
   // Consul answers these with its catch-all 500 and the error text.
   no_leader: 500,
   not_leader: 500,

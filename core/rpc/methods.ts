@@ -42,6 +42,8 @@ export interface QueryMeta {
   knownLeader: boolean;
   /** Ms since the answering server last heard from the leader (0 on the leader). */
   lastContactMs: number;
+  /** Items the token may not read were left out (X-Consul-Results-Filtered-By-ACLs). */
+  resultsFilteredByAcls?: boolean;
   consistencyLevel: "leader" | "stale" | "consistent";
 }
 
@@ -428,8 +430,48 @@ export interface CoordinateEntry {
   coord: VivaldiCoord;
 }
 
+/** ACL objects the servers keep (core/state/acl.ts). */
+export type AclKind = "token" | "policy" | "role";
+
+/** A change to tokens, policies or roles; `item` is the object in camelCase (core/state/acl.ts fields). */
+export interface AclWriteArgs {
+  kind: AclKind;
+  op: "create" | "update" | "delete" | "clone";
+  item?: Record<string, unknown>;
+  /** delete and clone: the AccessorID or policy/role ID. */
+  id?: string;
+  datacenter?: string;
+  token?: string;
+}
+
+/** A read of tokens, policies or roles. */
+export interface AclReadArgs {
+  kind: AclKind;
+  /** get: by `id`; name: by `name` (policies, roles); self: the token of `query.token`; list: all, or those linking `policy` / `role`. */
+  op: "get" | "name" | "self" | "list";
+  id?: string;
+  name?: string;
+  policy?: string;
+  role?: string;
+  query: QueryOptions;
+}
+
+/** What a token may do, for an agent to decide requests itself (cached for acl.token_ttl). */
+export interface AclResolveReply {
+  accessorId: string;
+  /** Rule texts of every policy the token links (directly, through roles, from identities). */
+  rules: string[];
+  /** The servers' acl.default_policy is allow. */
+  defaultAllow: boolean;
+}
+
 /** Every RPC method with its argument and reply types. */
 export interface RpcMethods {
+  /** ACLs (consul agent/consul/acl_endpoint.go): bootstrap, token/policy/role reads and writes, token resolution. */
+  "ACL.Bootstrap": { args: { datacenter?: string }; reply: Record<string, unknown> };
+  "ACL.Write": { args: AclWriteArgs; reply: { item?: Record<string, unknown>; deleted?: boolean; index: number } };
+  "ACL.Read": { args: AclReadArgs; reply: { items: Record<string, unknown>[]; meta: QueryMeta } };
+  "ACL.Resolve": { args: { secret: string; datacenter?: string }; reply: AclResolveReply };
   "KVS.Apply": { args: KvsApplyArgs; reply: { ok: boolean; index: number } };
   "KVS.Get": { args: { key: string; query: QueryOptions }; reply: { entries: DirEntry[]; meta: QueryMeta } };
   "KVS.List": { args: { prefix: string; query: QueryOptions }; reply: { entries: DirEntry[]; meta: QueryMeta } };
@@ -565,6 +607,8 @@ export type RpcHandlers = {
  * the FSM applies it once however often it is sent.
  */
 export const writeMethods: ReadonlySet<string> = new Set<RpcMethod>([
+  "ACL.Bootstrap",
+  "ACL.Write",
   "KVS.Apply",
   "Txn.Apply",
   "Catalog.Register",

@@ -4,6 +4,8 @@
 // else an RpcError carrying the remote code.
 
 import {
+  AclDisabledError,
+  AclNotFoundError,
   BadRequestError,
   CairnError,
   CasConflictError,
@@ -14,6 +16,7 @@ import {
   NotFoundError,
   NotLeaderError,
   OutcomeUnknownError,
+  PermissionDeniedError,
   RequestExpiredError,
   RpcError,
   RpcTimeoutError,
@@ -56,6 +59,12 @@ export function fromWireError(w: WireError): Error {
       return new CasConflictError(w.message);
     case "bad_request":
       return new BadRequestError(w.message);
+    case "permission_denied":
+      return new PermissionDeniedError(w.message.replace(/^Permission denied(: )?/, "") || undefined);
+    case "acl_not_found":
+      return new AclNotFoundError();
+    case "acl_disabled":
+      return new AclDisabledError();
     case "too_large":
       return new TooLargeError(w.message, 0);
     case "rpc_timeout":

@@ -164,6 +164,11 @@ const executeArgs = obj({
 });
 
 const argShapes: { [M in RpcMethod]: Shape } = {
+  // ACL arguments are checked field by field in core/server/acl.ts, with Consul's wording.
+  "ACL.Bootstrap": obj({ ...routing }),
+  "ACL.Write": obj({ kind: str, op: str, item: optional(any), id: optional(str), ...routing }),
+  "ACL.Read": obj({ kind: str, op: str, id: optional(str), name: optional(str), policy: optional(str), role: optional(str), query: queryOptions }),
+  "ACL.Resolve": obj({ secret: str, ...routing }),
   "KVS.Apply": obj({
     op: str,
     entry: obj({ key: str, flags: optional(uint), value: optional(bytes), modifyIndex: optional(uint), session: optional(str) }),

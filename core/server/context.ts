@@ -11,6 +11,7 @@ import type { BlockingContext, QueryFn, QueryTimes } from "./blocking.ts";
 import { notLeader } from "./consensus.ts";
 import type { Consensus } from "./consensus.ts";
 import type { Fsm } from "./fsm.ts";
+import type { AclResolver } from "./acl.ts";
 import { wrapCommand } from "./fsm.ts";
 
 export interface ServerContext {
@@ -27,6 +28,8 @@ export interface ServerContext {
   remote?: () => Rpc | undefined;
   /** Blocking waits (default_query_time, max_query_time); absent: Consul's 5 and 10 minutes. */
   queryTimes?: QueryTimes;
+  /** ACLs (absent or disabled: every request is allowed). */
+  acl?: AclResolver;
 }
 
 /** Writes go to the leader; a follower says where the leader is (the RPC layer forwards). */

@@ -19,6 +19,7 @@ import type { QueryTimes } from "./blocking.ts";
 import type { Consensus } from "./consensus.ts";
 import { Fsm } from "./fsm.ts";
 import { Server } from "./server.ts";
+import type { AclServerConfig } from "./acl.ts";
 
 export interface DevServerOptions {
   clock: Clock;
@@ -43,6 +44,8 @@ export interface DevServerOptions {
   queryTimes?: QueryTimes;
   /** How the leader batches coordinate updates (consul.coordinate.*). */
   coordinateUpdate?: Partial<CoordinateUpdateConfig>;
+  /** ACLs (`acl {}`); absent: off. */
+  acl?: AclServerConfig;
 }
 
 export interface DevServer {
@@ -106,7 +109,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     snapshotIntervalMs: options.snapshotIntervalMs,
     raft: { trailingLogs: options.trailingLogs },
   });
-  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes, coordinateUpdate: options.coordinateUpdate });
+  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes, coordinateUpdate: options.coordinateUpdate, acl: options.acl });
   await becomeLeader(raft);
   return {
     fsm,

@@ -17,6 +17,7 @@ import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "../state/catalog_commands.ts";
 import { applyAutopilotCommand } from "../state/autopilot.ts";
+import { applyAclBootstrapCommand, applyAclDeleteCommand, applyAclSetCommand } from "../state/acl.ts";
 import { applyCoordinateBatchCommand } from "../state/coordinate.ts";
 import { applyPreparedQueryCommand } from "../state/prepared_query.ts";
 import { parseRequestId } from "../state/requests.ts";
@@ -35,6 +36,14 @@ export const MessageType = {
   Txn: 8,
   /** The autopilot configuration (Consul AutopilotRequestType). */
   Autopilot: 9,
+  /** ACLs (Consul ACLBootstrapRequestType, ACLTokenSetRequestType, ...). */
+  ACLBootstrap: 11,
+  ACLTokenSet: 17,
+  ACLTokenDelete: 18,
+  ACLPolicySet: 19,
+  ACLPolicyDelete: 20,
+  ACLRoleSet: 23,
+  ACLRoleDelete: 24,
   /**
    * cairn's own, from before restores went through Raft's snapshot
    * installation (RaftNode.restoreUserSnapshot): the whole state travelled
@@ -146,6 +155,13 @@ export class Fsm {
     this.register(MessageType.PreparedQuery, (c, cmd) => applyPreparedQueryCommand(c.state, c.index, cmd));
     this.register(MessageType.Autopilot, (c, cmd) => applyAutopilotCommand(c.state, c.index, cmd));
     this.register(MessageType.CoordinateBatchUpdate, (c, cmd) => applyCoordinateBatchCommand(c.state, c.index, cmd));
+    this.register(MessageType.ACLBootstrap, (c, cmd) => applyAclBootstrapCommand(c.state, c.index, cmd));
+    this.register(MessageType.ACLTokenSet, (c, cmd) => applyAclSetCommand(c.state, c.index, cmd, "token"));
+    this.register(MessageType.ACLTokenDelete, (c, cmd) => applyAclDeleteCommand(c.state, c.index, cmd, "token"));
+    this.register(MessageType.ACLPolicySet, (c, cmd) => applyAclSetCommand(c.state, c.index, cmd, "policy"));
+    this.register(MessageType.ACLPolicyDelete, (c, cmd) => applyAclDeleteCommand(c.state, c.index, cmd, "policy"));
+    this.register(MessageType.ACLRoleSet, (c, cmd) => applyAclSetCommand(c.state, c.index, cmd, "role"));
+    this.register(MessageType.ACLRoleDelete, (c, cmd) => applyAclDeleteCommand(c.state, c.index, cmd, "role"));
   }
 
   /** The current store (replaced by restore: read it again after a watch fires). */

@@ -8,6 +8,9 @@ import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
+import { aclAuthorize, aclIdentity } from "./acl.ts";
+import { PermissionDeniedError } from "../errors.ts";
+import { permissionDeniedReason } from "../acl/authorizer.ts";
 
 const kvsOps: ReadonlySet<string> = new Set<KvsOp>(["set", "cas", "delete", "delete-cas", "delete-tree", "lock", "unlock"]);
 /** Ops whose reply says whether they acted; the others always answer true (consul KVSPut/KVSDelete). */
@@ -32,6 +35,11 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
       }
       if (entry.value !== undefined && !(entry.value instanceof Uint8Array)) throw new BadRequestError("Value must be bytes");
       if (entry.session !== undefined && typeof entry.session !== "string") throw new BadRequestError("Session must be a string");
+      // consul kvsPreApply: delete-tree needs write on everything under the prefix, any other op write on the key.
+      const id = aclIdentity(ctx, args.token);
+      if (id && !(op === "delete-tree" ? id.authz.keyWritePrefix(entry.key) : id.authz.allowed("key", "write", entry.key))) {
+        throw new PermissionDeniedError(permissionDeniedReason(id.accessorId, "key", "write", entry.key));
+      }
       requireLeader(ctx);
       // kvsPreApply: a key whose lock was just freed by an invalidated session stays unlockable for the lock delay.
       // With a request id the FSM checks it instead (core/server/fsm.ts), so a repeat gets its first answer.
@@ -54,6 +62,7 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
 
     async "KVS.Get"(args, options) {
       const key = args.key;
+      aclAuthorize(ctx, args.query.token, "key", "read", key);
       const { value, meta } = await read(ctx, args.query, (state, ws) => {
         const r = state.kvsGet(key, ws);
         return r.value ? { index: r.value.modifyIndex, value: [r.value] } : { index: r.index, value: [] };
@@ -63,8 +72,11 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
 
     async "KVS.List"(args, options) {
       const prefix = args.prefix;
+      const id = listIdentity(ctx, args.query.token, prefix);
       const { value, meta } = await read(ctx, args.query, (state, ws) => state.kvsList(prefix, ws), options);
-      return { entries: value, meta };
+      if (!id) return { entries: value, meta };
+      const entries = value.filter((e) => id.authz.allowed("key", "read", e.key));
+      return { entries, meta: entries.length < value.length ? { ...meta, resultsFilteredByAcls: true } : meta };
     },
 
     async "KVS.ListKeys"(args, options) {
@@ -75,7 +87,23 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
         (state, ws) => state.kvsListKeys(prefix, separator ?? "", ws),
         options,
       );
-      return { keys: value, meta };
+      const id = listIdentity(ctx, args.query.token, prefix);
+      if (!id) return { keys: value, meta };
+      const keys = value.filter((k) => id.authz.allowed("key", "read", k));
+      return { keys, meta: keys.length < value.length ? { ...meta, resultsFilteredByAcls: true } : meta };
     },
   });
+}
+
+/**
+ * The caller of a KV listing (undefined with ACLs off). With
+ * acl.enable_key_list_policy the prefix itself needs `list` (consul
+ * KVS.List's KeyList check); the entries are then filtered by `read`.
+ */
+function listIdentity(ctx: ServerContext, token: string | undefined, prefix: string) {
+  const id = aclIdentity(ctx, token);
+  if (id && ctx.acl?.config.enableKeyListPolicy && !id.authz.allowed("key", "list", prefix)) {
+    throw new PermissionDeniedError(permissionDeniedReason(id.accessorId, "key", "list", prefix));
+  }
+  return id;
 }

@@ -14,6 +14,7 @@ import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
 import { catalogEndpoints } from "./catalog.ts";
+import { aclEndpoints, AclResolver, initializeAcls, type AclServerConfig } from "./acl.ts";
 import { CoordinateBatcher, coordinateEndpoints, type CoordinateUpdateConfig } from "./coordinate.ts";
 import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
@@ -43,6 +44,8 @@ export interface ServerOptions {
   queryTimes?: QueryTimes;
   /** How the leader batches agents' coordinate updates (consul.coordinate.*); default Consul's. */
   coordinateUpdate?: Partial<CoordinateUpdateConfig>;
+  /** ACLs (`acl {}`); absent: off. */
+  acl?: AclServerConfig;
 }
 
 export class Server {
@@ -65,9 +68,12 @@ export class Server {
       remote: options.remote,
       queryTimes: options.queryTimes,
     };
+    const fsm = options.fsm;
+    if (options.acl) this.#ctx.acl = new AclResolver(options.acl, () => fsm.state, this.#ctx.datacenter ?? "dc1");
     this.sessionTimers = new SessionTimers(this.#ctx);
     this.coordinateBatcher = new CoordinateBatcher(this.#ctx, options.coordinateUpdate);
     this.handlers = {
+      ...aclEndpoints(this.#ctx),
       ...kvsEndpoints(this.#ctx),
       ...txnEndpoints(this.#ctx),
       ...statusEndpoints(this.#ctx),
@@ -86,6 +92,16 @@ export class Server {
 
   get consensus(): Consensus {
     return this.#ctx.consensus;
+  }
+
+  /** The ACL resolver (undefined: ACLs not configured). */
+  get acl(): AclResolver | undefined {
+    return this.#ctx.acl;
+  }
+
+  /** On a new leader: store the built-in policies, the anonymous and initial management tokens (retried by the caller). */
+  initializeAcls(): Promise<boolean> {
+    return initializeAcls(this.#ctx);
   }
 
   /** Answer one RPC. Unknown methods reject with a TypeError (callers are typed). */

@@ -13,6 +13,35 @@ import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
+import { aclIdentity, type AclIdentity } from "./acl.ts";
+import { permissionDeniedReason } from "../acl/authorizer.ts";
+
+const kvReadVerbs: ReadonlySet<string> = new Set(["get", "get-or-empty", "get-tree", "check-index", "check-session", "check-not-exists"]);
+
+/** Consul's txn ACL checks: every op is allowed by the caller's token or the whole transaction fails with one error per refused op. */
+function aclCheck(id: AclIdentity, ops: readonly TxnOp[]): TxnError[] {
+  const errors: TxnError[] = [];
+  const deny = (i: number, resource: "key" | "node" | "service", access: "read" | "write", name: string) =>
+    errors.push({ opIndex: i, what: `Permission denied: ${permissionDeniedReason(id.accessorId, resource, access, name)}` });
+  ops.forEach((op, i) => {
+    if (op.kv) {
+      const key = op.kv.key ?? "";
+      if (kvReadVerbs.has(op.kv.verb)) {
+        if (!id.authz.allowed("key", "read", key)) deny(i, "key", "read", key);
+      } else if (op.kv.verb === "delete-tree" ? !id.authz.keyWritePrefix(key) : !id.authz.allowed("key", "write", key)) deny(i, "key", "write", key);
+    } else if (op.node) {
+      const name = op.node.node?.node ?? "";
+      if (!id.authz.allowed("node", op.node.verb === "get" ? "read" : "write", name)) deny(i, "node", op.node.verb === "get" ? "read" : "write", name);
+    } else if (op.service) {
+      const name = op.service.service?.service ?? "";
+      if (!id.authz.allowed("service", op.service.verb === "get" ? "read" : "write", name)) deny(i, "service", op.service.verb === "get" ? "read" : "write", name);
+    } else if (op.check) {
+      const name = op.check.check?.node ?? "";
+      if (!id.authz.allowed("node", op.check.verb === "get" ? "read" : "write", name)) deny(i, "node", op.check.verb === "get" ? "read" : "write", name);
+    }
+  });
+  return errors;
+}
 
 /** Most operations in one transaction (Consul maxTxnOps). */
 export const maxTxnOps = 128;
@@ -42,6 +71,11 @@ export function txnEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Txn.Apply">
       }
       const errors = preCheck(ops);
       if (errors.length > 0) return { results: [], errors, index: 0 };
+      const id = aclIdentity(ctx, args.token ?? args.query?.token);
+      if (id) {
+        const denied = aclCheck(id, ops);
+        if (denied.length > 0) return { results: [], errors: denied, index: 0 };
+      }
       if (isReadOnlyTxn(ops)) {
         // Consul Txn.Read: a read, with the read's consistency modes and meta (never blocking).
         const q = { ...(args.query ?? { allowStale: false, requireConsistent: false, maxQueryTimeMs: 0 }), minQueryIndex: 0 };

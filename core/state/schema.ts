@@ -16,6 +16,8 @@ import type { AutopilotConfig } from "./autopilot.ts";
 import { coordinatesSchema } from "./coordinate.ts";
 import type { CoordinateEntry } from "../rpc/methods.ts";
 import { Table } from "./table.ts";
+import { aclMetaSchema, aclPoliciesSchema, aclRolesSchema, aclTokenSecretsSchema, aclTokensSchema } from "./acl.ts";
+import type { AclBootstrapRow, AclPolicy, AclRole, AclSecretRow, AclToken } from "./acl.ts";
 import { tombstonesSchema } from "./tombstones.ts";
 import type { Tombstone } from "./tombstones.ts";
 
@@ -35,6 +37,12 @@ export interface Tables {
   autopilot: Table<AutopilotConfig>;
   /** Node + "\x00" + segment → the node's LAN coordinate (written by CoordinateBatchUpdate). */
   coordinates: Table<CoordinateEntry>;
+  /** ACL tokens by AccessorID, with the SecretID → AccessorID index; policies and roles by ID; the bootstrap row. */
+  acl_tokens: Table<AclToken>;
+  acl_token_secrets: Table<AclSecretRow>;
+  acl_policies: Table<AclPolicy>;
+  acl_roles: Table<AclRole>;
+  acl_meta: Table<AclBootstrapRow>;
 }
 
 export function createTables(): Tables {
@@ -50,6 +58,11 @@ export function createTables(): Tables {
     prepared_queries: new Table(preparedQueriesSchema),
     autopilot: new Table(autopilotSchema),
     coordinates: new Table(coordinatesSchema),
+    acl_tokens: new Table(aclTokensSchema),
+    acl_token_secrets: new Table(aclTokenSecretsSchema),
+    acl_policies: new Table(aclPoliciesSchema),
+    acl_roles: new Table(aclRolesSchema),
+    acl_meta: new Table(aclMetaSchema),
   };
 }
 

@@ -1,0 +1,618 @@
+// ACL endpoint family and token resolution on the servers (consul
+// agent/consul/acl_endpoint.go, acl.go, acl_server.go). Servers resolve a
+// SecretID from their own replicated state into an Authorizer; every
+// endpoint that writes or reads data asks `aclAuthorize` with the token the
+// request carried, so a leader never takes an agent's word for a decision.
+// The leader makes IDs and secrets (an injected UUID source) and creation
+// times before proposing; the FSM only stores.
+import { Authorizer, permissionDeniedReason, type Access } from "../acl/authorizer.ts";
+import {
+  AclRuleError,
+  anonymousTokenAccessorId,
+  anonymousTokenSecret,
+  globalManagementPolicyId,
+  globalManagementRules,
+  globalReadOnlyPolicyId,
+  globalReadOnlyRules,
+  mergeRules,
+  parseRules,
+  type AclResource,
+  type PolicyRules,
+} from "../acl/policy.ts";
+import { AclDisabledError, AclNotFoundError, BadRequestError, NotFoundError, PermissionDeniedError } from "../errors.ts";
+import type { AclReadArgs, AclResolveReply, AclWriteArgs, HandlerOptions, RpcHandlers } from "../rpc/methods.ts";
+import {
+  aclBootstrapState,
+  aclPolicyByName,
+  aclRoleByName,
+  aclTableNames,
+  aclTokenBySecret,
+  type AclLink,
+  type AclPolicy,
+  type AclRole,
+  type AclToken,
+} from "../state/acl.ts";
+import type { StateStore } from "../state/store.ts";
+import type { ServerContext } from "./context.ts";
+import { raftApply, read, requireLeader } from "./context.ts";
+import { encodeCommand, MessageType } from "./fsm.ts";
+
+/** The server side of `acl {}`. */
+export interface AclServerConfig {
+  enabled: boolean;
+  defaultPolicy: "allow" | "deny";
+  /** acl.enable_key_list_policy: KV listings need `list` on the prefix. */
+  enableKeyListPolicy?: boolean;
+  /** acl.tokens.initial_management: a SecretID the first leader stores as a management token. */
+  initialManagement?: string;
+  /** IDs and secrets (random UUIDs). */
+  uuid: () => string;
+  /** The index written in `<data-dir>/acl-bootstrap-reset`, or undefined when there is no such file. */
+  readBootstrapReset?: () => number | undefined;
+  /** Remove the reset file once it was used. */
+  clearBootstrapReset?: () => void;
+}
+
+/** Who is asking and what they may do. */
+export interface AclIdentity {
+  accessorId: string;
+  authz: Authorizer;
+}
+
+const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Synthesized rules of a service identity (consul structs.ACLServiceIdentity.SyntheticPolicy). */
+function serviceIdentityRules(name: string): string {
+  return `service "${name}" {\n  policy = "write"\n}\nservice "${name}-sidecar-proxy" {\n  policy = "write"\n}\nservice_prefix "" {\n  policy = "read"\n}\nnode_prefix "" {\n  policy = "read"\n}`;
+}
+
+/** Synthesized rules of a node identity (consul structs.ACLNodeIdentity.SyntheticPolicy). */
+function nodeIdentityRules(name: string): string {
+  return `node "${name}" {\n  policy = "write"\n}\nservice_prefix "" {\n  policy = "read"\n}`;
+}
+
+/** Resolves SecretIDs against the store; compiled authorizers are kept until an ACL table changes. */
+export class AclResolver {
+  readonly config: AclServerConfig;
+  readonly #state: () => StateStore;
+  readonly #datacenter: string;
+  #cacheIndex = -1;
+  #cacheStore: StateStore | undefined;
+  readonly #cache = new Map<string, AclIdentity>();
+  readonly #parsed = new Map<string, { modifyIndex: number; rules: PolicyRules }>();
+
+  constructor(config: AclServerConfig, state: () => StateStore, datacenter: string) {
+    this.config = config;
+    this.#state = state;
+    this.#datacenter = datacenter;
+  }
+
+  get enabled(): boolean {
+    return this.config.enabled;
+  }
+
+  /** The rule texts a token holds (policies, roles' policies, identities). */
+  ruleTexts(token: AclToken): string[] {
+    const state = this.#state();
+    const out: string[] = [];
+    const addPolicies = (links: readonly AclLink[]) => {
+      for (const l of links) {
+        const p = state.tables.acl_policies.get(l.id);
+        if (p && (p.datacenters.length === 0 || p.datacenters.includes(this.#datacenter))) out.push(p.rules);
+      }
+    };
+    addPolicies(token.policies);
+    for (const r of token.roles) {
+      const role = state.tables.acl_roles.get(r.id);
+      if (!role) continue;
+      addPolicies(role.policies);
+      for (const si of role.serviceIdentities) out.push(serviceIdentityRules(si.serviceName));
+      for (const ni of role.nodeIdentities) if (ni.datacenter === this.#datacenter) out.push(nodeIdentityRules(ni.nodeName));
+    }
+    for (const si of token.serviceIdentities) out.push(serviceIdentityRules(si.serviceName));
+    for (const ni of token.nodeIdentities) if (ni.datacenter === this.#datacenter) out.push(nodeIdentityRules(ni.nodeName));
+    return out;
+  }
+
+  /** The stored token for a secret ("" or undefined: anonymous), or AclNotFoundError. `nowMs` expires tokens. */
+  tokenFor(secret: string | undefined, nowMs: number): AclToken {
+    const state = this.#state();
+    const s = secret === undefined || secret === "" ? anonymousTokenSecret : secret;
+    const token = aclTokenBySecret(state, s);
+    if (!token) {
+      if (s === anonymousTokenSecret) return anonymousPlaceholder;
+      throw new AclNotFoundError();
+    }
+    if (token.expirationTimeMs > 0 && token.expirationTimeMs <= nowMs) throw new AclNotFoundError();
+    return token;
+  }
+
+  /** Who the secret is and what it may do; undefined when ACLs are off. */
+  identify(secret: string | undefined, nowMs: number): AclIdentity | undefined {
+    if (!this.config.enabled) return undefined;
+    const state = this.#state();
+    const idx = state.maxIndex(...aclTableNames);
+    if (idx !== this.#cacheIndex || state !== this.#cacheStore) {
+      this.#cache.clear();
+      this.#cacheIndex = idx;
+      this.#cacheStore = state;
+    }
+    const key = secret ?? "";
+    const hit = this.#cache.get(key);
+    if (hit) {
+      this.tokenFor(secret, nowMs); // expiry
+      return hit;
+    }
+    const token = this.tokenFor(secret, nowMs);
+    const identity = { accessorId: token.accessorId, authz: this.#compile(token) };
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(key, identity);
+    return identity;
+  }
+
+  #compile(token: AclToken): Authorizer {
+    const state = this.#state();
+    const parts: PolicyRules[] = [];
+    const addText = (id: string, modifyIndex: number, text: string) => {
+      const cached = this.#parsed.get(id);
+      if (cached && cached.modifyIndex === modifyIndex) {
+        parts.push(cached.rules);
+        return;
+      }
+      let rules: PolicyRules;
+      try {
+        rules = parseRules(text);
+      } catch {
+        return; // stored rules were checked when written; a bad one grants nothing
+      }
+      this.#parsed.set(id, { modifyIndex, rules });
+      parts.push(rules);
+    };
+    const linked = (links: readonly AclLink[]) => {
+      for (const l of links) {
+        const p = state.tables.acl_policies.get(l.id);
+        if (p && (p.datacenters.length === 0 || p.datacenters.includes(this.#datacenter))) addText(p.id, p.modifyIndex, p.rules);
+      }
+    };
+    linked(token.policies);
+    const synthetic: string[] = [];
+    for (const r of token.roles) {
+      const role = state.tables.acl_roles.get(r.id);
+      if (!role) continue;
+      linked(role.policies);
+      for (const si of role.serviceIdentities) synthetic.push(serviceIdentityRules(si.serviceName));
+      for (const ni of role.nodeIdentities) if (ni.datacenter === this.#datacenter) synthetic.push(nodeIdentityRules(ni.nodeName));
+    }
+    for (const si of token.serviceIdentities) synthetic.push(serviceIdentityRules(si.serviceName));
+    for (const ni of token.nodeIdentities) if (ni.datacenter === this.#datacenter) synthetic.push(nodeIdentityRules(ni.nodeName));
+    for (const t of synthetic) parts.push(parseRules(t));
+    return new Authorizer(mergeRules(parts), { defaultAllow: this.config.defaultPolicy === "allow" });
+  }
+}
+
+const anonymousPlaceholder: AclToken = Object.freeze({
+  accessorId: anonymousTokenAccessorId,
+  secretId: anonymousTokenSecret,
+  description: "Anonymous Token",
+  policies: [],
+  roles: [],
+  serviceIdentities: [],
+  nodeIdentities: [],
+  local: false,
+  createTimeMs: 0,
+  expirationTimeMs: 0,
+  createIndex: 0,
+  modifyIndex: 0,
+});
+
+/**
+ * Check one permission for the token a request carried; throws
+ * PermissionDeniedError (Consul's attributed text) or AclNotFoundError.
+ * Returns the identity (undefined with ACLs off) for further checks.
+ */
+export function aclAuthorize(ctx: ServerContext, token: string | undefined, resource: AclResource, access: Access, name?: string): AclIdentity | undefined {
+  const id = ctx.acl?.identify(token, ctx.clock.wallNow());
+  if (id && !id.authz.allowed(resource, access, name ?? "")) throw new PermissionDeniedError(permissionDeniedReason(id.accessorId, resource, access, name));
+  return id;
+}
+
+/** The identity of a request's token (undefined with ACLs off), for endpoints that filter. */
+export function aclIdentity(ctx: ServerContext, token: string | undefined): AclIdentity | undefined {
+  return ctx.acl?.identify(token, ctx.clock.wallNow());
+}
+
+// ---- endpoint family ----
+
+type AclHandlers = Pick<RpcHandlers, "ACL.Bootstrap" | "ACL.Write" | "ACL.Read" | "ACL.Resolve">;
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A token as endpoints answer it (the SecretID only for acl:write holders or the token itself). */
+function tokenOut(t: AclToken, showSecret: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...t, secretId: showSecret ? t.secretId : "<hidden>" };
+  return out;
+}
+
+function requireAcl(ctx: ServerContext): NonNullable<ServerContext["acl"]> {
+  if (!ctx.acl?.enabled) throw new AclDisabledError();
+  return ctx.acl;
+}
+
+function linksFrom(state: StateStore, raw: unknown, kind: "policy" | "role"): AclLink[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) throw new BadRequestError(`Invalid ${kind === "policy" ? "Policies" : "Roles"}: expected a list`);
+  const out: AclLink[] = [];
+  for (const l of raw) {
+    if (!isObj(l)) throw new BadRequestError(`Invalid ${kind} link`);
+    const id = typeof l.id === "string" ? l.id : "";
+    const name = typeof l.name === "string" ? l.name : "";
+    let found: AclPolicy | AclRole | undefined;
+    if (id !== "") found = kind === "policy" ? state.tables.acl_policies.get(id) : state.tables.acl_roles.get(id);
+    else if (name !== "") found = kind === "policy" ? aclPolicyByName(state, name) : aclRoleByName(state, name);
+    else throw new BadRequestError(`${kind === "policy" ? "Policy" : "Role"} link has neither ID nor Name`);
+    if (!found) throw new BadRequestError(kind === "policy" ? `cannot find policy ${id || name}` : `cannot find role ${id || name}`);
+    if (!out.some((x) => x.id === found!.id)) out.push({ id: found.id, name: found.name });
+  }
+  return out;
+}
+
+function strField(v: unknown, field: string): string {
+  if (v === undefined || v === null) return "";
+  if (typeof v !== "string") throw new BadRequestError(`Invalid ${field}: expected a string`);
+  return v;
+}
+
+export function aclEndpoints(ctx: ServerContext): AclHandlers {
+  const state = () => ctx.fsm.state;
+  const newId = () => (ctx.acl?.config.uuid ?? (() => globalThis.crypto.randomUUID()))();
+
+  const uniqueId = (taken: (id: string) => boolean): string => {
+    for (;;) {
+      const id = newId();
+      if (!taken(id)) return id;
+    }
+  };
+
+  async function apply(type: number, body: Record<string, unknown>, options?: HandlerOptions): Promise<{ index: number; result: unknown }> {
+    return await raftApply(ctx, encodeCommand(type, body), options);
+  }
+
+  function buildToken(raw: Record<string, unknown>, prev: AclToken | undefined): AclToken {
+    const s = state();
+    let accessorId = strField(raw.accessorId, "AccessorID");
+    let secretId = strField(raw.secretId, "SecretID");
+    if (prev) {
+      accessorId = prev.accessorId;
+      if (secretId !== "" && secretId !== prev.secretId) throw new BadRequestError("Changing a token's SecretID is not permitted");
+      secretId = prev.secretId;
+    } else {
+      if (accessorId !== "") {
+        if (!uuidRe.test(accessorId)) throw new BadRequestError("Invalid Token: AccessorID is not a valid UUID");
+        if (s.tables.acl_tokens.get(accessorId)) throw new BadRequestError("Invalid Token: AccessorID is already in use");
+      } else accessorId = uniqueId((id) => s.tables.acl_tokens.get(id) !== undefined);
+      if (secretId !== "") {
+        if (!uuidRe.test(secretId)) throw new BadRequestError("Invalid Token: SecretID is not a valid UUID");
+        if (s.tables.acl_token_secrets.get(secretId)) throw new BadRequestError("Invalid Token: SecretID is already in use");
+      } else secretId = uniqueId((id) => s.tables.acl_token_secrets.get(id) !== undefined);
+    }
+    const serviceIdentities = Array.isArray(raw.serviceIdentities) ? raw.serviceIdentities.map((si) => {
+      if (!isObj(si) || typeof si.serviceName !== "string" || si.serviceName === "") throw new BadRequestError("Service identity is missing the service name field on this token");
+      return Array.isArray(si.datacenters) ? { serviceName: si.serviceName, datacenters: si.datacenters.map(String) } : { serviceName: si.serviceName };
+    }) : prev && raw.serviceIdentities === undefined ? prev.serviceIdentities : [];
+    const nodeIdentities = Array.isArray(raw.nodeIdentities) ? raw.nodeIdentities.map((ni) => {
+      if (!isObj(ni) || typeof ni.nodeName !== "string" || ni.nodeName === "") throw new BadRequestError("Node identity is missing the node name field on this token");
+      if (typeof ni.datacenter !== "string" || ni.datacenter === "") throw new BadRequestError("Node identity is missing the datacenter field on this token");
+      return { nodeName: ni.nodeName, datacenter: ni.datacenter };
+    }) : prev && raw.nodeIdentities === undefined ? prev.nodeIdentities : [];
+    const now = ctx.clock.wallNow();
+    let expirationTimeMs = prev?.expirationTimeMs ?? 0;
+    if (!prev) {
+      if (typeof raw.expirationTtlMs === "number" && raw.expirationTtlMs > 0) expirationTimeMs = now + raw.expirationTtlMs;
+      else if (typeof raw.expirationTimeMs === "number" && raw.expirationTimeMs > 0) {
+        if (raw.expirationTimeMs <= now) throw new BadRequestError("ExpirationTime cannot be in the past");
+        expirationTimeMs = raw.expirationTimeMs;
+      }
+    }
+    return {
+      accessorId,
+      secretId,
+      description: raw.description === undefined && prev ? prev.description : strField(raw.description, "Description"),
+      policies: raw.policies === undefined && prev ? prev.policies : linksFrom(s, raw.policies, "policy"),
+      roles: raw.roles === undefined && prev ? prev.roles : linksFrom(s, raw.roles, "role"),
+      serviceIdentities,
+      nodeIdentities,
+      local: prev ? prev.local : raw.local === true,
+      createTimeMs: prev?.createTimeMs ?? now,
+      expirationTimeMs,
+      createIndex: prev?.createIndex ?? 0,
+      modifyIndex: 0,
+    };
+  }
+
+  function buildPolicy(raw: Record<string, unknown>, prev: AclPolicy | undefined): AclPolicy {
+    const name = raw.name === undefined && prev ? prev.name : strField(raw.name, "Name");
+    if (!/^[A-Za-z0-9\-_]{1,128}$/.test(name)) throw new BadRequestError(`Invalid Policy: invalid Name "${name}"`);
+    const rules = raw.rules === undefined && prev ? prev.rules : strField(raw.rules, "Rules");
+    try {
+      parseRules(rules);
+    } catch (err) {
+      if (err instanceof AclRuleError) throw new BadRequestError(`Invalid Policy: ${err.message}`);
+      throw err;
+    }
+    if (prev?.id === globalManagementPolicyId) {
+      if (name !== prev.name) throw new BadRequestError("Changing the name of the builtin global-management policy is not permitted");
+      if (rules !== prev.rules) throw new BadRequestError("Changing the Rules for the builtin global-management policy is not permitted");
+    }
+    const datacenters = raw.datacenters === undefined && prev ? prev.datacenters : Array.isArray(raw.datacenters) ? raw.datacenters.map(String) : [];
+    const s = state();
+    return {
+      id: prev?.id ?? uniqueId((id) => s.tables.acl_policies.get(id) !== undefined),
+      name,
+      description: raw.description === undefined && prev ? prev.description : strField(raw.description, "Description"),
+      rules,
+      datacenters,
+      createIndex: prev?.createIndex ?? 0,
+      modifyIndex: 0,
+    };
+  }
+
+  function buildRole(raw: Record<string, unknown>, prev: AclRole | undefined): AclRole {
+    const name = raw.name === undefined && prev ? prev.name : strField(raw.name, "Name");
+    if (!/^[A-Za-z0-9\-_]{1,256}$/.test(name)) throw new BadRequestError(`Invalid Role: invalid Name "${name}"`);
+    const s = state();
+    const serviceIdentities = Array.isArray(raw.serviceIdentities)
+      ? raw.serviceIdentities.map((si) => {
+        if (!isObj(si) || typeof si.serviceName !== "string" || si.serviceName === "") throw new BadRequestError("Service identity is missing the service name field on this role");
+        return { serviceName: si.serviceName };
+      })
+      : prev?.serviceIdentities ?? [];
+    const nodeIdentities = Array.isArray(raw.nodeIdentities)
+      ? raw.nodeIdentities.map((ni) => {
+        if (!isObj(ni) || typeof ni.nodeName !== "string" || typeof ni.datacenter !== "string") throw new BadRequestError("Node identity is missing fields on this role");
+        return { nodeName: ni.nodeName, datacenter: ni.datacenter };
+      })
+      : prev?.nodeIdentities ?? [];
+    return {
+      id: prev?.id ?? uniqueId((id) => s.tables.acl_roles.get(id) !== undefined),
+      name,
+      description: raw.description === undefined && prev ? prev.description : strField(raw.description, "Description"),
+      policies: raw.policies === undefined && prev ? prev.policies : linksFrom(s, raw.policies, "policy"),
+      serviceIdentities,
+      nodeIdentities,
+      createIndex: prev?.createIndex ?? 0,
+      modifyIndex: 0,
+    };
+  }
+
+  return {
+    async "ACL.Bootstrap"(_args, options) {
+      const acl = requireAcl(ctx);
+      requireLeader(ctx);
+      const row = aclBootstrapState(state());
+      let resetIndex: number | undefined;
+      if (row?.done) {
+        const specified = acl.config.readBootstrapReset?.();
+        if (specified === undefined || specified === 0) throw new PermissionDeniedError(`ACL bootstrap no longer allowed (reset index: ${row.modifyIndex})`);
+        if (specified !== row.modifyIndex) throw new BadRequestError(`Invalid bootstrap reset index (specified ${specified}, reset index: ${row.modifyIndex})`);
+        resetIndex = specified;
+      }
+      const s = state();
+      const token: AclToken = {
+        accessorId: uniqueId((id) => s.tables.acl_tokens.get(id) !== undefined),
+        secretId: uniqueId((id) => s.tables.acl_token_secrets.get(id) !== undefined),
+        description: "Bootstrap Token (Global Management)",
+        policies: [{ id: globalManagementPolicyId, name: "global-management" }],
+        roles: [],
+        serviceIdentities: [],
+        nodeIdentities: [],
+        local: false,
+        createTimeMs: ctx.clock.wallNow(),
+        expirationTimeMs: 0,
+        createIndex: 0,
+        modifyIndex: 0,
+      };
+      let result: unknown;
+      try {
+        ({ result } = await apply(MessageType.ACLBootstrap, { token, resetIndex }, options));
+      } catch (err) {
+        if (err instanceof Error && err.message.startsWith("ACL bootstrap no longer allowed")) throw new PermissionDeniedError(err.message);
+        throw err;
+      }
+      if (resetIndex !== undefined) acl.config.clearBootstrapReset?.();
+      return { ...(result as AclToken) };
+    },
+
+    async "ACL.Write"(args: AclWriteArgs, options) {
+      requireAcl(ctx);
+      const caller = aclAuthorize(ctx, args.token, "acl", "write");
+      requireLeader(ctx);
+      const kind = args.kind;
+      const s = state();
+      if (args.op === "delete") {
+        const id = args.id ?? "";
+        if (kind === "token") {
+          const t = s.tables.acl_tokens.get(id);
+          if (!t) return { deleted: false, index: Math.max(1, s.maxIndex("acl_tokens")) };
+          if (t.accessorId === anonymousTokenAccessorId) throw new BadRequestError("Delete operation not permitted on the anonymous token");
+          if (caller && t.accessorId === caller.accessorId) throw new BadRequestError("Deletion of the request's authorization token is not permitted");
+          const { index } = await apply(MessageType.ACLTokenDelete, { ids: [id] }, options);
+          return { deleted: true, index };
+        }
+        if (kind === "policy" && id === globalManagementPolicyId) throw new BadRequestError("Delete operation not permitted on the builtin global-management policy");
+        const { index, result } = await apply(kind === "policy" ? MessageType.ACLPolicyDelete : MessageType.ACLRoleDelete, { ids: [id] }, options);
+        return { deleted: (result as number) > 0, index };
+      }
+      if (args.op === "clone") {
+        if (kind !== "token") throw new BadRequestError("Only tokens can be cloned");
+        const src = s.tables.acl_tokens.get(args.id ?? "");
+        if (!src) throw new NotFoundError("Cannot find token to clone");
+        if (src.accessorId === anonymousTokenAccessorId) throw new BadRequestError("Cannot clone the anonymous token");
+        const item = isObj(args.item) ? args.item : {};
+        const t = buildToken({
+          description: item.description ?? src.description,
+          policies: src.policies,
+          roles: src.roles,
+          serviceIdentities: src.serviceIdentities,
+          nodeIdentities: src.nodeIdentities,
+          local: src.local,
+        }, undefined);
+        t.expirationTimeMs = src.expirationTimeMs;
+        const { index, result } = await apply(MessageType.ACLTokenSet, { items: [t] }, options);
+        return { item: { ...(result as AclToken[])[0]! }, index };
+      }
+      const raw = isObj(args.item) ? args.item : {};
+      if (kind === "token") {
+        let prev: AclToken | undefined;
+        if (args.op === "update") {
+          prev = s.tables.acl_tokens.get(strField(raw.accessorId, "AccessorID"));
+          if (!prev) throw new BadRequestError(`Cannot find token "${String(raw.accessorId)}"`);
+        }
+        const t = buildToken(raw, prev);
+        const { index, result } = await apply(MessageType.ACLTokenSet, { items: [t] }, options);
+        return { item: { ...(result as AclToken[])[0]! }, index };
+      }
+      if (kind === "policy") {
+        let prev: AclPolicy | undefined;
+        if (args.op === "update") {
+          prev = s.tables.acl_policies.get(strField(raw.id, "ID"));
+          if (!prev) throw new BadRequestError(`Cannot find policy "${String(raw.id)}"`);
+        }
+        const p = buildPolicy(raw, prev);
+        const same = aclPolicyByName(s, p.name);
+        if (same && same.id !== p.id) throw new BadRequestError(`Invalid Policy: A Policy with Name "${p.name}" already exists`);
+        const { index, result } = await apply(MessageType.ACLPolicySet, { items: [p] }, options);
+        return { item: { ...(result as AclPolicy[])[0]! }, index };
+      }
+      let prev: AclRole | undefined;
+      if (args.op === "update") {
+        prev = s.tables.acl_roles.get(strField(raw.id, "ID"));
+        if (!prev) throw new BadRequestError(`Cannot find role "${String(raw.id)}"`);
+      }
+      const r = buildRole(raw, prev);
+      const same = aclRoleByName(s, r.name);
+      if (same && same.id !== r.id) throw new BadRequestError(`Invalid Role: A Role with Name "${r.name}" already exists`);
+      const { index, result } = await apply(MessageType.ACLRoleSet, { items: [r] }, options);
+      return { item: { ...(result as AclRole[])[0]! }, index };
+    },
+
+    async "ACL.Read"(args: AclReadArgs, options) {
+      const acl = requireAcl(ctx);
+      const q = args.query;
+      if (args.op === "self") {
+        const token = acl.tokenFor(q.token, ctx.clock.wallNow());
+        const { value, meta } = await read(ctx, q, (st) => {
+          const t = aclTokenBySecret(st, token.secretId) ?? token;
+          return { index: Math.max(1, st.maxIndex("acl_tokens")), value: [tokenOut(t, true)] };
+        }, options);
+        return { items: value, meta };
+      }
+      const caller = aclAuthorize(ctx, q.token, "acl", "read");
+      const showSecrets = caller === undefined || caller.authz.allowed("acl", "write");
+      const { value, meta } = await read(ctx, q, (st, ws) => {
+        const table = args.kind === "token" ? "acl_tokens" : args.kind === "policy" ? "acl_policies" : "acl_roles";
+        const index = Math.max(1, st.maxIndex(table));
+        if (args.kind === "token") {
+          if (args.op === "get") {
+            const t = st.tables.acl_tokens.getWatch(args.id ?? "", ws);
+            return { index, value: t ? [tokenOut(t, showSecrets)] : [] };
+          }
+          let all = st.tables.acl_tokens.prefix("", ws);
+          if (args.policy) all = all.filter((t) => t.policies.some((p) => p.id === args.policy));
+          if (args.role) all = all.filter((t) => t.roles.some((r) => r.id === args.role));
+          return { index, value: all.map((t) => tokenOut(t, showSecrets)) };
+        }
+        if (args.kind === "policy") {
+          if (args.op === "get" || args.op === "name") {
+            const p = args.op === "get" ? st.tables.acl_policies.getWatch(args.id ?? "", ws) : aclPolicyByName(st, args.name ?? "");
+            if (args.op === "name") st.tables.acl_policies.prefix("", ws);
+            return { index, value: p ? [{ ...p }] : [] };
+          }
+          return { index, value: st.tables.acl_policies.prefix("", ws).map((p) => ({ ...p })) };
+        }
+        if (args.op === "get" || args.op === "name") {
+          const r = args.op === "get" ? st.tables.acl_roles.getWatch(args.id ?? "", ws) : aclRoleByName(st, args.name ?? "");
+          if (args.op === "name") st.tables.acl_roles.prefix("", ws);
+          return { index, value: r ? [{ ...r }] : [] };
+        }
+        let all = st.tables.acl_roles.prefix("", ws);
+        if (args.policy) all = all.filter((r) => r.policies.some((p) => p.id === args.policy));
+        return { index, value: all.map((r) => ({ ...r })) };
+      }, options);
+      return { items: value as Record<string, unknown>[], meta };
+    },
+
+    "ACL.Resolve"(args): Promise<AclResolveReply> {
+      try {
+        const acl = requireAcl(ctx);
+        const token = acl.tokenFor(args.secret, ctx.clock.wallNow());
+        return Promise.resolve({ accessorId: token.accessorId, rules: acl.ruleTexts(token), defaultAllow: acl.config.defaultPolicy === "allow" });
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    },
+  };
+}
+
+/**
+ * What the first leader (and every new one) makes sure is stored (consul
+ * leader.go initializeACLs): the built-in policies, the anonymous token and
+ * the initial management token. Returns whether anything was proposed.
+ */
+export async function initializeAcls(ctx: ServerContext): Promise<boolean> {
+  const acl = ctx.acl;
+  if (!acl?.enabled || !ctx.consensus.isLeader()) return false;
+  const s = ctx.fsm.state;
+  let changed = false;
+  const policies: AclPolicy[] = [];
+  if (!s.tables.acl_policies.get(globalManagementPolicyId)) {
+    policies.push({ id: globalManagementPolicyId, name: "global-management", description: "Builtin Policy that grants unlimited access", rules: globalManagementRules, datacenters: [], createIndex: 0, modifyIndex: 0 });
+  }
+  if (!s.tables.acl_policies.get(globalReadOnlyPolicyId)) {
+    policies.push({ id: globalReadOnlyPolicyId, name: "builtin-global-read-only", description: "Builtin Policy that grants unlimited read-only access to all components", rules: globalReadOnlyRules, datacenters: [], createIndex: 0, modifyIndex: 0 });
+  }
+  if (policies.length) {
+    await raftApply(ctx, encodeCommand(MessageType.ACLPolicySet, { items: policies }));
+    changed = true;
+  }
+  const now = ctx.clock.wallNow();
+  const tokens: AclToken[] = [];
+  /** The initial management token counts as the bootstrap when none happened (Consul: bootstrap is then refused). */
+  const bootstrapTokens: AclToken[] = [];
+  if (!s.tables.acl_tokens.get(anonymousTokenAccessorId)) {
+    tokens.push({ ...anonymousPlaceholder, policies: [], roles: [], serviceIdentities: [], nodeIdentities: [], createTimeMs: now });
+  }
+  const initial = acl.config.initialManagement;
+  if (initial && !aclTokenBySecret(s, initial)) {
+    const bootstrapped = aclBootstrapState(s)?.done === true;
+    (bootstrapped ? tokens : bootstrapTokens).push({
+      accessorId: (() => {
+        for (;;) {
+          const id = acl.config.uuid();
+          if (!s.tables.acl_tokens.get(id)) return id;
+        }
+      })(),
+      secretId: initial,
+      description: "Initial Management Token",
+      policies: [{ id: globalManagementPolicyId, name: "global-management" }],
+      roles: [],
+      serviceIdentities: [],
+      nodeIdentities: [],
+      local: false,
+      createTimeMs: now,
+      expirationTimeMs: 0,
+      createIndex: 0,
+      modifyIndex: 0,
+    });
+  }
+  if (tokens.length) {
+    await raftApply(ctx, encodeCommand(MessageType.ACLTokenSet, { items: tokens }));
+    changed = true;
+  }
+  for (const token of bootstrapTokens) {
+    await raftApply(ctx, encodeCommand(MessageType.ACLBootstrap, { token }));
+    changed = true;
+  }
+  return changed;
+}
