@@ -299,6 +299,10 @@ test("doctor: a gossip partition (nftables) splits the pool: the servers' views 
     assert.ok(x, describe(report));
     assert.ok(x.evidence.some((e) => /^s1: s1 sees alive, .*s3 sees failed/.test(e)), x.evidence.join("\n"));
     assert.ok(x.evidence.some((e) => /^s3: s1 sees failed, .*s3 sees alive/.test(e)), x.evidence.join("\n"));
+    // s3, alone, knows no leader while s1 and s2 name theirs.
+    const l = report.Findings.find((f) => f.id === "leader-disagreement");
+    assert.ok(l, describe(report));
+    assert.ok(l.evidence.some((e) => e === 's3: leader ""'), l.evidence.join("\n"));
   } finally {
     dropNftTable();
     await p.stopAll();
