@@ -15,6 +15,7 @@ import { decodeConfiguration, encodeConfiguration } from "./codec.ts";
 import { RaftLog } from "./log.ts";
 import { Progress } from "./progress.ts";
 import { committedIndex, hasQuorum, voteResult } from "./quorum.ts";
+import { maxRestoreIndex } from "./types.ts";
 import type {
   AppendRequest,
   AppendResponse,
@@ -680,6 +681,8 @@ export class RaftCore {
     // a hole before it: followers cannot match an entry there, so
     // replication faults and sends them the snapshot.
     const index = Math.max(this.#log.lastIndex(), stateIndex) + 1;
+    // Room for the noop and the log after it (an index is a safe integer on every server).
+    if (index > maxRestoreIndex) return { ok: false, reason: `snapshot index ${stateIndex} is out of range` };
     const term = this.#term;
     const configuration = this.configuration();
     const meta: SnapshotMeta = { index, term, configuration, sizeBytes, userRestore: true };

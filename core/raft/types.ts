@@ -53,6 +53,9 @@ export interface HardState {
   commit: number;
 }
 
+/** Highest index a user restore may take: far above any real log, far below where indexes stop being exact. */
+export const maxRestoreIndex = 2 ** 52;
+
 /** Describes a snapshot: the Fsm state after applying every entry up to `index`. */
 export interface SnapshotMeta {
   index: number;

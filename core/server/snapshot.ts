@@ -21,7 +21,7 @@
 
 import { BadRequestError, CorruptionError, NotLeaderError, errorMessage } from "../errors.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
-import type { SnapshotMeta, SnapshotSink, SnapshotStore } from "../raft/types.ts";
+import { maxRestoreIndex, type SnapshotMeta, type SnapshotSink, type SnapshotStore } from "../raft/types.ts";
 import { StateStore } from "../state/store.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
@@ -268,6 +268,9 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       r.queue.end();
       try {
         const { fresh, stateIndex } = await r.result;
+        if (!Number.isSafeInteger(stateIndex) || stateIndex < 0 || stateIndex >= maxRestoreIndex) {
+          throw new BadRequestError(`Invalid snapshot: its index ${stateIndex} is out of range`);
+        }
         const { index, replicated } = await installer.restoreUserSnapshot({
           sink: r.sink,
           stateIndex,

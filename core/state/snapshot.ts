@@ -76,14 +76,20 @@ export type ByteStream = Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8
  * Reassembles frames from chunks of any size: push() returns the records
  * completed by a chunk, finish() checks the stream ended with its end record.
  * Throws CorruptionError on bad data.
+ *
+ * Each frame is copied out into a buffer of its own before it is decoded:
+ * decoded byte values (KV values) are views into that buffer and keep it
+ * alive, so it must hold that frame and nothing else. A view into the
+ * incoming chunk (a 1 MiB file read) or into a join of several would keep
+ * neighbouring frames' bytes alive too: a restored state took up to twice
+ * its size.
  */
 class SnapshotReader {
   readonly #decoder = new Decoder();
-  // Chunks not yet parsed; joined only once a whole frame has arrived, so
-  // small chunks do not make reassembly quadratic.
+  /** Chunks not yet consumed; the first is consumed from #head on. */
   #parts: Uint8Array[] = [];
+  #head = 0;
   #have = 0;
-  #need = 4;
   #sawEnd = false;
 
   push(chunk: Uint8Array): SnapshotRecord[] {
@@ -92,36 +98,65 @@ class SnapshotReader {
     if (this.#sawEnd) throw new CorruptionError("Snapshot has data after its end record");
     this.#parts.push(chunk);
     this.#have += chunk.length;
-    if (this.#have < this.#need) return out;
-    const buf = this.#parts.length === 1 ? this.#parts[0]! : concatChunks(this.#parts);
-    let off = 0;
-    this.#need = 4;
-    while (buf.length - off >= 4) {
-      const len = new DataView(buf.buffer, buf.byteOffset + off, 4).getUint32(0);
-      if (len > maxFrameBytes) throw new CorruptionError(`Snapshot frame too large: ${len} bytes`, { offset: off });
-      if (buf.length - off - 4 < len) {
-        this.#need = 4 + len;
-        break;
-      }
+    while (this.#have >= 4) {
+      const len = this.#peekLength();
+      if (len > maxFrameBytes) throw new CorruptionError(`Snapshot frame too large: ${len} bytes`);
+      if (this.#have < 4 + len) break;
+      this.#skip(4);
+      const body = this.#take(len);
       let rec: unknown;
       try {
-        rec = this.#decoder.decode(buf.subarray(off + 4, off + 4 + len));
+        rec = this.#decoder.decode(body);
       } catch (err) {
         throw new CorruptionError(`Snapshot frame is not valid msgpack: ${String(err)}`);
       }
-      off += 4 + len;
       const r = checkRecord(rec);
       out.push(r);
       if (r.t === "end") {
         this.#sawEnd = true;
+        if (this.#have > 0) throw new CorruptionError("Snapshot has data after its end record");
         break;
       }
     }
-    if (this.#sawEnd && off < buf.length) throw new CorruptionError("Snapshot has data after its end record");
-    const rest = buf.subarray(off);
-    this.#parts = rest.length > 0 ? [rest] : [];
-    this.#have = rest.length;
     return out;
+  }
+
+  /** The big-endian u32 at the front (the caller checked 4 bytes are there). */
+  #peekLength(): number {
+    let n = 0;
+    let part = 0;
+    let off = this.#head;
+    for (let i = 0; i < 4; i++) {
+      while (off >= this.#parts[part]!.length) {
+        part++;
+        off = 0;
+      }
+      n = n * 256 + this.#parts[part]![off++]!;
+    }
+    return n;
+  }
+
+  #skip(n: number): void {
+    this.#take(n, false);
+  }
+
+  /** The next n bytes as a buffer of their own (copied), consumed. */
+  #take(n: number, copy = true): Uint8Array {
+    const out = copy ? new Uint8Array(n) : undefined;
+    let got = 0;
+    while (got < n) {
+      const first = this.#parts[0]!;
+      const step = Math.min(n - got, first.length - this.#head);
+      out?.set(first.subarray(this.#head, this.#head + step), got);
+      got += step;
+      this.#head += step;
+      if (this.#head === first.length) {
+        this.#parts.shift();
+        this.#head = 0;
+      }
+    }
+    this.#have -= n;
+    return out ?? new Uint8Array(0);
   }
 
   finish(): void {
