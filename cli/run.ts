@@ -43,6 +43,7 @@ import { snapshotInspect, snapshotRestore, snapshotSave } from "./snapshot.ts";
 import { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP, tlsCaCreate, tlsCertCreate } from "./tls.ts";
 import { lockCommand } from "./lock.ts";
 import { watchCommand } from "./watch.ts";
+import { syncCommand, syncStartCommand } from "./sync.ts";
 
 const readFile = lazyFsPromises("readFile");
 
@@ -258,6 +259,8 @@ Usage: cairn services <subcommand> [options] [args]
   validateCommand,
   versionCommand,
   watchCommand,
+  syncCommand,
+  syncStartCommand,
 ];
 
 const byName = new Map(commands.map((c) => [c.name, c]));

@@ -1,0 +1,185 @@
+// `cairn sync` end to end: a dev agent, a sync daemon with the exec driver
+// whose module is a shell script recording each run's stdin, and the
+// catalog changed under it (register, critical, deregister, check output only).
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { until } from "../../core/testing/until.ts";
+import { cairn, startCairn, startDevAgent, tempDir } from "./harness.ts";
+import type { Agent, Proc } from "./harness.ts";
+
+let agent: Agent;
+let dir: { path: string; remove(): void };
+let sync: Proc;
+
+const MODULE = `#!/bin/sh
+# Records each run: its stdin (the rendered inputs) under runs/<task>/<run id>.json.
+d="$(dirname "$0")"
+mkdir -p "$d/runs/$CTS_TASK_NAME"
+cat > "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json.tmp"
+if [ -f "$d/slow" ]; then touch "$d/running"; sleep 2; rm -f "$d/running"; fi
+mv "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json.tmp" "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json"
+echo "applied $CTS_TASK_NAME"
+`;
+
+interface RunInput {
+  task: string;
+  trigger: string;
+  services?: Record<string, { id: string; address: string; port: number; status: string; tags: string[]; node_datacenter: string }>;
+  consul_kv?: Record<string, string>;
+}
+
+function runsOf(task: string): RunInput[] {
+  const d = join(dir.path, "runs", task);
+  if (!existsSync(d)) return [];
+  return readdirSync(d)
+    .filter((n) => n.endsWith(".json"))
+    .sort()
+    .map((n) => JSON.parse(readFileSync(join(d, n), "utf8")) as RunInput);
+}
+
+async function put(path: string, body?: unknown): Promise<void> {
+  const r = await fetch(`${agent.http}${path}`, { method: "PUT", ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  assert.equal(r.status, 200, `${path}: ${await r.text()}`);
+}
+
+function register(id: string, port: number) {
+  return put("/v1/agent/service/register", { ID: id, Name: "web", Port: port, Address: "10.1.0.1", Tags: ["v1"], Check: { CheckID: `chk-${id}`, TTL: "10m", Status: "passing" } });
+}
+
+before(async () => {
+  agent = await startDevAgent();
+  dir = tempDir("cairn-sync-e2e-");
+  writeFileSync(join(dir.path, "module.sh"), MODULE);
+  chmodSync(join(dir.path, "module.sh"), 0o755);
+  writeFileSync(
+    join(dir.path, "sync.hcl"),
+    `
+log_level = "debug"
+port = 0
+buffer_period {
+  min = "200ms"
+  max = "1s"
+}
+consul {
+  address = "${agent.httpAddr}"
+}
+driver "exec" {}
+task {
+  name = "web-task"
+  module = "./module.sh"
+  condition "services" {
+    names = ["web"]
+  }
+}
+task {
+  name = "kv-task"
+  module = "./module.sh"
+  condition "consul-kv" {
+    path = "lb/"
+    recurse = true
+  }
+}
+`,
+  );
+  sync = startCairn(["sync", "start", "-config-file", join(dir.path, "sync.hcl")]);
+});
+
+after(async () => {
+  await sync?.kill("SIGKILL");
+  await agent?.stop();
+  dir?.remove();
+});
+
+function waitRuns(task: string, n: number, what: string): Promise<RunInput[]> {
+  return until(() => {
+    const r = runsOf(task);
+    return r.length >= n ? r : undefined;
+  }, `${what} (runs of ${task} ≥ ${n})`, { timeoutMs: 15_000, failOn: sync.exited.then(() => { throw new Error(`sync exited:\n${sync.output()}`); }) });
+}
+
+test("sync e2e: register, check output only, critical, deregister; a change during a run runs again", async () => {
+  // Start: web has no instances yet; the task runs once with an empty map.
+  const [first] = await waitRuns("web-task", 1, "the start run");
+  assert.equal(first!.trigger, "start");
+  assert.deepEqual(first!.services, {});
+
+  await register("web-1", 8080);
+  const [, second] = await waitRuns("web-task", 2, "a run for the registration");
+  assert.equal(second!.trigger, "change");
+  const key = Object.keys(second!.services!)[0]!;
+  assert.match(key, /^web-1\.[^.]+\.dc1$/);
+  assert.equal(second!.services![key]!.port, 8080);
+  assert.equal(second!.services![key]!.status, "passing");
+
+  // Only the check's output changes: the agent's index moves, the render does not.
+  await put("/v1/agent/check/pass/chk-web-1?note=all+good+at+t1");
+  await put("/v1/agent/check/pass/chk-web-1?note=all+good+at+t2");
+  await new Promise((r) => setTimeout(r, 1_500)); // > max buffer period: a run would have started
+  assert.equal(runsOf("web-task").length, 2, "check output alone never runs a task");
+
+  // Critical: healthy instances only, so web-1 leaves the map.
+  await put("/v1/agent/check/fail/chk-web-1?note=down");
+  const runs3 = await waitRuns("web-task", 3, "a run for critical");
+  assert.deepEqual(runs3[2]!.services, {});
+
+  // A change during a run: the slow module is still running when web-2 registers.
+  await put("/v1/agent/check/pass/chk-web-1");
+  writeFileSync(join(dir.path, "slow"), "");
+  await until(() => existsSync(join(dir.path, "running")), "the slow run to start", { timeoutMs: 10_000 });
+  await register("web-2", 8081);
+  rmSync(join(dir.path, "slow"));
+  const runs5 = await waitRuns("web-task", 5, "the second run after the slow one");
+  assert.deepEqual(Object.keys(runs5[3]!.services!).map((k) => k.split(".")[0]), ["web-1"]);
+  assert.deepEqual(Object.keys(runs5[4]!.services!).map((k) => k.split(".")[0]).sort(), ["web-1", "web-2"]);
+
+  // Deregister.
+  await put("/v1/agent/service/deregister/web-1");
+  const runs6 = await waitRuns("web-task", 6, "a run for the deregistration");
+  assert.deepEqual(Object.keys(runs6[5]!.services!).map((k) => k.split(".")[0]), ["web-2"]);
+
+  // Run records in KV, newest last, with what changed.
+  const kv = (await (await fetch(`${agent.http}/v1/kv/consul-terraform-sync/runs/web-task/?recurse`)).json()) as { Value: string }[];
+  const recs = kv.map((p) => JSON.parse(Buffer.from(p.Value, "base64").toString())) as { status: string; trigger: string; exitCode: number; outputTail: string; changedInputs: string[] }[];
+  assert.ok(recs.length >= 6, `records: ${recs.length}`);
+  const last = recs.at(-1)!;
+  assert.equal(last.status, "successful");
+  assert.equal(last.exitCode, 0);
+  assert.match(last.outputTail, /applied web-task/);
+  assert.deepEqual(last.changedInputs, ["health /v1/health/service/web?passing=1"]);
+});
+
+test("sync e2e: a consul-kv task renders consul_kv and runs on a change", async () => {
+  const [first] = await waitRuns("kv-task", 1, "the kv start run");
+  assert.deepEqual(first!.consul_kv, {});
+  await fetch(`${agent.http}/v1/kv/lb/weight`, { method: "PUT", body: "10" });
+  const runs = await waitRuns("kv-task", 2, "a kv change run");
+  assert.deepEqual(runs.at(-1)!.consul_kv, { "lb/weight": "10" });
+});
+
+test("sync e2e: -once runs every task once and exits 0", async () => {
+  const onceDir = join(dir.path, "once");
+  mkdirSync(onceDir);
+  writeFileSync(join(onceDir, "module.sh"), MODULE);
+  chmodSync(join(onceDir, "module.sh"), 0o755);
+  writeFileSync(
+    join(onceDir, "sync.json"),
+    JSON.stringify({
+      consul: { address: agent.httpAddr, kv_path: "once-sync/" },
+      driver: { exec: {} },
+      task: [{ name: "once-task", module: "./module.sh", condition: { services: { names: ["web"] } } }],
+    }),
+  );
+  const r = await cairn(["sync", "-once", "-config-file", join(onceDir, "sync.json")], { timeoutMs: 20_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(readdirSync(join(onceDir, "runs", "once-task")).filter((n) => n.endsWith(".json")).length, 1);
+});
+
+test("sync e2e: a bad config is refused with file and line", async () => {
+  const f = join(dir.path, "bad.hcl");
+  writeFileSync(f, 'task {\n  name = "x"\n  module = "m"\n  condition "services" { names = ["web"] }\n  colour = "red"\n}\n');
+  const r = await cairn(["sync", "start", "-config-file", f]);
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /bad\.hcl:5: Unknown key "colour" in task "x"/);
+});
