@@ -83,7 +83,7 @@ const flags: readonly FlagSpec[] = [
   { name: "serf-wan-port", kind: "int", valueName: "int", usage: "Sets the Serf WAN port to listen on." },
   { name: "server", kind: "bool", usage: "Switches agent to server mode." },
   { name: "server-port", kind: "int", valueName: "int", usage: "Sets the server port to listen on." },
-  { name: "ui", kind: "bool", usage: "Accepted for compatibility; cairn has no web UI." },
+  { name: "ui", kind: "bool", usage: "Enables the built-in web UI server (at ui_config.content_path, default /ui/)." },
 ];
 
 function help(): string {
@@ -103,7 +103,7 @@ Usage: cairn agent [options]
   Config files are Consul's: HCL, JSON (or YAML), Consul's key names. Of the
   ${all.length} keys Consul's agent accepts, cairn implements ${count("implemented")}; ${count("planned")} are
   planned and ${count("ignored")} have no effect by design (service mesh, Enterprise, HCP,
-  web UI). Those are accepted with one warning each at startup; a key Consul
+  UI metrics). Those are accepted with one warning each at startup; a key Consul
   does not know is an error. List them all with "cairn config keys".
 `;
 }
@@ -153,6 +153,7 @@ function flagLayer(p: ParsedFlags): ConfigLayer | string {
   setStr("encrypt", (v) => (layer.encrypt = v));
   setBool("disable-keyring-file", (v) => (layer.disableKeyringFile = v));
   setBool("rejoin", (v) => (layer.rejoinAfterLeave = v));
+  setBool("ui", (v) => (layer.uiConfig = { enabled: v }));
   if (has("log-level")) {
     const level = parseLogLevel(str(p, "log-level"));
     if (!level) return `Invalid log level "${str(p, "log-level")}": use trace, debug, info, warn or err`;

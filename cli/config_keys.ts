@@ -26,7 +26,7 @@ Usage: cairn config keys [options]
     planned      accepted; the agent logs one warning at startup: not
                  implemented in cairn yet
     ignored      accepted; the agent logs one warning at startup: no effect
-                 in cairn by design (service mesh, Enterprise, HCP, web UI)
+                 in cairn by design (service mesh, Enterprise, HCP, UI metrics)
 
   A key that is not listed is an error, as in Consul. Service and check
   definition keys are listed under "service." and "check.".

@@ -11,6 +11,7 @@ import { deflateRawSync } from "node:zlib";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
 import { trainCodeCache } from "./code_cache.ts";
+import { buildUiAsset } from "./build_ui.ts";
 
 const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..");
 // CAIRN_DIST_DIR builds elsewhere (several engineers sharing one checkout
@@ -85,6 +86,9 @@ if (wide) {
 const source = join(dist, "cairn.sea.js");
 const sourceText = Buffer.from(`(function (exports, require, module, __filename, __dirname) {${bundleText}\n})`, "latin1");
 writeFileSync(source, deflateRawSync(sourceText, { level: 9 }));
+// The web UI (scripts/build_ui.ts): read by an agent only when someone opens /ui/.
+const uiAsset = join(dist, "cairn-ui.z");
+writeFileSync(uiAsset, await buildUiAsset(root));
 const codeCache = join(dist, "cairn.codecache");
 const codeCacheDeflated = join(dist, "cairn.codecache.z");
 
@@ -121,11 +125,11 @@ async function makeExecutable(assets: Record<string, string>): Promise<void> {
   rmSync(seaConfig, { force: true });
 }
 
-await makeExecutable({ "cairn.js": source });
+await makeExecutable({ "cairn.js": source, "cairn-ui": uiAsset });
 if (process.env.CAIRN_BUILD_CODE_CACHE !== "0") {
   await trainCodeCache({ bin: exe, out: codeCache });
   writeFileSync(codeCacheDeflated, deflateRawSync(readFileSync(codeCache), { level: 9 }));
-  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCacheDeflated });
+  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCacheDeflated, "cairn-ui": uiAsset });
   const check = spawnSync(exe, ["version"], { env: { ...process.env, NODE_OPTIONS: "", CAIRN_BUILD_CODE_CACHE_CHECK: "1" }, encoding: "utf8" });
   if (!/code cache: accepted/.test(check.stderr)) {
     throw new Error(`The executable does not use its code cache: ${check.stderr.trim() || `exit ${check.status}`}`);
@@ -135,4 +139,6 @@ if (process.env.CAIRN_BUILD_CODE_CACHE !== "0") {
   rmSync(codeCacheDeflated, { force: true });
 }
 rmSync(source, { force: true });
+console.log(`web UI: ${(readFileSync(uiAsset).length / 1024).toFixed(0)} KiB deflated`);
+rmSync(uiAsset, { force: true });
 console.log(`built ${exe}`);

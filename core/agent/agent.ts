@@ -8,7 +8,7 @@ import { effectiveTls } from "../config/tls.ts";
 import { loadCas, tlsServerOptions } from "../tls_context_node.ts";
 import type { AgentCheckTls } from "./checks/http.ts";
 import { RpcTls } from "./rpc_tls.ts";
-import { createRoutes, createHttpServer, type HttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
+import { createRoutes, createHttpServer, seaUiFiles, type HttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { LogFileSink } from "../log/file_sink_node.ts";
@@ -251,6 +251,8 @@ export async function startAgent(
         disableCoordinates: config.disableCoordinates,
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         discoveryMaxStaleMs: config.discoveryMaxStaleMs,
+        // Nothing of the UI is read until someone asks for it.
+        ui: config.uiConfig.enabled ? { contentPath: config.uiConfig.contentPath, files: seaUiFiles() } : undefined,
         logger: logger.named("agent.http"),
         debug: createAgentDebug({
           enableDebug: () => config.enableDebug,

@@ -67,10 +67,10 @@ test("corpus: a server config builds and validates, and warns once per key it ca
   assert.equal(c.performance.raftMultiplier, 1);
   assert.equal(c.telemetry.prometheusRetentionTimeMs, 30_000);
   assert.deepEqual(c.dnsConfig.serviceTtlMs, { "*": 5000 });
+  assert.equal(c.uiConfig.enabled, true);
   assert.deepEqual(
     c.warnings.map((w) => w.key),
     [
-      "ui_config",
       "acl",
       "auto_encrypt",
       "connect",

@@ -56,6 +56,7 @@ export function defaultConfig(): AgentConfig {
     raftTrailingLogs: 10_240,
     coordinate: { syncIntervalMinMs: 15_000, syncRateTarget: 64, updatePeriodMs: 5_000, updateBatchSize: 128, updateMaxBatches: 5 },
     disableCoordinates: false,
+    uiConfig: { enabled: false, contentPath: "/ui/" },
     domain: "consul.",
     altDomain: "",
     recursors: [],
@@ -109,5 +110,7 @@ export function devLayer(): ConfigLayer {
     performance: { raftMultiplier: 1 },
     logLevel: "debug",
     enableDebug: true,
+    // Consul's DevSource turns the UI on too.
+    uiConfig: { enabled: true },
   };
 }

@@ -4,7 +4,7 @@
 //   implemented: cairn does what the key says;
 //   planned:     accepted, one startup warning: cairn does not do it yet;
 //   ignored:     accepted, one startup warning: it has no effect in cairn by
-//                design (service mesh, Enterprise, HCP, web UI, Consul's Go
+//                design (service mesh, Enterprise, HCP, UI metrics, Consul's Go
 //                internals).
 // A key that is not here is an error, as in Consul. This one table drives
 // decoding (_schema.ts), the warnings, `cairn config keys` and
@@ -62,7 +62,8 @@ export type KeyTable = Readonly<Record<string, KeySpec>>;
 const MESH = "the service mesh (Connect) is not part of cairn";
 const ENTERPRISE = "a Consul Enterprise feature";
 const CLOUD = "HCP (HashiCorp Cloud Platform) only";
-const UI = "cairn has no web UI";
+const UI_DIR = "the UI is always the one built into the binary; serving another from a directory is not implemented yet";
+const UI_METRICS = "cairn's web UI shows no metrics graphs and no dashboard links";
 const GRPC = "cairn has no gRPC listener (it serves Envoy and peering in Consul)";
 const PEERING = "cluster peering is not part of cairn";
 const RAFT_STORE = "cairn has its own Raft log store";
@@ -535,16 +536,18 @@ export const AGENT_KEYS: KeyTable = {
   tls_min_version: impl("string", { to: "$tls.defaults.tlsMinVersion", replacedBy: "tls.defaults.tls_min_version" }),
   tls_prefer_server_cipher_suites: ignored("Go's TLS library no longer honours it; Consul ignores it too"),
   translate_wan_addrs: impl("bool", { note: "DNS, catalog and health answers for another datacenter use its nodes' and services' `wan` tagged addresses (X-Consul-Translate-Addresses)" }),
-  ui: ignored(UI, { inert: [false], replacedBy: "ui_config.enabled" }),
-  ui_config: ignored(UI, {
+  ui: impl("bool", { to: "$uiConfig.enabled", replacedBy: "ui_config.enabled" }),
+  ui_config: impl(undefined, {
     keys: {
-      enabled: { inert: [false] },
-      ...leaves("dir", "content_path", "metrics_provider", "metrics_provider_files", "metrics_provider_options_json", "dashboard_url_templates"),
-      metrics_proxy: { keys: leaves("base_url", "add_headers", "path_allowlist") },
+      enabled: impl("bool", { note: "serve the built-in web UI (inside the binary) at content_path; -ui and -dev turn it on" }),
+      content_path: impl("string", { note: 'where the UI is served, default "/ui/"; "/" redirects there' }),
+      dir: planned(UI_DIR),
+      ...Object.fromEntries(["metrics_provider", "metrics_provider_files", "metrics_provider_options_json", "dashboard_url_templates"].map((k) => [k, ignored(UI_METRICS)])),
+      metrics_proxy: ignored(UI_METRICS, { keys: leaves("base_url", "add_headers", "path_allowlist") }),
     },
   }),
-  ui_content_path: ignored(UI, { replacedBy: "ui_config.content_path" }),
-  ui_dir: ignored(UI, { replacedBy: "ui_config.dir" }),
+  ui_content_path: impl("string", { to: "$uiConfig.contentPath", replacedBy: "ui_config.content_path" }),
+  ui_dir: planned(UI_DIR, { replacedBy: "ui_config.dir" }),
   unix_sockets: planned("HTTP over a Unix socket is not implemented yet", { keys: leaves("group", "mode", "user") }),
   use_streaming_backend: ignored(STREAMING),
   verify_incoming: impl("bool", { to: "$tls.defaults.verifyIncoming", replacedBy: "tls.defaults.verify_incoming" }),

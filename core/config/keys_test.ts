@@ -84,7 +84,6 @@ test("key table: the keys issue #17 found fatal or silent are accepted with a wa
 test("key table: a value that asks for what cairn does anyway gives no warning", () => {
   for (const text of [
     "connect { enabled = false }",
-    "ui = false",
     "raft_protocol = 3",
     "disable_remote_exec = true",
     "ports { grpc = -1 }",
@@ -97,7 +96,7 @@ test("key table: a value that asks for what cairn does anyway gives no warning",
     assert.deepEqual(uses(text), [], text);
   }
   assert.deepEqual(uses("connect { enabled = true }"), ["connect:ignored"]);
-  assert.deepEqual(uses("ui = true"), ["ui:ignored"]);
+  assert.deepEqual(uses('ui_config { metrics_provider = "prometheus" }'), ["ui_config.metrics_provider:ignored"]);
 });
 
 test("warnings: exactly one per key, naming every file and line that set it", () => {

@@ -106,6 +106,14 @@ export interface AddressesConfig {
   https?: string;
 }
 
+/** `ui_config`: the web UI built into the binary (core/http/ui.ts). */
+export interface UiConfig {
+  /** Serve it (-ui; on in -dev). */
+  enabled: boolean;
+  /** Where: starts and ends with "/" after loading, default "/ui/". */
+  contentPath: string;
+}
+
 export interface AgentConfig {
   nodeName: string;
   /** UUID; empty means read or create `<dataDir>/node-id`. */
@@ -184,6 +192,8 @@ export interface AgentConfig {
   coordinate: CoordinateConfig;
   /** disable_coordinates: no Vivaldi coordinates (gossip, catalog, /v1/coordinate answers 401). */
   disableCoordinates: boolean;
+  /** `ui_config` (and the older `ui`, `ui_content_path`): the built-in web UI. */
+  uiConfig: UiConfig;
   /** Always ends with a dot: `consul.`. */
   domain: string;
   altDomain: string;

@@ -57,6 +57,11 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     if (!NODE_META_KEY.test(key) || key.length > 128) bad(`node_meta.${key}`, `Invalid node_meta key "${key}"`);
   }
   if (c.retryIntervalMs <= 0) bad("retry_interval", "retry_interval must be positive");
+  // Consul's UIPathBuilder: "ui", "/ui" and "ui/" all mean "/ui/".
+  const uiPath = `/${c.uiConfig.contentPath.replace(/^\/+|\/+$/g, "")}/`;
+  if (uiPath === "//" || uiPath.startsWith("/v1/") || /[?#\s]/.test(uiPath)) {
+    bad("ui_config.content_path", `Invalid ui_config.content_path "${c.uiConfig.contentPath}": a path such as "/ui/" (not "/" and not under "/v1/")`);
+  }
   // Consul: "The value must be >= 8 hours"; advertise_reconnect_timeout is a client's (builder.go Validate).
   for (const [key, ms] of [["reconnect_timeout", c.reconnectTimeoutMs], ["reconnect_timeout_wan", c.reconnectTimeoutWanMs]] as const) {
     if (ms < 8 * 3_600_000) bad(key, `${key} must be >= 8h0m0s`);

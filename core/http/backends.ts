@@ -12,6 +12,7 @@ import type { AgentInfo } from "./agent.ts";
 import type { AgentDebugBackend } from "./agent_debug.ts";
 import type { RouteAuthorizer } from "./router.ts";
 import type { QueryTimes } from "../server/blocking.ts";
+import type { UiBackend } from "./ui.ts";
 
 /** Everything createRoutes wires into the /v1 table. */
 export interface HttpBackends {
@@ -53,6 +54,8 @@ export interface HttpBackends {
   discoveryMaxStaleMs?: number;
   /** /v1/agent/host and /v1/agent/debug/* (core/agent/debug_node.ts); absent: they answer 500. */
   debug?: AgentDebugBackend;
+  /** ui_config.enabled: the web UI at its content path, and "/" redirecting there (ui.ts). */
+  ui?: UiBackend;
   /** Decides every route's authorization rule before its handler; default: allow all (no ACLs). */
   authorizer?: RouteAuthorizer;
   logger?: Logger;

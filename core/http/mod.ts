@@ -31,6 +31,11 @@ export type {
 export { allowAll, cleanPath, defaultMaxBodyBytes, Router } from "./router.ts";
 export type { AuthzAccess, AuthzDecision, AuthzRequirement, AuthzResource, Route, RouteAuthorizer, RouteAuthz, RouteLookup } from "./router.ts";
 export { createRoutes } from "./routes.ts";
+export { uiContentPath, uiHandler, uiRootRedirectHandler } from "./ui.ts";
+export type { UiBackend } from "./ui.ts";
+export { packUiFiles, unpackUiFiles } from "./ui_pack.ts";
+export type { UiFile } from "./ui_pack.ts";
+export { seaUiFiles, uiAssetName } from "./ui_assets_node.ts";
 export { memberStatusCode, poolStatsStrings } from "./members.ts";
 export { createHttpServer, ListenError, listenErrorMessage } from "./serve_node.ts";
 export type { HttpServer, HttpServerOptions } from "./serve_node.ts";

@@ -142,13 +142,16 @@ export class Router {
       return { kind: "response", response: textResponse(301, `Moved Permanently: use "${location}"`, { Location: location }) };
     }
     const route = this.#match(path);
-    if (!route) {
+    // With a catch-all "/" (the web UI's redirect) the subtree rule still comes first, as in Go's ServeMux.
+    if (!route || (route.pattern === "/" && path !== "/")) {
       // Go's ServeMux redirects "/v1/kv" to "/v1/kv/" when only the subtree is registered.
       const subtree = this.#prefixes.find((r) => r.pattern === `${path}/`);
       if (subtree) {
         const location = rawQuery ? `${subtree.pattern}?${rawQuery}` : subtree.pattern;
         return { kind: "response", response: textResponse(301, `Moved Permanently: use "${location}"`, { Location: location }) };
       }
+    }
+    if (!route) {
       return { kind: "response", response: textResponse(404, `Not found: no endpoint for "${path}"`) };
     }
     if (!route.methods.includes(method)) {

@@ -56,6 +56,7 @@ import {
 import { snapshotHandler, snapshotMaxBodyBytes } from "./snapshot.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
 import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
+import { uiContentPath, uiHandler, uiRootMethods, uiRootRedirectHandler } from "./ui.ts";
 import { hasFlag, type Handler } from "./types.ts";
 import { HttpError } from "./http_error.ts";
 import { withMaxStale } from "./blocking.ts";
@@ -187,5 +188,14 @@ export function createRoutes(backends: HttpBackends): Router {
     // Status: public.
     { pattern: "/v1/status/leader", methods: GET, handler: statusLeaderHandler({ rpc }), authz: none },
     { pattern: "/v1/status/peers", methods: GET, handler: statusPeersHandler({ rpc }), authz: none },
+
+    // The web UI (ui_config.enabled): its files are public, its API calls carry the user's token.
+    ...(backends.ui
+      ? [
+        { pattern: uiContentPath(backends.ui.contentPath), methods: GET, handler: uiHandler(backends.ui), authz: none },
+        // "/" is the router's catch-all: its handler answers 404 to any other path, as the router would.
+        { pattern: "/", methods: uiRootMethods, handler: uiRootRedirectHandler(backends.ui), authz: none },
+      ]
+      : []),
   ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes, discoveryMaxStaleMs: backends.discoveryMaxStaleMs });
 }
