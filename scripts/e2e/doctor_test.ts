@@ -4,7 +4,7 @@
 // flapping check, an agent joining with another gossip key, a live server
 // removed from Raft, a paused follower autopilot finds unhealthy, a nearly
 // full data dir disk (the threshold lowered to what the disk has), a key only
-// one agent holds, a dead second datacenter, a wall clock 30 s ahead
+// one agent holds, a primary key only one agent uses, a dead second datacenter, a wall clock 30 s ahead
 // (libfaketime), a pool split by nftables, and no agent to ask (exit 2).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -154,6 +154,28 @@ test("doctor: an agent holding a key the others lack shows in the keyring list",
   } finally {
     await cairn(["leave", `-http-addr=${extra.httpAddr}`]);
     await extra.stop();
+  }
+});
+
+test("doctor: an agent encrypting with another primary key (a rotation half done) shows in the keyring list", async () => {
+  // The cluster holds key2 too (installed, not used); a client's keyring file makes key2 its primary.
+  const install = await cairn(["keyring", `-http-addr=${addr(c.servers[0]!)}`, `-install=${key2}`]);
+  assert.equal(install.code, 0, install.stdout + install.stderr);
+  const dir = join(c.root.path, "primary-client");
+  mkdirSync(join(dir, "serf"), { recursive: true });
+  writeFileSync(join(dir, "serf", "local.keyring"), JSON.stringify([key2, key1]));
+  const other = await c.startClient("k2", { dir });
+  try {
+    await waitFor(async () => (await memberStatus(c.servers[0]!, "k2")) === 1, { what: "k2 in the pool" });
+    const { code, report } = await doctor(addr(c.servers[0]!), ["-sample=0"]);
+    assert.equal(code, 1, describe(report));
+    const x = report.Findings.find((f) => f.id === "keyring-primary-split");
+    assert.ok(x, describe(report));
+    assert.deepEqual(x.evidence.sort(), [`1 nodes use ${key2.slice(0, 6)}… as their primary key`, `3 nodes use ${key1.slice(0, 6)}… as their primary key`].sort());
+  } finally {
+    await cairn(["leave", `-http-addr=${other.httpAddr}`]);
+    await other.stop();
+    await cairn(["keyring", `-http-addr=${addr(c.servers[0]!)}`, `-remove=${key2}`]);
   }
 });
 
