@@ -51,6 +51,12 @@ test("consul tags: clients and servers as Consul sets them", () => {
   assert.equal(s.expect, "3");
   assert.equal(s.raft_vsn, "3");
   assert.equal(s.segment, undefined);
+  // cairn's own http_port tag: LAN only, and only for a port fixed before the listener binds.
+  const withHttp = (http: number) => consulTags(config("n2", { server: false, bootstrap: false, ports: { ...c.ports, http } }), { nodeId: "id-3", pool: "lan" }).http_port;
+  assert.equal(withHttp(8500), "8500");
+  assert.equal(withHttp(0), undefined);
+  assert.equal(withHttp(-1), undefined);
+  assert.equal(s.http_port, undefined);
 });
 
 test("join addresses: default port, host:port, IPv6, names", async () => {
