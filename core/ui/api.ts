@@ -37,7 +37,9 @@ export class ApiError extends Error {
   }
 }
 
-function hintFor(status: number): string {
+function hintFor(status: number, message = ""): string {
+  if (/No path to datacenter/i.test(message)) return "No server knows that datacenter (or none of its servers answer): pick another in the Datacenter menu.";
+  if (/No cluster leader/i.test(message)) return "The servers have no leader right now: wait for an election, or check that a quorum of servers is up.";
   switch (status) {
     case 0: return "The agent did not answer: check that it is running and reachable, then reload the page.";
     case 400: return "The request was refused as malformed: check what you typed.";
@@ -81,7 +83,7 @@ export async function api<T>(path: string, options: CallOptions = {}): Promise<A
   }
   const text = await res.text();
   if (res.status === 404 && options.notFoundOk) return { body: null as T, index: Number(res.headers.get("X-Consul-Index") ?? "0") || 0 };
-  if (!res.ok) throw new ApiError(res.status, text.trim() || `${res.status} ${res.statusText}`, hintFor(res.status));
+  if (!res.ok) throw new ApiError(res.status, text.trim() || `${res.status} ${res.statusText}`, hintFor(res.status, text));
   const index = Number(res.headers.get("X-Consul-Index") ?? "0") || 0;
   if (options.text) return { body: text as T, index };
   return { body: (text === "" ? null : JSON.parse(text)) as T, index };
