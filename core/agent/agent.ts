@@ -31,6 +31,7 @@ import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
 import { applyWatches, createAgentWatches, type WatchManager } from "./watches.ts";
 import { createAgentDebug } from "./debug_node.ts";
+import { AgentTokenStore, aclRouteAuthorizer, initializeAclsSoon, withAgentToken } from "./acl_node.ts";
 import { keyToBase64 } from "../gossip/wire/crypto.ts";
 
 export interface AgentIo {
@@ -149,6 +150,9 @@ export async function startAgent(
     // would, so a supervisor restarts it once the cause is fixed (a restart cuts a torn log tail).
     serverNode?.haltListeners.add((err) => requestShutdown({ code: 1, reason: `Raft stopped on a storage or state machine failure: ${errorMessage(err)}` }));
 
+    // acl {}: the agent's tokens, and the edge authorizer asking the servers (cached for token_ttl).
+    const aclTokens = new AgentTokenStore(config, logger.named("agent.acl"));
+    const aclAuthorizer = config.acl?.enabled ? aclRouteAuthorizer(config, { rpc, clock, tokens: aclTokens }) : undefined;
     const advertise = config.advertiseAddr || config.bindAddr;
     const nodeInfo = { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta };
     const local = new LocalAgent({
@@ -156,7 +160,7 @@ export async function startAgent(
       clock,
       rng: new Rng(seed ^ 0x5bd1e995),
       logger: logger.named("agent"),
-      rpc,
+      rpc: config.acl?.enabled ? withAgentToken(rpc, () => aclTokens.get("agent")) : rpc,
       store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
       ...(config.enableAgentTlsForChecks ? { checkTls: agentCheckTls(config) } : {}),
       enableScriptChecks: config.enableScriptChecks,
@@ -251,6 +255,8 @@ export async function startAgent(
         disableCoordinates: config.disableCoordinates,
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         discoveryMaxStaleMs: config.discoveryMaxStaleMs,
+        authorizer: aclAuthorizer,
+        acl: { enabled: config.acl?.enabled === true, defaultPolicy: config.acl?.defaultPolicy ?? "allow", tokens: aclTokens, defaultToken: () => aclTokens.get("default") },
         // Nothing of the UI is read until someone asks for it.
         ui: config.uiConfig.enabled ? { contentPath: config.uiConfig.contentPath, files: seaUiFiles() } : undefined,
         logger: logger.named("agent.http"),
@@ -329,7 +335,10 @@ export async function startAgent(
         raft: () => serverNode?.raft,
         autopilot: serverNode?.autopilot ?? devServer?.autopilot,
         selfId: nodeId,
-        onLeadershipGained: () => local.antiEntropy?.syncFullSoon(),
+        onLeadershipGained: () => {
+          local.antiEntropy?.syncFullSoon();
+          initializeAclsSoon(raftSide.server, clock, logger.named("leader"));
+        },
       });
       serverNode?.leadershipListeners.add(() => leader.leadershipChanged());
       leader.start();

@@ -48,6 +48,7 @@ import type { PoolMember } from "../http/backends.ts";
 import { writeFileDurable, writeFileDurableSync } from "../durable_node.ts";
 import { randomUUID } from "./random_node.ts";
 import type { RpcTls } from "./rpc_tls.ts";
+import { aclServerConfig } from "./acl_node.ts";
 import { userEventPrefix } from "./user_events.ts";
 
 const mkdir = lazyFsPromises("mkdir");
@@ -211,6 +212,7 @@ export class ServerNode {
       coordinates: () => this.#lan?.coordinates?.() ?? [],
       queryTimes: { defaultMs: o.config.defaultQueryTimeMs, maxMs: o.config.maxQueryTimeMs },
       coordinateUpdate: coordinateUpdateOf(o.config),
+      acl: aclServerConfig(o.config, o.logger),
     });
     const local = {
       handle: (method: string, args: unknown, options?: { signal?: AbortSignal }): Promise<unknown> => this.#handleLocal(method, args, options),
@@ -608,6 +610,7 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     coordinates: o.coordinates,
     queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
     coordinateUpdate: coordinateUpdateOf(config),
+    acl: aclServerConfig(config, o.logger),
   });
   const ops = raftOperatorEndpoints({
     raft: () => dev.raft,

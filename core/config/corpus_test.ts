@@ -71,7 +71,6 @@ test("corpus: a server config builds and validates, and warns once per key it ca
   assert.deepEqual(
     c.warnings.map((w) => w.key),
     [
-      "acl",
       "auto_encrypt",
       "connect",
       "ports.grpc_tls",
@@ -79,10 +78,8 @@ test("corpus: a server config builds and validates, and warns once per key it ca
       "primary_datacenter",
     ],
   );
-  assert.equal(
-    c.warnings.find((w) => w.key === "acl")!.message,
-    'Config key "acl" from "server.hcl" line 32 has no effect in cairn yet: ACLs are not implemented yet',
-  );
+  // acl {} is decoded, not warned about.
+  assert.deepEqual([c.acl.enabled, c.acl.defaultPolicy, c.acl.downPolicy, c.acl.enableTokenPersistence, c.acl.tokens.agent], [true, "deny", "extend-cache", true, "3c8aaa8a-1a8b-4fba-b4e7-0d9eab2fd5ab"]);
   assert.equal(
     c.warnings.find((w) => w.key === "connect")!.message,
     'Config key "connect" from "server.hcl" line 66 has no effect in cairn: the service mesh (Connect) is not part of cairn',

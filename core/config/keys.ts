@@ -70,6 +70,7 @@ const RAFT_STORE = "cairn has its own Raft log store";
 const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
 const ACL = "ACLs are not implemented yet";
+const ACL_REPLICATION = "ACL replication between datacenters is not implemented yet";
 const TLS = "TLS is not implemented yet";
 const TLS_DEPRECATED = "Consul's older spelling; cairn reads it into the tls stanza";
 const SYSLOG = "syslog output is not implemented yet";
@@ -209,41 +210,46 @@ function tlsProtocolKeys(stanza: "defaults" | "internal_rpc" | "https"): KeyTabl
 const GOSSIP_KEYS: KeyTable = leaves("gossip_nodes", "gossip_interval", "probe_interval", "probe_timeout", "suspicion_mult", "retransmit_mult");
 
 export const AGENT_KEYS: KeyTable = {
-  acl: planned(ACL, {
+  acl: impl(undefined, {
+    note: "tokens, policies and roles through Raft; every endpoint checks the request's token (see README \"ACLs\")",
     keys: {
-      enabled: { inert: [false] },
-      ...leaves(
-        "enable_token_replication",
-        "policy_ttl",
-        "role_ttl",
-        "token_ttl",
-        "down_policy",
-        "default_policy",
-        "enable_key_list_policy",
-        "enable_token_persistence",
-      ),
+      enabled: impl("bool"),
+      enable_token_replication: planned(ACL_REPLICATION),
+      policy_ttl: impl("duration", { note: "agents keep a token's resolved rules (policies included) for token_ttl" }),
+      role_ttl: impl("duration", { note: "agents keep a token's resolved rules (roles included) for token_ttl" }),
+      token_ttl: impl("duration", { note: "how long an agent keeps a resolved token before asking the servers again" }),
+      down_policy: impl("string", { note: "allow, deny, extend-cache (default) or async-cache (as extend-cache)" }),
+      default_policy: impl("string", { note: "allow (default) or deny" }),
+      enable_key_list_policy: impl("bool"),
+      enable_token_persistence: impl("bool", { note: "tokens set with `PUT /v1/agent/token` are kept in <data-dir>/acl-tokens.json" }),
       tokens: {
         keys: {
-          ...leaves("initial_management", "replication", "agent_recovery", "default", "agent", "config_file_service_registration"),
-          master: { replacedBy: "acl.tokens.initial_management" },
-          agent_master: { replacedBy: "acl.tokens.agent_recovery" },
+          initial_management: impl("string"),
+          default: impl("string"),
+          agent: impl("string", { note: "the token of the agent's own catalog syncs" }),
+          replication: planned(ACL_REPLICATION),
+          agent_recovery: planned("the agent recovery token is not implemented yet"),
+          dns: planned("the DNS server does not filter answers by token yet"),
+          config_file_service_registration: planned("services from files register with the agent token"),
+          master: impl("string", { to: "initialManagement", replacedBy: "acl.tokens.initial_management" }),
+          agent_master: planned("the agent recovery token is not implemented yet", { replacedBy: "acl.tokens.agent_recovery" }),
           managed_service_provider: ignored(ENTERPRISE),
         },
       },
       msp_disable_bootstrap: ignored(ENTERPRISE),
     },
   }),
-  acl_agent_master_token: planned(ACL, { replacedBy: "acl.tokens.agent_recovery" }),
-  acl_agent_token: planned(ACL, { replacedBy: "acl.tokens.agent" }),
-  acl_datacenter: planned(ACL, { replacedBy: "primary_datacenter" }),
-  acl_default_policy: planned(ACL, { replacedBy: "acl.default_policy" }),
-  acl_down_policy: planned(ACL, { replacedBy: "acl.down_policy" }),
-  acl_enable_key_list_policy: planned(ACL, { replacedBy: "acl.enable_key_list_policy" }),
+  acl_agent_master_token: planned("the agent recovery token is not implemented yet", { replacedBy: "acl.tokens.agent_recovery" }),
+  acl_agent_token: impl("string", { to: "$acl.tokens.agent", replacedBy: "acl.tokens.agent" }),
+  acl_datacenter: planned(ACL_REPLICATION, { replacedBy: "primary_datacenter" }),
+  acl_default_policy: impl("string", { to: "$acl.defaultPolicy", replacedBy: "acl.default_policy" }),
+  acl_down_policy: impl("string", { to: "$acl.downPolicy", replacedBy: "acl.down_policy" }),
+  acl_enable_key_list_policy: impl("bool", { to: "$acl.enableKeyListPolicy", replacedBy: "acl.enable_key_list_policy" }),
   acl_enforce_version_8: ignored("removed from Consul; it has no effect there either"),
-  acl_master_token: planned(ACL, { replacedBy: "acl.tokens.initial_management" }),
-  acl_replication_token: planned(ACL, { replacedBy: "acl.tokens.replication" }),
-  acl_token: planned(ACL, { replacedBy: "acl.tokens.default" }),
-  acl_ttl: planned(ACL, { replacedBy: "acl.token_ttl" }),
+  acl_master_token: impl("string", { to: "$acl.tokens.initialManagement", replacedBy: "acl.tokens.initial_management" }),
+  acl_replication_token: planned(ACL_REPLICATION, { replacedBy: "acl.tokens.replication" }),
+  acl_token: impl("string", { to: "$acl.tokens.default", replacedBy: "acl.tokens.default" }),
+  acl_ttl: impl("duration", { to: "$acl.tokenTtlMs", replacedBy: "acl.token_ttl" }),
   addresses: impl(undefined, {
     keys: {
       http: impl("string"),
@@ -370,7 +376,7 @@ export const AGENT_KEYS: KeyTable = {
     },
   }),
   domain: impl("string"),
-  enable_acl_replication: planned(ACL, { replacedBy: "acl.enable_token_replication" }),
+  enable_acl_replication: planned(ACL_REPLICATION, { replacedBy: "acl.enable_token_replication" }),
   enable_agent_tls_for_checks: impl("bool"),
   enable_central_service_config: ignored(MESH, { inert: [false] }),
   enable_debug: impl("bool", { note: "the agent's CPU profile and heap snapshot endpoints (/v1/agent/debug/profile, /v1/agent/debug/heap) for cairn debug; on in -dev" }),
@@ -443,7 +449,7 @@ export const AGENT_KEYS: KeyTable = {
       ),
     },
   }),
-  primary_datacenter: planned("the primary datacenter matters for ACL replication, which is not implemented yet"),
+  primary_datacenter: planned(ACL_REPLICATION),
   primary_gateways: ignored(MESH),
   primary_gateways_interval: ignored(MESH),
   protocol: ignored("cairn speaks one version of Consul's RPC protocol"),

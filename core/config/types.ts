@@ -81,6 +81,20 @@ export interface PerformanceConfig {
   raftMultiplier: number;
 }
 
+/** `acl {}` (Consul's ACL system, 1.4+). */
+export interface AclAgentConfig {
+  enabled: boolean;
+  defaultPolicy: string;
+  /** allow, deny, extend-cache, async-cache. */
+  downPolicy: string;
+  enableKeyListPolicy: boolean;
+  enableTokenPersistence: boolean;
+  tokenTtlMs: number;
+  policyTtlMs: number;
+  roleTtlMs: number;
+  tokens: { initialManagement: string; default: string; agent: string };
+}
+
 /** `autopilot {}`: the configuration a leader stores when the cluster has none yet (Consul's autopilot defaults). */
 export interface AutopilotAgentConfig {
   cleanupDeadServers: boolean;
@@ -178,6 +192,7 @@ export interface AgentConfig {
   skipLeaveOnInterrupt: boolean;
   performance: PerformanceConfig;
   autopilot: AutopilotAgentConfig;
+  acl: AclAgentConfig;
   /** Take a Raft snapshot once this many entries were applied since the last one (Consul raft_snapshot_threshold). Default 16,384. */
   raftSnapshotThreshold: number;
   /**

@@ -57,6 +57,13 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
     if (!NODE_META_KEY.test(key) || key.length > 128) bad(`node_meta.${key}`, `Invalid node_meta key "${key}"`);
   }
   if (c.retryIntervalMs <= 0) bad("retry_interval", "retry_interval must be positive");
+  // Consul's builder: acl.default_policy and acl.down_policy take these values only.
+  if (c.acl && !["allow", "deny"].includes(c.acl.defaultPolicy)) {
+    bad("acl.default_policy", `Invalid acl.default_policy "${c.acl.defaultPolicy}": expected "allow" or "deny"`);
+  }
+  if (c.acl && !["allow", "deny", "extend-cache", "async-cache"].includes(c.acl.downPolicy)) {
+    bad("acl.down_policy", `Invalid acl.down_policy "${c.acl.downPolicy}": expected "allow", "deny", "extend-cache" or "async-cache"`);
+  }
   // Consul's UIPathBuilder: "ui", "/ui" and "ui/" all mean "/ui/".
   const uiPath = `/${c.uiConfig.contentPath.replace(/^\/+|\/+$/g, "")}/`;
   if (uiPath === "//" || uiPath.startsWith("/v1/") || /[?#\s]/.test(uiPath)) {

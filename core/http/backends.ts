@@ -11,6 +11,7 @@ import type { CheckDefinition, DefinitionSource, HealthStatus, LocalCheck, Local
 import type { AgentInfo } from "./agent.ts";
 import type { AgentDebugBackend } from "./agent_debug.ts";
 import type { RouteAuthorizer } from "./router.ts";
+import type { AgentTokens } from "./acl.ts";
 import type { QueryTimes } from "../server/blocking.ts";
 import type { UiBackend } from "./ui.ts";
 
@@ -58,6 +59,8 @@ export interface HttpBackends {
   ui?: UiBackend;
   /** Decides every route's authorization rule before its handler; default: allow all (no ACLs). */
   authorizer?: RouteAuthorizer;
+  /** `acl {}` at this agent: /v1/acl/* (401 when off), the agent's tokens, the default policy header. */
+  acl?: { enabled: boolean; defaultPolicy: string; tokens?: AgentTokens; defaultToken?: () => string };
   logger?: Logger;
 }
 

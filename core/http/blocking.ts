@@ -81,7 +81,7 @@ export function parseToken(req: HttpRequest): string {
   if (x) return x;
   const auth = header(req, "authorization").trim();
   const m = /^bearer\s+(.+)$/i.exec(auth);
-  return m ? m[1]!.trim() : "";
+  return m ? m[1]!.trim() : req.defaultToken ?? "";
 }
 
 function parseUint(name: string, text: string): number {
@@ -176,6 +176,7 @@ export function setMetaHeaders(headers: Record<string, string>, meta: QueryMeta)
   headers["X-Consul-KnownLeader"] = meta.knownLeader ? "true" : "false";
   headers["X-Consul-LastContact"] = String(meta.lastContactMs > 0 ? Math.floor(meta.lastContactMs) : 0);
   headers["X-Consul-Effective-Consistency"] = meta.consistencyLevel;
+  if (meta.resultsFilteredByAcls) headers["X-Consul-Results-Filtered-By-ACLs"] = "true";
   return headers;
 }
 

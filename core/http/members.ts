@@ -85,6 +85,15 @@ export function membersHandler(deps: { gossip: GossipBackend }): Handler {
       members = members.filter((m) => (m.tags.segment ?? "") === segment || m.tags.role === "consul");
     }
     if (filter) members = members.filter((m) => filter.match(memberJson(m)));
+    // ACLs: only the members whose node the token may read (consul filterMembers).
+    let filtered = false;
+    const acl = req.acl;
+    if (acl) {
+      const n = members.length;
+      members = members.filter((m) => acl.allowed("node", "read", m.name));
+      filtered = members.length < n;
+    }
+    if (filtered) return jsonResponse(members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(memberJson), { pretty: wantsPretty(req), headers: { "X-Consul-Results-Filtered-By-ACLs": "true" } });
     members.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (wantsPretty(req)) return jsonResponse(members.map(memberJson), { pretty: true });
     let cache = caches.get(pool.name);

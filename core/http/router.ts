@@ -48,7 +48,13 @@ export type AuthzRequirement =
  */
 export type RouteAuthz = AuthzRequirement | ((req: HttpRequest, rest: string) => AuthzRequirement);
 
-export type AuthzDecision = { readonly allowed: true } | { readonly allowed: false; readonly reason?: string };
+/** What an allowed request's token may do, for handlers that filter what they answer (members). */
+export interface RequestAcl {
+  readonly accessorId: string;
+  allowed(resource: AuthzResource, access: "read" | "write" | "list", name: string): boolean;
+}
+
+export type AuthzDecision = { readonly allowed: true; readonly acl?: RequestAcl } | { readonly allowed: false; readonly reason?: string };
 
 /**
  * The hook the Router calls with each request and its route's requirement,
@@ -90,12 +96,18 @@ export class Router {
   /** Handed to every handler on its request (blocking waits). */
   readonly #queryTimes: QueryTimes | undefined;
   readonly #discoveryMaxStaleMs: number;
+  /** acl.default_policy, sent as X-Consul-Default-ACL-Policy on every answer (ACLs on). */
+  readonly #defaultAclPolicy: string | undefined;
+  /** The agent's default token (acl.tokens.default), for requests that carry none. */
+  readonly #defaultToken: (() => string) | undefined;
   /** consul.api.http timings (method, route path) when set. */
   metrics: Metrics | undefined;
   /** Each route's `path` label, as Consul writes it: "/v1/kv/" → "v1.kv._". */
   readonly #pathLabels = new WeakMap<Route, string>();
 
-  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes; discoveryMaxStaleMs?: number } = {}) {
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes; discoveryMaxStaleMs?: number; defaultAclPolicy?: string; defaultToken?: () => string } = {}) {
+    this.#defaultAclPolicy = options.defaultAclPolicy;
+    this.#defaultToken = options.defaultToken;
     this.#logger = options.logger ?? nullLogger();
     this.#queryTimes = options.queryTimes;
     this.#discoveryMaxStaleMs = options.discoveryMaxStaleMs ?? 0;
@@ -168,15 +180,21 @@ export class Router {
     const start = metrics?.now() ?? 0;
     let r: HttpResponse;
     try {
+      if (this.#defaultToken) {
+        const t = this.#defaultToken();
+        if (t) req = { ...req, defaultToken: t };
+      }
       const need = typeof route.authz === "function" ? route.authz(req, route.pattern.endsWith("/") ? req.path.slice(route.pattern.length) : "") : route.authz;
       let decision = this.#authorizer.authorize(req, need);
       if (decision instanceof Promise) decision = await decision;
       if (!decision.allowed) throw new PermissionDeniedError(decision.reason);
+      if (decision.acl) req = { ...req, acl: decision.acl };
       r = await route.handler(this.#queryTimes || this.#discoveryMaxStaleMs ? { ...req, queryTimes: this.#queryTimes, discoveryMaxStaleMs: this.#discoveryMaxStaleMs } : req);
     } catch (err) {
       r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
     }
     if (metrics) metrics.sample("api.http", metrics.now() - start, { method: req.method, path: this.#pathLabel(route) });
+    if (this.#defaultAclPolicy) r.headers["X-Consul-Default-ACL-Policy"] = this.#defaultAclPolicy;
     return r;
   }
 

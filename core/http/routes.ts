@@ -5,6 +5,7 @@
 import type { NearOptions } from "../gossip/near.ts";
 import { nullLogger } from "../log/mod.ts";
 import { agentSelfHandler, agentVersionHandler } from "./agent.ts";
+import { aclBootstrapHandler, aclCreateHandler, aclItemHandler, aclListHandler, agentTokenHandler } from "./acl.ts";
 import {
   agentCheckDeregisterHandler,
   agentCheckRegisterHandler,
@@ -106,6 +107,8 @@ export function createRoutes(backends: HttpBackends): Router {
   const onAgent = (access: AuthzAccess): AuthzRequirement => ({ resource: "agent", access, name: agent.nodeName });
   /** On this agent's node (node maintenance). */
   const onAgentNode = (access: AuthzAccess): AuthzRequirement => ({ resource: "node", access, name: agent.nodeName });
+  /** ACL endpoints: the servers check acl:read / acl:write themselves (token self needs only a valid token). */
+  const aclDeps = { rpc, enabled: backends.acl?.enabled === true };
 
   return new Router([
     // Agent: this agent, its gossip pools, its own services and checks.
@@ -185,6 +188,19 @@ export function createRoutes(backends: HttpBackends): Router {
     // Snapshots: a management token (consul acl:write).
     { pattern: "/v1/snapshot", methods: ["GET", "PUT"], handler: snapshotHandler({ rpc }), maxBodyBytes: snapshotMaxBodyBytes, streamBody: true, authz: on("acl", "write") },
 
+    // ACLs: the servers decide (acl:read, acl:write; bootstrap and token/self need no permission).
+    { pattern: "/v1/acl/bootstrap", methods: PUT, handler: aclBootstrapHandler(aclDeps), authz: none },
+    { pattern: "/v1/acl/token", methods: PUT, handler: aclCreateHandler(aclDeps, "token"), authz: none },
+    { pattern: "/v1/acl/token/", methods: ["GET", "PUT", "DELETE"], handler: aclItemHandler(aclDeps, "token"), authz: none },
+    { pattern: "/v1/acl/tokens", methods: GET, handler: aclListHandler(aclDeps, "token"), authz: none },
+    { pattern: "/v1/acl/policy", methods: PUT, handler: aclCreateHandler(aclDeps, "policy"), authz: none },
+    { pattern: "/v1/acl/policy/", methods: ["GET", "PUT", "DELETE"], handler: aclItemHandler(aclDeps, "policy"), authz: none },
+    { pattern: "/v1/acl/policies", methods: GET, handler: aclListHandler(aclDeps, "policy"), authz: none },
+    { pattern: "/v1/acl/role", methods: PUT, handler: aclCreateHandler(aclDeps, "role"), authz: none },
+    { pattern: "/v1/acl/role/", methods: ["GET", "PUT", "DELETE"], handler: aclItemHandler(aclDeps, "role"), authz: none },
+    { pattern: "/v1/acl/roles", methods: GET, handler: aclListHandler(aclDeps, "role"), authz: none },
+    { pattern: "/v1/agent/token/", methods: PUT, handler: agentTokenHandler({ enabled: aclDeps.enabled, tokens: backends.acl?.tokens }), authz: on("acl", "write") },
+
     // Status: public.
     { pattern: "/v1/status/leader", methods: GET, handler: statusLeaderHandler({ rpc }), authz: none },
     { pattern: "/v1/status/peers", methods: GET, handler: statusPeersHandler({ rpc }), authz: none },
@@ -197,5 +213,5 @@ export function createRoutes(backends: HttpBackends): Router {
         { pattern: "/", methods: uiRootMethods, handler: uiRootRedirectHandler(backends.ui), authz: none },
       ]
       : []),
-  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes, discoveryMaxStaleMs: backends.discoveryMaxStaleMs });
+  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes, discoveryMaxStaleMs: backends.discoveryMaxStaleMs, defaultAclPolicy: backends.acl?.enabled ? backends.acl.defaultPolicy : undefined, defaultToken: backends.acl?.defaultToken });
 }

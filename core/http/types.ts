@@ -3,6 +3,7 @@
 // node:http to them and tests call handlers directly, without sockets.
 // Plain objects instead of WHATWG Request/Response keep the hot path cheap.
 import type { QueryTimes } from "../server/blocking.ts";
+import type { RequestAcl } from "./router.ts";
 
 export interface HttpRequest {
   /** Upper-case method: "GET", "PUT", ... */
@@ -26,6 +27,10 @@ export interface HttpRequest {
   queryTimes?: QueryTimes;
   /** The agent's discovery_max_stale in ms (the Router sets it); absent or 0: off. */
   discoveryMaxStaleMs?: number;
+  /** The agent's default token (acl.tokens.default; the Router sets it): parseToken's answer when the request names none. */
+  defaultToken?: string;
+  /** What the request's token may do (the Router sets it when ACLs are on), for handlers that filter. */
+  acl?: RequestAcl;
 }
 
 export interface HttpResponse {

@@ -112,3 +112,22 @@ test("acl server: ACL endpoints answer ACL support disabled when ACLs are off", 
   await assert.rejects(rpc.call("ACL.Read", { kind: "policy", op: "list", query: q() }), AclDisabledError);
   assert.equal((await rpc.call("KVS.Apply", { op: "set", entry: { key: "k", value: bytes("1") }, token: "whatever" })).ok, true);
 });
+
+test("acl server: catalog and health answers leave out what the token may not read, and say so", async () => {
+  const root = "11111111-2222-3333-4444-555555555555";
+  const { rpc } = await aclServer({ initialManagement: root });
+  await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "web", port: 80 }, token: root });
+  await rpc.call("Catalog.Register", { node: "n2", address: "10.0.0.2", service: { service: "db", port: 5432 }, token: root });
+  await rpc.call("ACL.Write", { kind: "policy", op: "create", item: { name: "web", rules: `service "web" { policy = "read" }\nnode "n1" { policy = "read" }` }, token: root });
+  const tok = await rpc.call("ACL.Write", { kind: "token", op: "create", item: { policies: [{ name: "web" }] }, token: root });
+  const query = { ...q(), token: tok.item!.secretId as string };
+  const services = await rpc.call("Catalog.ListServices", { query });
+  assert.deepEqual([Object.keys(services.services), services.meta.resultsFilteredByAcls], [["web"], true]);
+  const nodes = await rpc.call("Catalog.ListNodes", { query });
+  assert.deepEqual([nodes.nodes.map((n) => n.node), nodes.meta.resultsFilteredByAcls], [["n1"], true]);
+  const health = await rpc.call("Health.ServiceNodes", { serviceName: "web", query });
+  assert.equal(health.nodes.length, 1);
+  const all = await rpc.call("Catalog.ListServices", { query: { ...q(), token: root } });
+  assert.deepEqual([Object.keys(all.services).sort(), all.meta.resultsFilteredByAcls], [["db", "web"], undefined]);
+  await assert.rejects(rpc.call("Catalog.ListNodes", { query: { ...q(), token: "unknown" } }), AclNotFoundError);
+});

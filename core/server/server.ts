@@ -14,6 +14,7 @@ import type { Consensus } from "./consensus.ts";
 import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
 import { catalogEndpoints } from "./catalog.ts";
+import { withAclFilters } from "./acl_filter.ts";
 import { aclEndpoints, AclResolver, initializeAcls, type AclServerConfig } from "./acl.ts";
 import { CoordinateBatcher, coordinateEndpoints, type CoordinateUpdateConfig } from "./coordinate.ts";
 import { healthEndpoints } from "./health.ts";
@@ -72,7 +73,7 @@ export class Server {
     if (options.acl) this.#ctx.acl = new AclResolver(options.acl, () => fsm.state, this.#ctx.datacenter ?? "dc1");
     this.sessionTimers = new SessionTimers(this.#ctx);
     this.coordinateBatcher = new CoordinateBatcher(this.#ctx, options.coordinateUpdate);
-    this.handlers = {
+    this.handlers = withAclFilters(this.#ctx, {
       ...aclEndpoints(this.#ctx),
       ...kvsEndpoints(this.#ctx),
       ...txnEndpoints(this.#ctx),
@@ -83,7 +84,7 @@ export class Server {
       ...snapshotEndpoints(this.#ctx),
       ...preparedQueryEndpoints(this.#ctx, { coordinates: options.coordinates }),
       ...coordinateEndpoints(this.#ctx, this.coordinateBatcher),
-    };
+    });
   }
 
   get fsm(): Fsm {

@@ -1,0 +1,262 @@
+// /v1/acl/* (consul agent/acl_endpoint.go): bootstrap, tokens (self, read,
+// create, update, delete, clone, list), policies and roles (by ID and by
+// name), in Consul's JSON. The servers decide who may do what (ACL.Write
+// needs acl:write, ACL.Read acl:read); with ACLs off every route answers
+// 401 "ACL support disabled". Also `PUT /v1/agent/token/:type`.
+import { parseDuration } from "../config/duration.ts";
+import { AclDisabledError, AclNotFoundError, BadRequestError } from "../errors.ts";
+import type { AclKind, Rpc } from "../rpc/methods.ts";
+import { parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
+import { HttpError } from "./http_error.ts";
+import { jsonResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
+
+/** Go's time.Time JSON for a wall-clock ms value. */
+function timeJson(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+function links(v: unknown): { ID: string; Name: string }[] {
+  return Array.isArray(v) ? v.map((l: { id: string; name: string }) => ({ ID: l.id, Name: l.name })) : [];
+}
+
+/** A token as Consul's api.ACLToken. */
+export function tokenJson(t: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    AccessorID: t.accessorId,
+    SecretID: t.secretId,
+    Description: t.description,
+  };
+  const policies = links(t.policies);
+  if (policies.length) out.Policies = policies;
+  const roles = links(t.roles);
+  if (roles.length) out.Roles = roles;
+  const si = Array.isArray(t.serviceIdentities) ? t.serviceIdentities : [];
+  if (si.length) out.ServiceIdentities = si.map((s: { serviceName: string; datacenters?: string[] }) => (s.datacenters?.length ? { ServiceName: s.serviceName, Datacenters: s.datacenters } : { ServiceName: s.serviceName }));
+  const ni = Array.isArray(t.nodeIdentities) ? t.nodeIdentities : [];
+  if (ni.length) out.NodeIdentities = ni.map((n: { nodeName: string; datacenter: string }) => ({ NodeName: n.nodeName, Datacenter: n.datacenter }));
+  out.Local = t.local === true;
+  if (typeof t.expirationTimeMs === "number" && t.expirationTimeMs > 0) out.ExpirationTime = timeJson(t.expirationTimeMs);
+  out.CreateTime = timeJson(typeof t.createTimeMs === "number" ? t.createTimeMs : 0);
+  out.CreateIndex = t.createIndex;
+  out.ModifyIndex = t.modifyIndex;
+  return out;
+}
+
+/** A policy as Consul's api.ACLPolicy (the list form leaves out Rules). */
+export function policyJson(p: Record<string, unknown>, withRules = true): Record<string, unknown> {
+  const out: Record<string, unknown> = { ID: p.id, Name: p.name, Description: p.description };
+  if (withRules) out.Rules = p.rules;
+  if (Array.isArray(p.datacenters) && p.datacenters.length) out.Datacenters = p.datacenters;
+  out.CreateIndex = p.createIndex;
+  out.ModifyIndex = p.modifyIndex;
+  return out;
+}
+
+export function roleJson(r: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ID: r.id, Name: r.name, Description: r.description };
+  const policies = links(r.policies);
+  if (policies.length) out.Policies = policies;
+  const si = Array.isArray(r.serviceIdentities) ? r.serviceIdentities : [];
+  if (si.length) out.ServiceIdentities = si.map((s: { serviceName: string }) => ({ ServiceName: s.serviceName }));
+  const ni = Array.isArray(r.nodeIdentities) ? r.nodeIdentities : [];
+  if (ni.length) out.NodeIdentities = ni.map((n: { nodeName: string; datacenter: string }) => ({ NodeName: n.nodeName, Datacenter: n.datacenter }));
+  out.CreateIndex = r.createIndex;
+  out.ModifyIndex = r.modifyIndex;
+  return out;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A JSON body's field, matched ignoring case (Go's encoding/json). */
+function field(o: Record<string, unknown>, name: string): unknown {
+  if (name in o) return o[name];
+  const lower = name.toLowerCase();
+  for (const [k, v] of Object.entries(o)) if (k.toLowerCase() === lower) return v;
+  return undefined;
+}
+
+function parseBody(req: HttpRequest): Record<string, unknown> {
+  const text = new TextDecoder().decode(req.body);
+  if (text.trim() === "") return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    throw new BadRequestError(`Request decode failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (!isObj(v)) throw new BadRequestError("Request decode failed: expected a JSON object");
+  return v;
+}
+
+function linksIn(v: unknown): { id?: string; name?: string }[] | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v)) throw new BadRequestError("Request decode failed: expected a list of links");
+  return v.map((l) => {
+    if (!isObj(l)) throw new BadRequestError("Request decode failed: expected a link object");
+    const id = field(l, "ID");
+    const name = field(l, "Name");
+    return { ...(typeof id === "string" && id ? { id } : {}), ...(typeof name === "string" && name ? { name } : {}) };
+  });
+}
+
+/** A token body (api.ACLToken) into the servers' camelCase item. */
+function tokenItem(b: Record<string, unknown>): Record<string, unknown> {
+  const item: Record<string, unknown> = {};
+  const set = (k: string, v: unknown) => { if (v !== undefined && v !== null) item[k] = v; };
+  set("accessorId", field(b, "AccessorID"));
+  set("secretId", field(b, "SecretID"));
+  set("description", field(b, "Description"));
+  set("policies", linksIn(field(b, "Policies")));
+  set("roles", linksIn(field(b, "Roles")));
+  const si = field(b, "ServiceIdentities");
+  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isObj(s) ? { serviceName: field(s, "ServiceName"), datacenters: field(s, "Datacenters") ?? undefined } : s));
+  const ni = field(b, "NodeIdentities");
+  if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isObj(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
+  set("local", field(b, "Local"));
+  const ttl = field(b, "ExpirationTTL");
+  if (ttl !== undefined && ttl !== null && ttl !== "" && ttl !== 0) {
+    const ms = typeof ttl === "number" ? ttl / 1e6 : typeof ttl === "string" ? parseDuration(ttl) : undefined;
+    if (ms === undefined || ms < 0) throw new BadRequestError(`Invalid ExpirationTTL ${JSON.stringify(ttl)}`);
+    item.expirationTtlMs = ms;
+  }
+  const exp = field(b, "ExpirationTime");
+  if (typeof exp === "string" && exp !== "") {
+    const ms = Date.parse(exp);
+    if (Number.isNaN(ms)) throw new BadRequestError(`Invalid ExpirationTime ${JSON.stringify(exp)}`);
+    item.expirationTimeMs = ms;
+  }
+  return item;
+}
+
+function policyItem(b: Record<string, unknown>): Record<string, unknown> {
+  const item: Record<string, unknown> = {};
+  for (const [k, f] of [["id", "ID"], ["name", "Name"], ["description", "Description"], ["rules", "Rules"], ["datacenters", "Datacenters"]] as const) {
+    const v = field(b, f);
+    if (v !== undefined && v !== null) item[k] = v;
+  }
+  return item;
+}
+
+function roleItem(b: Record<string, unknown>): Record<string, unknown> {
+  const item: Record<string, unknown> = {};
+  for (const [k, f] of [["id", "ID"], ["name", "Name"], ["description", "Description"]] as const) {
+    const v = field(b, f);
+    if (v !== undefined && v !== null) item[k] = v;
+  }
+  const p = linksIn(field(b, "Policies"));
+  if (p) item.policies = p;
+  const si = field(b, "ServiceIdentities");
+  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isObj(s) ? { serviceName: field(s, "ServiceName") } : s));
+  const ni = field(b, "NodeIdentities");
+  if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isObj(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
+  return item;
+}
+
+const render: Record<AclKind, (x: Record<string, unknown>) => Record<string, unknown>> = { token: tokenJson, policy: policyJson, role: roleJson };
+
+export interface AclHttpDeps {
+  rpc: Rpc;
+  /** ACLs are on at this agent (off: every route answers 401). */
+  enabled: boolean;
+}
+
+function guard(deps: AclHttpDeps, h: Handler): Handler {
+  return async (req) => {
+    if (!deps.enabled) throw new AclDisabledError();
+    return await h(req);
+  };
+}
+
+export function aclBootstrapHandler(deps: AclHttpDeps): Handler {
+  return guard(deps, async (req) => {
+    const t = await deps.rpc.call("ACL.Bootstrap", { ...parseWriteOptions(req) });
+    return jsonResponse(tokenJson(t), { pretty: wantsPretty(req) });
+  });
+}
+
+async function readOne(deps: AclHttpDeps, req: HttpRequest, kind: AclKind, op: "get" | "name" | "self", key: string): Promise<HttpResponse> {
+  const query = parseQueryOptions(req);
+  const r = await deps.rpc.call("ACL.Read", { kind, op, ...(op === "name" ? { name: key } : { id: key }), query });
+  const item = r.items[0];
+  if (!item) throw new AclNotFoundError();
+  return jsonResponse(render[kind](item), { headers: setMetaHeaders({}, r.meta), pretty: wantsPretty(req) });
+}
+
+/** `/v1/acl/token` (PUT create), `/v1/acl/policy`, `/v1/acl/role`. */
+export function aclCreateHandler(deps: AclHttpDeps, kind: AclKind): Handler {
+  return guard(deps, async (req) => {
+    const b = parseBody(req);
+    const item = kind === "token" ? tokenItem(b) : kind === "policy" ? policyItem(b) : roleItem(b);
+    if (kind === "token" && item.accessorId !== undefined && item.accessorId !== "") {
+      // Consul: a create that names an AccessorID must not collide; the servers check it.
+    }
+    const r = await deps.rpc.call("ACL.Write", { kind, op: "create", item, ...parseWriteOptions(req) });
+    return jsonResponse(render[kind](r.item!), { pretty: wantsPretty(req) });
+  });
+}
+
+/** `/v1/acl/token/<id>` (GET, PUT, DELETE), `/self`, `/<id>/clone`; likewise policy and role, with `/name/<name>`. */
+export function aclItemHandler(deps: AclHttpDeps, kind: AclKind): Handler {
+  const prefix = `/v1/acl/${kind}/`;
+  return guard(deps, async (req) => {
+    const rest = req.path.slice(prefix.length);
+    if (kind === "token" && rest === "self" && req.method === "GET") return await readOne(deps, req, kind, "self", "");
+    if (kind !== "token" && rest.startsWith("name/") && req.method === "GET") return await readOne(deps, req, kind, "name", rest.slice(5));
+    if (kind === "token" && rest.endsWith("/clone") && req.method === "PUT") {
+      const id = rest.slice(0, -"/clone".length);
+      const b = parseBody(req);
+      const description = field(b, "Description");
+      const r = await deps.rpc.call("ACL.Write", { kind, op: "clone", id, item: typeof description === "string" ? { description } : {}, ...parseWriteOptions(req) });
+      return jsonResponse(tokenJson(r.item!), { pretty: wantsPretty(req) });
+    }
+    if (rest === "" || rest.includes("/")) throw new BadRequestError(`Missing ${kind} ID`);
+    if (req.method === "GET") return await readOne(deps, req, kind, "get", rest);
+    if (req.method === "DELETE") {
+      await deps.rpc.call("ACL.Write", { kind, op: "delete", id: rest, ...parseWriteOptions(req) });
+      return jsonResponse(true);
+    }
+    const b = parseBody(req);
+    const item = kind === "token" ? tokenItem(b) : kind === "policy" ? policyItem(b) : roleItem(b);
+    const idField = kind === "token" ? "accessorId" : "id";
+    if (item[idField] !== undefined && item[idField] !== "" && item[idField] !== rest) {
+      throw new BadRequestError(`${kind === "token" ? "Token AccessorID" : kind === "policy" ? "Policy ID" : "Role ID"} in URL and payload do not match`);
+    }
+    item[idField] = rest;
+    const r = await deps.rpc.call("ACL.Write", { kind, op: "update", item, ...parseWriteOptions(req) });
+    return jsonResponse(render[kind](r.item!), { pretty: wantsPretty(req) });
+  });
+}
+
+/** `/v1/acl/tokens` (?policy, ?role), `/v1/acl/policies`, `/v1/acl/roles` (?policy). */
+export function aclListHandler(deps: AclHttpDeps, kind: AclKind): Handler {
+  return guard(deps, async (req) => {
+    const query = parseQueryOptions(req);
+    const policy = req.query.get("policy") ?? undefined;
+    const role = req.query.get("role") ?? undefined;
+    const r = await deps.rpc.call("ACL.Read", { kind, op: "list", ...(policy ? { policy } : {}), ...(role ? { role } : {}), query });
+    const items = r.items.map((x) => (kind === "policy" ? policyJson(x, false) : kind === "token" ? { ...tokenJson(x), Legacy: false } : roleJson(x)));
+    return jsonResponse(items, { headers: setMetaHeaders({}, r.meta), pretty: wantsPretty(req) });
+  });
+}
+
+/** What `PUT /v1/agent/token/:type` changes (the agent keeps it, and persists it with enable_token_persistence). */
+export interface AgentTokens {
+  set(type: string, token: string): Promise<void>;
+}
+
+const agentTokenTypes = new Set(["default", "agent", "agent_recovery", "replication", "config_file_service_registration", "dns", "acl_token", "acl_agent_token", "acl_agent_master_token", "agent_master", "acl_replication_token"]);
+
+export function agentTokenHandler(deps: { enabled: boolean; tokens: AgentTokens | undefined }): Handler {
+  return async (req) => {
+    if (!deps.enabled || !deps.tokens) throw new AclDisabledError();
+    const type = req.path.slice("/v1/agent/token/".length);
+    if (!agentTokenTypes.has(type)) throw new HttpError(404, `Token "${type}" is unknown`);
+    const b = parseBody(req);
+    const token = field(b, "Token");
+    if (typeof token !== "string") throw new BadRequestError("Request decode failed: Token must be a string");
+    await deps.tokens.set(type, token);
+    return { status: 200, headers: {}, body: "" };
+  };
+}

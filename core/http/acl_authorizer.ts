@@ -1,0 +1,138 @@
+// The Router's RouteAuthorizer when ACLs are on (consul agent/acl.go: the
+// agent resolves the request's token and checks the route's permission
+// before the endpoint runs). A token's rules come from the servers
+// (`ACL.Resolve`) and are kept for acl.token_ttl; when no server answers,
+// acl.down_policy decides: extend-cache (and async-cache) keep using what
+// was cached, allow and deny do what they say. The servers check again
+// what they serve (a client's word is never enough); this edge answers the
+// agent's own endpoints and refuses early.
+import { Authorizer, permissionDeniedReason } from "../acl/authorizer.ts";
+import { AclRuleError, mergeRules, parseRules, type AclResource, type PolicyRules } from "../acl/policy.ts";
+import { AclNotFoundError } from "../errors.ts";
+import type { AclResolveReply } from "../rpc/methods.ts";
+import { parseToken } from "./blocking.ts";
+import type { AuthzDecision, AuthzRequirement, RouteAuthorizer } from "./router.ts";
+import type { HttpRequest } from "./types.ts";
+
+export type DownPolicy = "allow" | "deny" | "extend-cache" | "async-cache";
+
+export interface AclAuthorizerOptions {
+  /** Ask the servers what a secret may do (AclNotFoundError for an unknown one). */
+  resolve(secret: string): Promise<AclResolveReply>;
+  /** Monotonic ms. */
+  now(): number;
+  tokenTtlMs: number;
+  downPolicy: DownPolicy;
+  /** The servers' default policy until one answered (this agent's acl.default_policy). */
+  defaultPolicy: "allow" | "deny";
+  enableKeyListPolicy: boolean;
+  /** The agent's default token (acl.tokens.default), used when a request carries none. */
+  defaultToken(): string;
+}
+
+export interface ResolvedToken {
+  accessorId: string;
+  authz: Authorizer;
+}
+
+interface CacheEntry {
+  value: ResolvedToken | "not-found";
+  expiresMs: number;
+}
+
+/** Why a route was refused, or undefined when allowed. */
+export function checkRequirement(id: ResolvedToken, need: AuthzRequirement, options: { enableKeyListPolicy: boolean }): string | undefined {
+  if (need.resource === "none") return undefined;
+  const resource = need.resource as AclResource;
+  if (need.access === "list") {
+    // Listings are filtered item by item; only a KV listing under enable_key_list_policy needs `list` itself.
+    if (resource === "key" && options.enableKeyListPolicy && !id.authz.allowed("key", "list", need.name ?? "")) {
+      return permissionDeniedReason(id.accessorId, "key", "list", need.name ?? "");
+    }
+    return undefined;
+  }
+  if (need.name !== undefined) {
+    return id.authz.allowed(resource, need.access, need.name) ? undefined : permissionDeniedReason(id.accessorId, resource, need.access, need.name);
+  }
+  // The names come from the body: the endpoint (or the servers) check them; here only whether any could be allowed.
+  return id.authz.anyAllowed(resource, need.access) ? undefined : permissionDeniedReason(id.accessorId, resource, need.access);
+}
+
+export class AclRouteAuthorizer implements RouteAuthorizer {
+  readonly #o: AclAuthorizerOptions;
+  readonly #cache = new Map<string, CacheEntry>();
+  readonly #parsed = new Map<string, PolicyRules>();
+  readonly #inflight = new Map<string, Promise<ResolvedToken>>();
+
+  constructor(options: AclAuthorizerOptions) {
+    this.#o = options;
+  }
+
+  /** Forget every cached token (a token was changed through this agent). */
+  clear(): void {
+    this.#cache.clear();
+  }
+
+  async authorize(req: HttpRequest, need: AuthzRequirement): Promise<AuthzDecision> {
+    if (need.resource === "none") return { allowed: true };
+    const id = await this.resolve(parseToken(req) || this.#o.defaultToken());
+    const reason = checkRequirement(id, need, { enableKeyListPolicy: this.#o.enableKeyListPolicy });
+    if (reason !== undefined) return { allowed: false, reason };
+    return { allowed: true, acl: { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) } };
+  }
+
+  /** What a secret may do: from the cache while fresh, else from the servers (down_policy when none answers). */
+  async resolve(secret: string): Promise<ResolvedToken> {
+    const now = this.#o.now();
+    const hit = this.#cache.get(secret);
+    if (hit && hit.expiresMs > now) {
+      if (hit.value === "not-found") throw new AclNotFoundError();
+      return hit.value;
+    }
+    let p = this.#inflight.get(secret);
+    if (!p) {
+      p = this.#fetch(secret, hit).finally(() => this.#inflight.delete(secret));
+      this.#inflight.set(secret, p);
+    }
+    return await p;
+  }
+
+  async #fetch(secret: string, stale: CacheEntry | undefined): Promise<ResolvedToken> {
+    let reply: AclResolveReply;
+    try {
+      reply = await this.#o.resolve(secret);
+    } catch (err) {
+      if (err instanceof AclNotFoundError) {
+        this.#cache.set(secret, { value: "not-found", expiresMs: this.#o.now() + this.#o.tokenTtlMs });
+        throw err;
+      }
+      // No server answered: down_policy.
+      const down = this.#o.downPolicy;
+      if ((down === "extend-cache" || down === "async-cache") && stale) {
+        if (stale.value === "not-found") throw new AclNotFoundError();
+        return stale.value;
+      }
+      const allow = down === "allow";
+      return { accessorId: "", authz: new Authorizer(mergeRules([]), { defaultAllow: allow }) };
+    }
+    const parts: PolicyRules[] = [];
+    for (const text of reply.rules) {
+      let rules = this.#parsed.get(text);
+      if (!rules) {
+        try {
+          rules = parseRules(text);
+        } catch (err) {
+          if (err instanceof AclRuleError) continue;
+          throw err;
+        }
+        if (this.#parsed.size > 10_000) this.#parsed.clear();
+        this.#parsed.set(text, rules);
+      }
+      parts.push(rules);
+    }
+    const value = { accessorId: reply.accessorId, authz: new Authorizer(mergeRules(parts), { defaultAllow: reply.defaultAllow }) };
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(secret, { value, expiresMs: this.#o.now() + this.#o.tokenTtlMs });
+    return value;
+  }
+}

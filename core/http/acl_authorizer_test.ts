@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { AclNotFoundError, RpcError } from "../errors.ts";
+import type { AclResolveReply } from "../rpc/methods.ts";
+import { AclRouteAuthorizer, type DownPolicy } from "./acl_authorizer.ts";
+import { Router } from "./router.ts";
+import { jsonResponse, makeRequest } from "./types.ts";
+
+function setup(o: { downPolicy?: DownPolicy; defaultToken?: string; enableKeyListPolicy?: boolean } = {}) {
+  let now = 0;
+  let down = false;
+  const calls: string[] = [];
+  const tokens: Record<string, AclResolveReply> = {
+    app: { accessorId: "acc-app", rules: [`key_prefix "app/" { policy = "write" }`, `node_prefix "" { policy = "read" }`], defaultAllow: false },
+    "": { accessorId: "00000000-0000-0000-0000-000000000002", rules: [], defaultAllow: false },
+  };
+  const authz = new AclRouteAuthorizer({
+    resolve: (secret) => {
+      calls.push(secret);
+      if (down) return Promise.reject(new RpcError("connection refused"));
+      const t = tokens[secret];
+      return t ? Promise.resolve(t) : Promise.reject(new AclNotFoundError());
+    },
+    now: () => now,
+    tokenTtlMs: 30_000,
+    downPolicy: o.downPolicy ?? "extend-cache",
+    defaultPolicy: "deny",
+    enableKeyListPolicy: o.enableKeyListPolicy ?? false,
+    defaultToken: () => o.defaultToken ?? "",
+  });
+  const router = new Router([
+    { pattern: "/v1/kv/", methods: ["GET", "PUT"], handler: async () => jsonResponse(true), authz: (req, key) => ({ resource: "key", access: req.method === "GET" ? (req.query.has("recurse") ? "list" : "read") : "write", name: key }) },
+    { pattern: "/v1/agent/members", methods: ["GET"], handler: async (req) => jsonResponse(req.acl ? req.acl.allowed("node", "read", "n1") : "none"), authz: { resource: "node", access: "list" } },
+    { pattern: "/v1/status/leader", methods: ["GET"], handler: async () => jsonResponse(""), authz: { resource: "none" } },
+  ], { authorizer: authz, defaultAclPolicy: "deny", defaultToken: () => o.defaultToken ?? "" });
+  return { router, calls, advance: (ms: number) => { now += ms; }, setDown: (d: boolean) => { down = d; } };
+}
+
+const text = (r: { body: Uint8Array | string }) => (typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body));
+
+test("acl edge: 403 with Consul's text, ACL not found, the default policy header on every answer", async () => {
+  const { router } = setup();
+  const ok = await router.handle(makeRequest("PUT", "/v1/kv/app/x", { headers: { "X-Consul-Token": "app" } }));
+  assert.equal(ok.status, 200);
+  assert.equal(ok.headers["X-Consul-Default-ACL-Policy"], "deny");
+  const no = await router.handle(makeRequest("PUT", "/v1/kv/other", { headers: { Authorization: "Bearer app" } }));
+  assert.deepEqual([no.status, text(no)], [403, `Permission denied: token with AccessorID 'acc-app' lacks permission 'key:write' on "other"`]);
+  const anon = await router.handle(makeRequest("GET", "/v1/kv/app/x"));
+  assert.deepEqual([anon.status, text(anon)], [403, `Permission denied: token with AccessorID '00000000-0000-0000-0000-000000000002' lacks permission 'key:read' on "app/x"`]);
+  const bad = await router.handle(makeRequest("GET", "/v1/kv/app/x?token=nope"));
+  assert.deepEqual([bad.status, text(bad), bad.headers["X-Consul-Default-ACL-Policy"]], [403, "ACL not found", "deny"]);
+  assert.equal((await router.handle(makeRequest("GET", "/v1/status/leader"))).status, 200);
+  // A listing is let through (the servers filter it); the handler gets what the token may do.
+  assert.equal((await router.handle(makeRequest("GET", "/v1/kv/?recurse"))).status, 200);
+  assert.equal(text(await router.handle(makeRequest("GET", "/v1/agent/members?token=app"))), "true");
+});
+
+test("acl edge: enable_key_list_policy makes a KV listing need list on the prefix", async () => {
+  const { router } = setup({ enableKeyListPolicy: true });
+  const r = await router.handle(makeRequest("GET", "/v1/kv/app/?recurse&token=app"));
+  assert.equal(r.status, 200);
+  const no = await router.handle(makeRequest("GET", "/v1/kv/?recurse&token=app"));
+  assert.deepEqual([no.status, text(no)], [403, `Permission denied: token with AccessorID 'acc-app' lacks permission 'key:list'`]);
+});
+
+test("acl edge: the agent's default token stands in for a request without one", async () => {
+  const { router } = setup({ defaultToken: "app" });
+  assert.equal((await router.handle(makeRequest("PUT", "/v1/kv/app/x"))).status, 200);
+});
+
+test("acl edge: resolved tokens are kept for token_ttl; extend-cache keeps them while no server answers", async () => {
+  const { router, calls, advance, setDown } = setup();
+  const put = () => router.handle(makeRequest("PUT", "/v1/kv/app/x?token=app"));
+  await put();
+  await put();
+  assert.deepEqual(calls, ["app"]);
+  advance(30_001);
+  setDown(true);
+  assert.equal((await put()).status, 200, "extend-cache: the stale entry still decides");
+  assert.deepEqual(calls, ["app", "app"]);
+  // A token never seen while the servers are down: denied.
+  const anon = await router.handle(makeRequest("GET", "/v1/kv/app/x"));
+  assert.equal(anon.status, 403);
+});
+
+test("acl edge: down_policy allow and deny", async () => {
+  for (const [policy, want] of [["allow", 200], ["deny", 403]] as const) {
+    const { router, setDown } = setup({ downPolicy: policy });
+    setDown(true);
+    assert.equal((await router.handle(makeRequest("PUT", "/v1/kv/other?token=app"))).status, want, policy);
+  }
+});

@@ -1,0 +1,82 @@
+// What a token may not read is left out of catalog, health and session
+// answers (consul agent/consul/acl.go filterACL: nodes by node:read,
+// services by service:read, a service instance by both, checks by the
+// read of their service or node), and the answer's meta says so
+// (X-Consul-Results-Filtered-By-ACLs). Wraps the endpoints' handlers so
+// each family stays as it was; the KV family filters itself.
+import type { Authorizer } from "../acl/authorizer.ts";
+import type { CheckServiceNode, HealthCheck, Node, QueryMeta, RpcHandlers, ServiceNode } from "../rpc/methods.ts";
+import type { ServerContext } from "./context.ts";
+import { aclIdentity } from "./acl.ts";
+
+type Filter = (authz: Authorizer, reply: Record<string, unknown>) => boolean;
+
+const nodeOk = (a: Authorizer, n: Node) => a.allowed("node", "read", n.node);
+const instanceOk = (a: Authorizer, sn: { node: Node; service: { service: string } }) => nodeOk(a, sn.node) && a.allowed("service", "read", sn.service.service);
+const checkOk = (a: Authorizer, c: HealthCheck) => (c.serviceName ? a.allowed("service", "read", c.serviceName) : a.allowed("node", "read", c.node));
+
+/** Filter `reply[field]` (a list) in place of a copy; true when something was left out. */
+function list<T>(field: string, ok: (a: Authorizer, item: T) => boolean): Filter {
+  return (a, reply) => {
+    const items = reply[field] as T[] | undefined;
+    if (!Array.isArray(items)) return false;
+    const kept = items.filter((x) => ok(a, x));
+    reply[field] = kept;
+    return kept.length < items.length;
+  };
+}
+
+const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
+  "Catalog.ListNodes": list<Node>("nodes", nodeOk),
+  "Catalog.ListServices": (a, reply) => {
+    const services = reply.services as Record<string, string[]> | undefined;
+    if (!services) return false;
+    const kept: Record<string, string[]> = {};
+    let dropped = false;
+    for (const [name, tags] of Object.entries(services)) {
+      if (a.allowed("service", "read", name)) kept[name] = tags;
+      else dropped = true;
+    }
+    reply.services = kept;
+    return dropped;
+  },
+  "Catalog.ServiceNodes": list<ServiceNode>("serviceNodes", instanceOk),
+  "Catalog.NodeServices": (a, reply) => {
+    const ns = reply.nodeServices as { node: Node; services: { service: string }[] } | null;
+    if (!ns) return false;
+    if (!nodeOk(a, ns.node)) {
+      reply.nodeServices = null;
+      return true;
+    }
+    const kept = ns.services.filter((s) => a.allowed("service", "read", s.service));
+    reply.nodeServices = { ...ns, services: kept };
+    return kept.length < ns.services.length;
+  },
+  "Health.NodeChecks": list<HealthCheck>("checks", checkOk),
+  "Health.ServiceChecks": list<HealthCheck>("checks", checkOk),
+  "Health.ChecksInState": list<HealthCheck>("checks", checkOk),
+  "Health.ServiceNodes": list<CheckServiceNode>("nodes", instanceOk),
+  "Session.List": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
+  "Session.NodeSessions": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
+  "Session.Get": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
+};
+
+/** The handlers with ACL filtering on the replies of catalog, health and session reads. */
+export function withAclFilters(ctx: ServerContext, handlers: RpcHandlers): RpcHandlers {
+  if (!ctx.acl?.enabled) return handlers;
+  const out = { ...handlers } as Record<string, unknown>;
+  for (const [method, filter] of Object.entries(filters) as [keyof RpcHandlers, Filter][]) {
+    const h = handlers[method] as ((args: unknown, options?: unknown) => Promise<Record<string, unknown>>) | undefined;
+    if (!h) continue;
+    out[method] = async (args: { query?: { token?: string } }, options?: unknown) => {
+      // Resolve first: an unknown token is refused before any work.
+      const id = aclIdentity(ctx, args?.query?.token);
+      const reply = await h(args, options);
+      if (!id) return reply;
+      const copy = { ...reply };
+      if (filter(id.authz, copy)) copy.meta = { ...(copy.meta as QueryMeta), resultsFilteredByAcls: true };
+      return copy;
+    };
+  }
+  return out as unknown as RpcHandlers;
+}
