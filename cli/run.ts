@@ -44,6 +44,7 @@ import { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP, tlsCaCreate, tlsCertCreate } from
 import { lockCommand } from "./lock.ts";
 import { watchCommand } from "./watch.ts";
 import { syncCommand, syncStartCommand } from "./sync.ts";
+import { syncTaskCommands } from "./sync_task.ts";
 
 const readFile = lazyFsPromises("readFile");
 
@@ -261,6 +262,8 @@ Usage: cairn services <subcommand> [options] [args]
   watchCommand,
   syncCommand,
   syncStartCommand,
+  parentCommand("sync task", "Manage the tasks of a running sync instance", "\nUsage: cairn sync task <subcommand> [options]\n"),
+  ...syncTaskCommands,
 ];
 
 const byName = new Map(commands.map((c) => [c.name, c]));

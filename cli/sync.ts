@@ -16,11 +16,13 @@ import { parseSyncConfig } from "../core/sync/config.ts";
 import type { ConfigSource, SyncConfig } from "../core/sync/config.ts";
 import type { SyncDriver } from "../core/sync/driver.ts";
 import { ExecDriver } from "../core/sync/exec_driver_node.ts";
+import { serveSyncApi, syncApiHandler } from "../core/sync/api_node.ts";
+import type { Logger } from "../core/log/mod.ts";
 import { SyncRuntime } from "../core/sync/runtime_node.ts";
 import { unsupportedInTask } from "../core/sync/task.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { onShutdownSignal } from "./_child.ts";
-import { bool, formatHelp, list } from "./_flags.ts";
+import { bool, formatHelp, list, str } from "./_flags.ts";
 import type { FlagSpec } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 
@@ -28,6 +30,9 @@ const flags: readonly FlagSpec[] = [
   { name: "config-file", kind: "list", valueName: "path", usage: "A configuration file (HCL or JSON). May be given more than once." },
   { name: "config-dir", kind: "list", valueName: "path", usage: "A directory of configuration files (*.hcl, *.json). May be given more than once." },
   { name: "once", kind: "bool", usage: "Run every task once, then exit." },
+  { name: "inspect", kind: "bool", usage: "Show what every task would change (the driver's inspect), then exit without applying." },
+  { name: "inspect-task", kind: "list", valueName: "name", usage: "Like -inspect, for the named task only. May be given more than once." },
+  { name: "bind", kind: "string", valueName: "address", usage: "Address the API listens on (cairn's addition; CTS listens on every interface). Default 0.0.0.0." },
 ];
 
 const HELP = `
@@ -100,6 +105,34 @@ export function syncDriver(cfg: SyncConfig, baseDir: string): SyncDriver {
   throw new ConfigError('The terraform driver is not available in this build of cairn sync yet: use driver "exec" {}');
 }
 
+/** -inspect / -inspect-task: render each task, ask the driver what it would change, print, exit. */
+async function inspectTasks(cfg: SyncConfig, driver: SyncDriver, logger: Logger, only: readonly string[], io: CliIo): Promise<number> {
+  for (const n of only) {
+    if (!cfg.tasks.some((t) => t.name === n)) {
+      io.stderr(`Error: no task named "${n}" in the configuration\n`);
+      return 1;
+    }
+  }
+  const tasks = cfg.tasks.filter((t) => only.length === 0 || only.includes(t.name)).map((t) => ({ ...t, enabled: false }));
+  // Disabled tasks keep their watchers and render, but never apply.
+  const runtime = new SyncRuntime({ config: { ...cfg, tasks }, client: syncApiClient(cfg), driver, clock: systemClock, logger, runAll: true });
+  await runtime.start();
+  let failed = false;
+  try {
+    for (const t of tasks) {
+      const r = await runtime.inspect(t.name);
+      io.stdout(`==> Task "${t.name}"${r.ok ? "" : " (inspect failed)"}\n${r.plan ?? r.outputTail}\n`);
+      if (!r.ok) failed = true;
+    }
+  } catch (err) {
+    io.stderr(`Error: ${(err as Error).message}\n`);
+    failed = true;
+  } finally {
+    await runtime.stop();
+  }
+  return failed ? 1 : 0;
+}
+
 export const syncStartCommand: Command = {
   name: "sync start",
   synopsis: "Run Consul-Terraform-Sync's daemon (tasks driven by catalog changes)",
@@ -132,6 +165,8 @@ export const syncStartCommand: Command = {
     const logger = createLogger({ sink: new StreamSink({ write: (l) => io.stderr(l) }), level: cfg.logLevel as LogLevel, name: "sync" });
     for (const w of driver.warnings) logger.warn(w);
     const once = bool(p, "once");
+    const inspectOnly = bool(p, "inspect") || list(p, "inspect-task").length > 0;
+    if (inspectOnly) return inspectTasks(cfg, driver, logger, list(p, "inspect-task"), io);
     const runtime = new SyncRuntime({ config: cfg, client: syncApiClient(cfg), driver, clock: systemClock, logger, runAll: once });
     const shutdown = onShutdownSignal();
     try {
@@ -155,8 +190,18 @@ export const syncStartCommand: Command = {
         logger.info("all tasks ran once; exiting");
         return 0;
       }
+      let api: Awaited<ReturnType<typeof serveSyncApi>>;
+      try {
+        api = await serveSyncApi(syncApiHandler(runtime), { host: str(p, "bind") || "0.0.0.0", port: cfg.port });
+      } catch (err) {
+        io.stderr(`Error: cannot serve the sync API on port ${cfg.port}: ${(err as Error).message}\n`);
+        await runtime.stop();
+        return 1;
+      }
+      logger.info("api listening", { port: api.port });
       await new Promise<void>((done) => shutdown.signal.addEventListener("abort", () => done(), { once: true }));
       logger.info("shutting down");
+      api.server.close();
       await runtime.stop();
       return 0;
     } finally {

@@ -19,6 +19,8 @@ export interface DriverResult {
   outputTail: string;
   /** Plan text for inspect, when the driver has one. */
   plan?: string;
+  /** Inspect: whether an apply would change anything (unknown: compare render hashes). */
+  changesPresent?: boolean;
   error?: string;
 }
 

@@ -15,6 +15,7 @@ import type { ApiClient } from "../api/client.ts";
 import { decodeBase64 } from "../api/base64.ts";
 import type { Clock, Timer } from "../clock/clock.ts";
 import type { Logger } from "../log/logger.ts";
+import { parseTaskDocument } from "./config.ts";
 import type { SyncConfig, TaskConfig } from "./config.ts";
 import type { DriverResult, SyncDriver } from "./driver.ts";
 import { renderHealthEntries, renderKvEntries } from "./render.ts";
@@ -97,6 +98,7 @@ export class SyncRuntime {
 
   async start(): Promise<void> {
     for (const t of this.#o.config.tasks) await this.addTask(t, { persist: false });
+    for (const t of await this.#readTaskDefs()) if (!this.#tasks.has(t.name)) await this.addTask(t, { persist: false });
     this.#tick();
   }
 
@@ -185,12 +187,54 @@ export class SyncRuntime {
 
   /** Inputs a task would get now (undefined until its dependencies all answered). */
   currentInputs(name: string): RenderedInputs | undefined {
-    const t = this.#tasks.get(name);
-    if (!t) return undefined;
-    return this.#latestInputs.get(name);
+    const r = this.#sched.inputs(name);
+    return r === undefined ? undefined : moduleVariables(r);
   }
 
-  readonly #latestInputs = new Map<string, RenderedInputs>();
+  /** What an apply would do now (driver inspect), once the task's data is in. */
+  async inspect(name: string, options: { timeoutMs?: number } = {}): Promise<DriverResult> {
+    const t = this.#tasks.get(name);
+    if (!t) throw new RangeError(`Task "${name}" does not exist`);
+    const inputs = await this.#waitInputs(name, options.timeoutMs ?? 15_000);
+    return this.#o.driver.inspect({ runId: `inspect-${++this.#runSeq}`, task: t.config, trigger: "inspect", inputs }, this.#stop.signal);
+  }
+
+  async #waitInputs(name: string, timeoutMs: number): Promise<RenderedInputs> {
+    const start = this.#o.clock.now();
+    for (;;) {
+      const inputs = this.currentInputs(name);
+      if (inputs) return inputs;
+      if (this.#o.clock.now() - start > timeoutMs) throw new Error(`Task "${name}": its dependencies did not answer within ${timeoutMs} ms`);
+      await new Promise<void>((r) => this.#o.clock.setTimer(50, r));
+    }
+  }
+
+  /** Delete a task; with destroy, the driver first removes what the task made (its error keeps the task). */
+  async deleteTask(name: string, options: { destroy?: boolean } = {}): Promise<DriverResult | undefined> {
+    const t = this.#tasks.get(name);
+    if (!t) throw new RangeError(`Task "${name}" does not exist`);
+    let result: DriverResult | undefined;
+    if (options.destroy) {
+      await this.#running.get(name)?.done;
+      const inputs = await this.#waitInputs(name, 15_000);
+      result = await this.#o.driver.destroy({ runId: `destroy-${++this.#runSeq}`, task: t.config, trigger: "destroy", inputs }, this.#stop.signal);
+      if (!result.ok) return result;
+    }
+    await this.removeTask(name);
+    await this.#kvDelete(`${this.#kvPath}task-defs/${name}`);
+    return result;
+  }
+
+  /** Create a task (API, CLI); kept in KV so a restart or a new leader has it. */
+  async createTask(config: TaskConfig, options: { replace?: boolean; /** The task as JSON (what parseTaskDocument read). */ definition: string }): Promise<void> {
+    if (this.#tasks.has(config.name)) {
+      if (!options.replace) throw new RangeError(`Task "${config.name}" already exists`);
+      await this.#running.get(config.name)?.done;
+      await this.removeTask(config.name);
+    }
+    await this.#kvPut(`${this.#kvPath}task-defs/${config.name}`, options.definition);
+    await this.addTask(config, { persist: true });
+  }
 
   // --- watchers -------------------------------------------------------------
 
@@ -288,7 +332,6 @@ export class SyncRuntime {
       return;
     }
     const variables = moduleVariables(order.inputs);
-    this.#latestInputs.set(order.task, variables);
     const wall = this.#o.clock.wallNow();
     const id = `${String(wall).padStart(15, "0")}-${String(++this.#runSeq).padStart(6, "0")}`;
     const trigger: RunRecord["trigger"] = this.#o.runAll && order.trigger === "start" ? "once" : order.trigger;
@@ -355,6 +398,23 @@ export class SyncRuntime {
     } catch (err) {
       this.#log.warn("cannot read task state", { task: name, error: String((err as Error)?.message ?? err) });
       return undefined;
+    }
+  }
+
+  async #readTaskDefs(): Promise<TaskConfig[]> {
+    try {
+      const { pairs } = await this.#o.client.kv.list(`${this.#kvPath}task-defs/`);
+      const out: TaskConfig[] = [];
+      for (const p of pairs) {
+        try {
+          out.push(parseTaskDocument({ file: `KV ${p.Key}`, text: textDecoder.decode(p.Value ?? new Uint8Array()) }, this.#o.config));
+        } catch (err) {
+          this.#log.warn("skipping an unreadable task definition in KV", { key: p.Key, error: String((err as Error)?.message ?? err) });
+        }
+      }
+      return out;
+    } catch {
+      return [];
     }
   }
 

@@ -160,6 +160,14 @@ export class SyncScheduler<R = unknown> {
     return st ? this.#view(st) : undefined;
   }
 
+  /** The task's current render (undefined until every dependency answered). */
+  inputs(name: string): R | undefined {
+    const st = this.#tasks.get(name);
+    if (!st) return undefined;
+    if (st.inputs === undefined && st.spec.deps.length === 0) return st.spec.render(this.#data);
+    return st.inputs;
+  }
+
   tasks(): TaskView[] {
     return [...this.#tasks.values()].map((st) => this.#view(st));
   }

@@ -6,16 +6,18 @@ import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { until } from "../../core/testing/until.ts";
-import { cairn, startCairn, startDevAgent, tempDir } from "./harness.ts";
+import { cairn, freePort, startCairn, startDevAgent, tempDir } from "./harness.ts";
 import type { Agent, Proc } from "./harness.ts";
 
 let agent: Agent;
 let dir: { path: string; remove(): void };
 let sync: Proc;
+let api: string;
 
 const MODULE = `#!/bin/sh
 # Records each run: its stdin (the rendered inputs) under runs/<task>/<run id>.json.
 d="$(dirname "$0")"
+if [ "$CTS_ACTION" = inspect ]; then cat > /dev/null; echo "plan for $CTS_TASK_NAME"; exit 0; fi
 mkdir -p "$d/runs/$CTS_TASK_NAME"
 cat > "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json.tmp"
 if [ -f "$d/slow" ]; then touch "$d/running"; sleep 2; rm -f "$d/running"; fi
@@ -25,6 +27,7 @@ echo "applied $CTS_TASK_NAME"
 
 interface RunInput {
   task: string;
+  action: string;
   trigger: string;
   services?: Record<string, { id: string; address: string; port: number; status: string; tags: string[]; node_datacenter: string }>;
   consul_kv?: Record<string, string>;
@@ -50,6 +53,8 @@ function register(id: string, port: number) {
 
 before(async () => {
   agent = await startDevAgent();
+  const apiPort = await freePort();
+  api = `http://127.0.0.1:${apiPort}`;
   dir = tempDir("cairn-sync-e2e-");
   writeFileSync(join(dir.path, "module.sh"), MODULE);
   chmodSync(join(dir.path, "module.sh"), 0o755);
@@ -57,7 +62,7 @@ before(async () => {
     join(dir.path, "sync.hcl"),
     `
 log_level = "debug"
-port = 0
+port = ${apiPort}
 buffer_period {
   min = "200ms"
   max = "1s"
@@ -83,7 +88,7 @@ task {
 }
 `,
   );
-  sync = startCairn(["sync", "start", "-config-file", join(dir.path, "sync.hcl")]);
+  sync = startCairn(["sync", "start", "-bind", "127.0.0.1", "-config-file", join(dir.path, "sync.hcl")]);
 });
 
 after(async () => {
@@ -182,4 +187,79 @@ test("sync e2e: a bad config is refused with file and line", async () => {
   const r = await cairn(["sync", "start", "-config-file", f]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /bad\.hcl:5: Unknown key "colour" in task "x"/);
+});
+
+async function apiJson(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const r = await fetch(`${api}${path}`, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  return { status: r.status, json: await r.json() };
+}
+
+test("sync e2e: the API on its port, and the task CLI (disable, enable, create, PUT, delete -destroy, list)", async () => {
+  await until(async () => (await fetch(`${api}/v1/health`)).ok, "the sync API");
+  assert.deepEqual((await apiJson("GET", "/v1/health")).json, {});
+  const st = await apiJson("GET", "/v1/status");
+  assert.equal(st.json.task_summary.enabled.true, 2);
+  const tasks = await apiJson("GET", "/v1/status/tasks?include=events");
+  assert.equal(tasks.json["web-task"].status, "successful");
+  assert.deepEqual(tasks.json["web-task"].services, ["web"]);
+  assert.equal(tasks.json["web-task"].events[0].success, true);
+  assert.equal((await apiJson("GET", "/v1/status/tasks/nope")).status, 404);
+  assert.deepEqual(Object.keys((await apiJson("GET", "/v1/status/tasks?status=errored")).json), []);
+  assert.equal((await apiJson("GET", "/v1/tasks/web-task")).json.task.condition.services.names[0], "web");
+  const env = { CAIRN_SYNC_HTTP_ADDR: api };
+
+  // Disabled: its watcher stays, a change does not run it; enabling runs it once with the latest data.
+  const before = runsOf("web-task").length;
+  let r = await cairn(["sync", "task", "disable", "web-task"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal((await apiJson("GET", "/v1/tasks/web-task")).json.task.enabled, false);
+  await register("web-3", 8083);
+  await new Promise((res) => setTimeout(res, 1_500));
+  assert.equal(runsOf("web-task").length, before, "a disabled task never runs");
+  r = await cairn(["sync", "task", "enable", "web-task"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  const afterEnable = await waitRuns("web-task", before + 1, "the run on enable");
+  assert.equal(afterEnable.at(-1)!.trigger, "enable");
+  assert.ok(Object.keys(afterEnable.at(-1)!.services!).some((k) => k.startsWith("web-3.")));
+
+  // Create from an HCL task file.
+  const tf = join(dir.path, "created.hcl");
+  writeFileSync(tf, 'task {\n  name = "created"\n  module = "./module.sh"\n  condition "services" {\n    names = ["web"]\n  }\n}\n');
+  r = await cairn(["sync", "task", "create", "-task-file", tf], { env });
+  assert.equal(r.code, 0, r.stderr);
+  await waitRuns("created", 1, "the created task's first run");
+  const bad = join(dir.path, "bad-task.hcl");
+  writeFileSync(bad, 'task {\n  name = "b"\n  module = "./module.sh"\n  condition "services" {\n    names = ["web"]\n    colour = 1\n  }\n}\n');
+  r = await cairn(["sync", "task", "create", "-task-file", bad], { env });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /Unknown key "colour"/);
+
+  // PUT the whole task: new user meta, so a new render and a run carrying it.
+  const put1 = await apiJson("PUT", "/v1/tasks/created", { task: { name: "created", module: "./module.sh", buffer_period: { enabled: false }, condition: { services: { names: ["web"], cts_user_defined_meta: { owner: "ops" } } } } });
+  assert.equal(put1.status, 200, JSON.stringify(put1.json));
+  const created = await waitRuns("created", 2, "a run after PUT");
+  const anyService = Object.values(created.at(-1)!.services!)[0] as unknown as { cts_user_defined_meta: Record<string, string> };
+  assert.deepEqual(anyService.cts_user_defined_meta, { owner: "ops" });
+
+  // List.
+  r = await cairn(["sync", "task", "list"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^created\s+true\s+successful\s+web$/m);
+
+  // Delete with destroy: the module runs with CTS_ACTION=destroy, then the task is gone.
+  r = await cairn(["sync", "task", "delete", "-destroy", "created"], { env });
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(runsOf("created").at(-1)!.action, "destroy");
+  assert.equal((await apiJson("GET", "/v1/tasks/created")).status, 404);
+  r = await cairn(["sync", "task", "delete", "created"], { env });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /does not exist/);
+});
+
+test("sync e2e: -inspect-task shows the driver's plan and applies nothing", async () => {
+  const before = runsOf("web-task").length;
+  const r = await cairn(["sync", "start", "-inspect-task", "web-task", "-config-file", join(dir.path, "sync.hcl")], { timeoutMs: 20_000 });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /==> Task "web-task"\nplan for web-task/);
+  assert.equal(runsOf("web-task").length, before);
 });
