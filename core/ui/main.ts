@@ -1,6 +1,6 @@
 // The web UI served at ui_config.content_path (core/http/ui.ts). One page,
 // routes in the URL fragment: #/<dc>/services[/<name>], #/<dc>/nodes[/<name>],
-// #/<dc>/kv/<prefix or key>, #/<dc>/kv-create/<prefix>, #/<dc>/settings.
+// #/<dc>/kv/<prefix or key>, #/<dc>/kv-create/<prefix>, #/<dc>/sync, #/<dc>/settings.
 // Everything it shows comes from this agent's /v1 API.
 import { api, ApiError, liveUpdates, setLiveUpdates, storedToken, storeToken } from "./api.ts";
 import { h, replace } from "./dom.ts";
@@ -8,6 +8,7 @@ import { kvCreatePage, kvFolderPage, kvKeyPage } from "./kv.ts";
 import { nodePage, nodesPage } from "./nodes.ts";
 import { servicePage, servicesPage } from "./services.ts";
 import { heading, type PageContext } from "./shared.ts";
+import { syncPage } from "./sync.ts";
 
 interface AgentSelf {
   Config: { Datacenter: string; NodeName: string };
@@ -77,6 +78,7 @@ function route(): void {
   else if (section === "nodes") rest ? nodePage(ctx, rest) : nodesPage(ctx);
   else if (section === "kv") rest === "" || rest.endsWith("/") ? kvFolderPage(ctx, rest) : kvKeyPage(ctx, rest);
   else if (section === "kv-create") kvCreatePage(ctx, rest);
+  else if (section === "sync") syncPage(ctx);
   else if (section === "settings") settingsPage(ctx);
   else replace(main, heading("Not found"), h("p", null, `There is no page "${section}". `, h("a", { href: `#/${encodeURIComponent(dc)}/services` }, "Go to the services")));
   document.title = `${main.querySelector("h1")?.textContent ?? "cairn"} - ${dc} - cairn`;
@@ -87,7 +89,7 @@ function route(): void {
 }
 
 async function start(): Promise<void> {
-  const sections: [string, string][] = [["services", "Services"], ["nodes", "Nodes"], ["kv", "Key/Value"], ["settings", "Settings"]];
+  const sections: [string, string][] = [["services", "Services"], ["nodes", "Nodes"], ["kv", "Key/Value"], ["sync", "Sync"], ["settings", "Settings"]];
   for (const [id, label] of sections) nav.appendChild(h("a", { "data-section": id, href: `#/` }, label));
   live.addEventListener("change", () => {
     setLiveUpdates(live.checked);
