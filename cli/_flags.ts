@@ -7,6 +7,7 @@
 // cac/mri can't do this: they read `-abc` as three short flags, parse flags
 // after positionals (so `kv put key -5` would lose its value) and coerce
 // numeric strings. This parser is small and exact instead.
+import { readFileSync } from "node:fs";
 import { ApiClient } from "../core/api/mod.ts";
 import { needsTlsFetch, tlsFetch, type ClientTlsOptions } from "../core/api/tls_fetch_node.ts";
 import type { CliIo } from "./_io.ts";
@@ -222,6 +223,14 @@ export const httpClientFlags: readonly FlagSpec[] = [
     usage:
       "ACL token to use in the request. This can also be specified via the CONSUL_HTTP_TOKEN (or CAIRN_HTTP_TOKEN) environment variable. If unspecified, the query will default to the token of the agent.",
   },
+  {
+    name: "token-file",
+    kind: "string",
+    valueName: "value",
+    group: HTTP_GROUP,
+    usage:
+      "File containing the ACL token to use in the request instead of one specified via the -token argument or CONSUL_HTTP_TOKEN environment variable. This can also be specified via the CONSUL_HTTP_TOKEN_FILE environment variable.",
+  },
 ];
 
 export const httpServerFlags: readonly FlagSpec[] = [
@@ -254,7 +263,10 @@ function env(io: CliIo, ...names: string[]): string {
 /** An ApiClient from -http-addr/-token/-datacenter, falling back to CAIRN_* then CONSUL_* env. */
 export function apiClientFromFlags(p: ParsedFlags, io: CliIo): ApiClient {
   const address = str(p, "http-addr") || env(io, "CAIRN_HTTP_ADDR", "CONSUL_HTTP_ADDR") || "127.0.0.1:8500";
-  const token = str(p, "token") || env(io, "CAIRN_HTTP_TOKEN", "CONSUL_HTTP_TOKEN");
+  // Consul's order: -token, -token-file, CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE.
+  const tokenFile = str(p, "token-file");
+  const envTokenFile = env(io, "CAIRN_HTTP_TOKEN_FILE", "CONSUL_HTTP_TOKEN_FILE");
+  const token = str(p, "token") || (tokenFile ? readTokenFile(tokenFile) : "") || env(io, "CAIRN_HTTP_TOKEN", "CONSUL_HTTP_TOKEN") || (envTokenFile ? readTokenFile(envTokenFile) : "");
   const ssl = parseBool(env(io, "CAIRN_HTTP_SSL", "CONSUL_HTTP_SSL")) === true;
   const tls: ClientTlsOptions = {
     caFile: str(p, "ca-file") || env(io, "CONSUL_CACERT"),
@@ -305,4 +317,13 @@ function wrap(text: string, indent: number, width: number): string {
   }
   if (line) lines.push(pad + line);
   return lines.join("\n");
+}
+
+/** The token in a -token-file (trimmed, as Consul's); a file that cannot be read is a flag error. */
+function readTokenFile(path: string): string {
+  try {
+    return readFileSync(path, "utf8").trim();
+  } catch (err) {
+    throw new FlagError(`Error loading token file: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

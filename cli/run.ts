@@ -42,6 +42,10 @@ import { rttCommand } from "./rtt.ts";
 import { snapshotInspect, snapshotRestore, snapshotSave } from "./snapshot.ts";
 import { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP, tlsCaCreate, tlsCertCreate } from "./tls.ts";
 import { lockCommand } from "./lock.ts";
+import { aclBootstrap } from "./acl_bootstrap.ts";
+import { aclPolicyCreate, aclPolicyDelete, aclPolicyList, aclPolicyRead } from "./acl_policy.ts";
+import { aclSetAgentToken } from "./acl_set_agent_token.ts";
+import { aclTokenCreate, aclTokenDelete, aclTokenList, aclTokenRead } from "./acl_token.ts";
 import { watchCommand } from "./watch.ts";
 import { syncCommand, syncStartCommand } from "./sync.ts";
 import { syncTaskCommands } from "./sync_task.ts";
@@ -68,6 +72,47 @@ function parentCommand(name: string, synopsis: string, text: string): Command {
 }
 
 export const commands: readonly Command[] = [
+  parentCommand(
+    "acl",
+    "Interact with Cairn's ACLs",
+    `
+Usage: cairn acl <subcommand> [options] [args]
+
+  This command has subcommands for interacting with Cairn's ACLs.
+  Here are some simple examples, and more detailed examples are available
+  in the subcommands or the documentation.
+
+  Bootstrap ACLs:
+
+      $ cairn acl bootstrap
+
+  List all ACL tokens:
+
+      $ cairn acl token list
+
+  Create a new ACL policy:
+
+      $ cairn acl policy create -name "new-policy" \\
+                                -description "This is an example policy" \\
+                                -rules @rules.hcl
+
+  Set the default agent token:
+
+      $ cairn acl set-agent-token default 0bc6bc46-f25e-4262-b2d9-ffbe1d96be6f
+`,
+  ),
+  aclBootstrap,
+  parentCommand("acl policy", "Manage Cairn's ACL policies", "\nUsage: cairn acl policy <subcommand> [options] [args]\n\n  This command has subcommands for managing Cairn's ACL policies.\n"),
+  aclPolicyCreate,
+  aclPolicyDelete,
+  aclPolicyList,
+  aclPolicyRead,
+  aclSetAgentToken,
+  parentCommand("acl token", "Manage Cairn's ACL tokens", "\nUsage: cairn acl token <subcommand> [options] [args]\n\n  This command has subcommands for managing Cairn's ACL tokens.\n"),
+  aclTokenCreate,
+  aclTokenDelete,
+  aclTokenList,
+  aclTokenRead,
   agentCommand,
   parentCommand(
     "catalog",
