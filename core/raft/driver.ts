@@ -164,6 +164,8 @@ export class RaftNode implements Consensus {
   #backgroundWrites = 0;
   /** A snapshot being written in the background (one at a time). */
   #snapshotWrite: Promise<void> | undefined;
+  /** The Fsm restoring from an installed snapshot (the pump goes on; applying waits for it). */
+  #fsmRestore: Promise<void> | undefined;
   /** A background snapshot let the core compact: drop those entries from the log store at the pump's next turn. */
   #compactDue = false;
   /** The snapshot the core knows, open for reading chunks to send. */
@@ -260,7 +262,7 @@ export class RaftNode implements Consensus {
    */
   async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
     if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
-    if (this.#paused) throw new Error("Another snapshot restore is in progress");
+    if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
     this.#paused = true;
     let noop: Promise<unknown>;
     let result: { index: number; term: number };
@@ -490,6 +492,7 @@ export class RaftNode implements Consensus {
     await this.#pumpDone;
     await this.#leaderAppends;
     await this.#snapshotWrite;
+    await this.#fsmRestore;
     await this.#pumpDone;
   }
 
@@ -635,6 +638,8 @@ export class RaftNode implements Consensus {
     }
     if (rd.snapshotChunks) await this.#writeIncoming(rd.snapshotChunks, rd.snapshot !== undefined);
     if (rd.snapshot) {
+      // One snapshot at a time: a newer one waits for the last one's restore.
+      await this.#fsmRestore;
       const { meta, data } = rd.snapshot;
       if (data) {
         await o.snapshotStore.create(meta, data);
@@ -647,18 +652,33 @@ export class RaftNode implements Consensus {
         await inc.sink.finish(meta);
       }
       await o.logStore.deleteRange(0, MAX_INDEX);
-      if (data) {
-        await o.fsm.restore(data);
-      } else {
-        await this.#useSource(meta);
-        await restoreFsm(o.fsm, this.#source!);
-      }
-      if (this.#stopped) return;
-      this.#applied = meta.index;
       this.#lastSnapshotIndex = meta.index;
       this.#storeCompacted = meta.index;
       for (const s of meta.configuration.servers) this.#addresses.set(s.id, s.address);
+      if (data) {
+        await o.fsm.restore(data);
+        if (this.#stopped) return;
+        this.#applied = meta.index;
+      } else {
+        await this.#useSource(meta);
+        // A big state takes seconds to rebuild. The pump goes on meanwhile,
+        // so heartbeats are answered and entries appended (the leader keeps
+        // its quorum); only applying waits for the restore (below).
+        this.#fsmRestore = restoreFsm(o.fsm, this.#source!).then(
+          () => {
+            if (this.#stopped) return;
+            this.#applied = Math.max(this.#applied, meta.index);
+            this.#releaseReads();
+          },
+          (err: unknown) => this.#fail(err),
+        ).finally(() => {
+          this.#fsmRestore = undefined;
+          this.#schedule();
+        });
+      }
     }
+    if (this.#fsmRestore && rd.committed.length > 0) await this.#fsmRestore;
+    if (this.#stopped) return;
     // Committed entries are applied while our write runs (etcd does the
     // same): they are durable on a quorum already, so answering them need
     // not wait for the entries this Ready adds. Under load nearly every Ready
@@ -797,7 +817,7 @@ export class RaftNode implements Consensus {
   }
 
   async #takeSnapshot(): Promise<void> {
-    if (this.#snapshotWrite) return;
+    if (this.#snapshotWrite || this.#fsmRestore) return;
     const index = this.#applied;
     const term = this.core.termAt(index);
     if (term === undefined) return;
