@@ -16,6 +16,7 @@ import type {
 import { formatGoDurationMs, nodeServicesToJson, nodeToJson, serviceNodeToJson } from "../state/catalog_json.ts";
 import { translateNodes, translateNodeServices, translateServiceNodes, withTranslateHeader, type WanTranslation } from "./translate.ts";
 import { parseGoDuration, parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
+import { sharedListResponse } from "./encoded_cache.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 export type JsonObject = Record<string, unknown>;
@@ -336,7 +337,8 @@ export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions; t
       callOptions(req),
     );
     const rows = options.near ? sortNear(reply.serviceNodes, (s) => s.node.node, args.query.near ?? "", options.near) : reply.serviceNodes;
-    return withTranslateHeader(options.translate, readResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows).map(serviceNodeToJson)));
+    // A shared (frozen) answer left as it came is encoded once for every reader (encoded_cache.ts).
+    return withTranslateHeader(options.translate, sharedListResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows), serviceNodeToJson));
   };
 }
 

@@ -6,6 +6,7 @@ import { sortNear, type NearOptions } from "../gossip/near.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { callOptions, listArgs, pathTail, readResponse } from "./catalog.ts";
+import { sharedListResponse } from "./encoded_cache.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 import { translateServiceNodes, withTranslateHeader, type WanTranslation } from "./translate.ts";
 
@@ -55,7 +56,8 @@ export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions; tr
       callOptions(req),
     );
     const rows = options.near ? sortNear(reply.nodes, (n) => n.node.node, args.query.near ?? "", options.near) : reply.nodes;
-    return withTranslateHeader(options.translate, readResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows).map(checkServiceNodeToJson)));
+    // A shared (frozen) answer left as it came is encoded once for every reader (encoded_cache.ts).
+    return withTranslateHeader(options.translate, sharedListResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows), checkServiceNodeToJson));
   };
 }
 

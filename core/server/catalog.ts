@@ -12,14 +12,16 @@ import type {
   HealthCheckInput,
   NodeServiceInput,
   RpcHandlers,
+  ServiceNode,
 } from "../rpc/methods.ts";
-import { nodeServicesTxn, nodesTxn, serviceNodesTxn, servicesTxn } from "../state/catalog.ts";
+import { nodeServicesTxn, nodesTxn, servicesTxn } from "../state/catalog.ts";
 import { isCheckStatus } from "../state/catalog.ts";
 import { nodeServiceToJson, nodeToJson, serviceNodeToJson } from "../state/catalog_json.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
+import { sharedServiceNodes } from "./read_cache.ts";
 
 type CatalogMethods =
   | "Catalog.Register" | "Catalog.Deregister" | "Catalog.ListDatacenters" | "Catalog.ListNodes"
@@ -136,10 +138,12 @@ export function catalogEndpoints(ctx: ServerContext): Pick<RpcHandlers, CatalogM
       if (!isStr(args.serviceName) || args.serviceName === "") throw new BadRequestError("Must provide service name");
       const filter = filterOf(args);
       const { value, meta } = await read(ctx, args.query, (state, ws) => {
-        const r = serviceNodesTxn(state, ws, { name: args.serviceName, tags: args.serviceTags, nodeMeta: args.nodeMetaFilters });
+        // One frozen answer per service, parameters and index, shared by every reader (read_cache.ts).
+        const r = sharedServiceNodes(state, ws, { name: args.serviceName, tags: args.serviceTags, nodeMeta: args.nodeMetaFilters });
         return { index: r.index, value: filter ? r.value.filter((sn) => filter.match(serviceNodeToJson(sn))) : r.value };
       }, options);
-      return { serviceNodes: value, meta };
+      // Frozen when shared: readers copy (filter, sort), never edit in place.
+      return { serviceNodes: value as ServiceNode[], meta };
     },
 
     async "Catalog.NodeServices"(args, options) {

@@ -3,13 +3,14 @@
 // `?filter=` over Consul's JSON field names.
 
 import { BadRequestError } from "../errors.ts";
-import type { RpcHandlers } from "../rpc/methods.ts";
-import { checkServiceNodesTxn, checksInStateTxn, isCheckStatus, nodeChecksTxn, serviceChecksTxn } from "../state/catalog.ts";
+import type { CheckServiceNode, RpcHandlers } from "../rpc/methods.ts";
+import { checksInStateTxn, isCheckStatus, nodeChecksTxn, serviceChecksTxn } from "../state/catalog.ts";
 import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { filterOf } from "./catalog.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
 import { read } from "./context.ts";
+import { sharedCheckServiceNodes } from "./read_cache.ts";
 
 type HealthMethods = "Health.NodeChecks" | "Health.ServiceChecks" | "Health.ServiceNodes" | "Health.ChecksInState";
 
@@ -39,7 +40,8 @@ export function healthEndpoints(ctx: ServerContext): Pick<RpcHandlers, HealthMet
       if (typeof args.serviceName !== "string" || args.serviceName === "") throw new BadRequestError("Must provide service name");
       const filter = filterOf(args);
       const { value, meta } = await read(ctx, args.query, (state, ws) => {
-        const r = checkServiceNodesTxn(state, ws, {
+        // One frozen answer per service, parameters and index, shared by every reader (read_cache.ts).
+        const r = sharedCheckServiceNodes(state, ws, {
           name: args.serviceName,
           tags: args.serviceTags,
           nodeMeta: args.nodeMetaFilters,
@@ -47,7 +49,8 @@ export function healthEndpoints(ctx: ServerContext): Pick<RpcHandlers, HealthMet
         });
         return { index: r.index, value: filter ? r.value.filter((x) => filter.match(checkServiceNodeToJson(x))) : r.value };
       }, options);
-      return { nodes: value, meta };
+      // Frozen when shared: readers copy (filter, sort), never edit in place.
+      return { nodes: value as CheckServiceNode[], meta };
     },
 
     async "Health.ChecksInState"(args, options) {

@@ -365,6 +365,17 @@ export function servicesTxn(
   return { index: tx.maxIndex("nodes", "services"), value: out };
 }
 
+/**
+ * Watch what every answer about one service depends on: its "service.<name>"
+ * index. Every write that changes such an answer raises it (the service's
+ * rows, its checks, a node-level check or the node of an instance), so one
+ * registration replaces one per row read, and writes to other services never
+ * wake the watcher.
+ */
+export function watchService(tx: ReadTxn, ws: WatchSet | undefined, name: string): void {
+  if (ws) tx.watchIndex(ws, serviceIndexName(name));
+}
+
 /** Instances of one service (watching only that name), in node-then-ID order. */
 export function serviceInstancesTxn(tx: ReadTxn, ws: WatchSet | undefined, name: string): ServiceRow[] {
   const out: ServiceRow[] = [];
@@ -393,10 +404,11 @@ export function serviceNodesTxn(
   ws: WatchSet | undefined,
   q: { name: string; tags?: readonly string[]; nodeMeta?: Record<string, string> },
 ): Indexed<ServiceNode[]> {
+  watchService(tx, ws, q.name);
   const out: ServiceNode[] = [];
-  for (const s of serviceInstancesTxn(tx, ws, q.name)) {
+  for (const s of serviceInstancesTxn(tx, undefined, q.name)) {
     if (!hasAllTags(s, q.tags)) continue;
-    const node = tx.tables.nodes.getWatch(nodeKey(s.node), ws);
+    const node = tx.tables.nodes.get(nodeKey(s.node));
     if (!node || !matchesNodeMeta(node, q.nodeMeta)) continue;
     out.push({ node, service: toNodeService(s) });
   }
@@ -418,13 +430,14 @@ export function nodeChecksTxn(tx: ReadTxn, ws: WatchSet | undefined, node: strin
 
 /** Health.ServiceChecks: the checks of every instance of a service. */
 export function serviceChecksTxn(tx: ReadTxn, ws: WatchSet | undefined, name: string, nodeMeta?: Record<string, string>): Indexed<HealthCheck[]> {
+  watchService(tx, ws, name);
   const out: HealthCheck[] = [];
-  for (const s of serviceInstancesTxn(tx, ws, name)) {
+  for (const s of serviceInstancesTxn(tx, undefined, name)) {
     if (nodeMeta) {
-      const n = tx.tables.nodes.getWatch(nodeKey(s.node), ws);
+      const n = tx.tables.nodes.get(nodeKey(s.node));
       if (!n || !matchesNodeMeta(n, nodeMeta)) continue;
     }
-    out.push(...checksOfService(tx, s.node, s.id, ws));
+    out.push(...checksOfService(tx, s.node, s.id));
   }
   return { index: serviceMaxIndex(tx, name), value: out };
 }
@@ -449,13 +462,14 @@ export function checkServiceNodesTxn(
   ws: WatchSet | undefined,
   q: { name: string; tags?: readonly string[]; nodeMeta?: Record<string, string>; passingOnly?: boolean },
 ): Indexed<CheckServiceNode[]> {
+  watchService(tx, ws, q.name);
   const out: CheckServiceNode[] = [];
-  for (const s of serviceInstancesTxn(tx, ws, q.name)) {
+  for (const s of serviceInstancesTxn(tx, undefined, q.name)) {
     if (!hasAllTags(s, q.tags)) continue;
-    const node = tx.tables.nodes.getWatch(nodeKey(s.node), ws);
+    const node = tx.tables.nodes.get(nodeKey(s.node));
     if (!node || !matchesNodeMeta(node, q.nodeMeta)) continue;
     // Node-level checks first, then the instance's own (Consul parseCheckServiceNodes).
-    const checks = [...checksOfService(tx, s.node, "", ws), ...checksOfService(tx, s.node, s.id, ws)];
+    const checks = [...checksOfService(tx, s.node, ""), ...checksOfService(tx, s.node, s.id)];
     if (q.passingOnly && checks.some((c) => c.status !== "passing")) continue;
     out.push({ node, service: toNodeService(s), checks });
   }

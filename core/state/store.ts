@@ -32,6 +32,7 @@ import { maxIndexOf, WriteTxn } from "./txn.ts";
 import type { ReadTxn } from "./txn.ts";
 import { txnDispatch } from "./txn_ops.ts";
 import type { TxnOutcome } from "./txn_ops.ts";
+import { WatchRegistry } from "./watch.ts";
 import type { WatchSet } from "./watch.ts";
 
 /** The snapshot table name of the request table (an older reader drops it as an unknown table). */
@@ -41,6 +42,8 @@ export class StateStore implements ReadTxn {
   readonly tables: Tables;
   readonly #indexes = new Map<string, number>();
   readonly #abandonWaiters = new Map<string, Set<WatchSet>>();
+  /** Waiters on named indexes (watchIndex): woken when a commit raises the index. */
+  readonly #indexWatches = new WatchRegistry();
   #abandoned = false;
   #snapshotIndex = 0;
   #requests = new RequestTable();
@@ -62,9 +65,13 @@ export class StateStore implements ReadTxn {
     return max;
   }
 
+  watchIndex(ws: WatchSet, name: string): void {
+    this.#indexWatches.watchKey(ws, name);
+  }
+
   /** Open a write transaction at Raft index idx. Call commit() or abort(). */
   begin(idx: number): WriteTxn {
-    return new WriteTxn(this.tables, this.#indexes, idx);
+    return new WriteTxn(this.tables, this.#indexes, idx, this.#indexWatches);
   }
 
   /** Run fn in a write transaction: commit if it returns, abort if it throws. */
@@ -114,6 +121,7 @@ export class StateStore implements ReadTxn {
     this.#abandonWaiters.clear();
     if (waiters) for (const ws of waiters) ws._fire();
     for (const t of tableList(this.tables)) t.watches.notifyAll();
+    this.#indexWatches.notifyAll();
   }
 
   // ---- KV ----

@@ -5,12 +5,19 @@
 
 import type { Tables } from "./schema.ts";
 import type { Table } from "./table.ts";
+import type { WatchRegistry, WatchSet } from "./watch.ts";
 
 /** What read helpers need: the tables and the per-table max index. */
 export interface ReadTxn {
   readonly tables: Tables;
   /** Highest index recorded for any of the named tables (0 if none). */
   maxIndex(...names: string[]): number;
+  /**
+   * Wake ws when the named index (a table's, or "service.<name>") is raised by
+   * a commit. A read whose answer moves exactly with one index watches it
+   * instead of every row it read: one registration, however large the answer.
+   */
+  watchIndex(ws: WatchSet, name: string): void;
 }
 
 interface Changed {
@@ -26,16 +33,24 @@ export class WriteTxn implements ReadTxn {
   readonly #undo: (() => void)[] = [];
   readonly #changed: Changed[] = [];
   readonly #deferred: (() => void)[] = [];
+  readonly #indexWatches: WatchRegistry | undefined;
+  /** Index names raised by this transaction (their watchers wake on commit). */
+  readonly #raised = new Set<string>();
   #done = false;
 
-  constructor(tables: Tables, indexes: Map<string, number>, index: number) {
+  constructor(tables: Tables, indexes: Map<string, number>, index: number, indexWatches?: WatchRegistry) {
     this.tables = tables;
     this.#indexes = indexes;
     this.index = index;
+    this.#indexWatches = indexWatches;
   }
 
   maxIndex(...names: string[]): number {
     return maxIndexOf(this.#indexes, names);
+  }
+
+  watchIndex(ws: WatchSet, name: string): void {
+    this.#indexWatches?.watchKey(ws, name);
   }
 
   /** Insert or replace a row (frozen here); its key comes from the table schema. */
@@ -70,6 +85,7 @@ export class WriteTxn implements ReadTxn {
     const prev = this.#indexes.get(name);
     if (prev !== undefined && prev >= idx) return;
     this.#indexes.set(name, idx);
+    this.#raised.add(name);
     this.#undo.push(prev === undefined ? () => { this.#indexes.delete(name); } : () => { this.#indexes.set(name, prev); });
   }
 
@@ -87,6 +103,7 @@ export class WriteTxn implements ReadTxn {
     this.#check();
     this.#done = true;
     for (const c of this.#changed) c.table.watches.notify(c.key);
+    if (this.#indexWatches) for (const name of this.#raised) this.#indexWatches.notify(name);
     for (const fn of this.#deferred) fn();
   }
 
