@@ -66,6 +66,8 @@ function route(): void {
     location.replace(`#/${encodeURIComponent(dc)}/services`);
     return;
   }
+  // A datacenter typed into the URL that the agent does not list still shows as picked.
+  if (!Array.from(dcPicker.options).some((o) => o.value === dc)) dcPicker.appendChild(h("option", { value: dc }, dc));
   if (dcPicker.value !== dc) dcPicker.value = dc;
   for (const a of Array.from(nav.querySelectorAll("a"))) {
     const on = a.dataset.section === section.replace(/^kv-create$/, "kv");

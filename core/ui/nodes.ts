@@ -63,7 +63,10 @@ export function nodesPage(ctx: PageContext): void {
         nodes = body ?? [];
         draw();
       },
-      onError: (err) => ctx.showError(err),
+      onError: (err) => {
+        if (!nodes) summary.textContent = "Not loaded";
+        ctx.showError(err);
+      },
     });
   };
   restart();

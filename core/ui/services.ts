@@ -77,6 +77,7 @@ export function servicesPage(ctx: PageContext): void {
   const errors = new Set<string>();
   const onError = (which: string) => (err: ApiError) => {
     errors.add(which);
+    if (!services) summary.textContent = "Not loaded";
     ctx.showError(err);
   };
   const ok = (which: string) => {

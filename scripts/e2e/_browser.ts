@@ -4,10 +4,20 @@
 // gives every launch a fresh temporary profile and removes it on close.
 // The flags keep chromium off the network: no update checks, no sync, no
 // QUIC, nothing fetched in the background (the test machine has none).
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 export const chromiumPath = process.env.CAIRN_CHROMIUM ?? "/usr/bin/chromium";
+
+/** Where the tests' screenshots go (CI keeps them as artefacts): CAIRN_E2E_ARTIFACTS, default .tmp/ui-screenshots. */
+export const screenshotDir = resolve(process.env.CAIRN_E2E_ARTIFACTS ?? join(import.meta.dirname, "../../.tmp"), "ui-screenshots");
+
+/** Save the whole page as <screenshotDir>/<name>.png. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(screenshotDir, { recursive: true });
+  await page.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: true });
+}
 
 /** Why the browser tests cannot run here, or undefined when they can (node:test `skip`). */
 export function browserMissing(): string | undefined {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { until } from "../../core/testing/until.ts";
-import { browserMissing, launchBrowser, openPage } from "./_browser.ts";
+import { browserMissing, launchBrowser, openPage, screenshot } from "./_browser.ts";
 import { startDevAgent, type Agent } from "./harness.ts";
 
 const skip = browserMissing();
@@ -18,7 +18,8 @@ let a: Agent | undefined;
 let agentNode = "";
 
 async function call(method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
-  const r = await fetch(`${a!.http}${path}`, { method, body: body === undefined ? undefined : typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body) });
+  const payload: string | Uint8Array | undefined = body === undefined ? undefined : typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
+  const r = await fetch(`${a!.http}${path}`, { method, body: payload as BodyInit | undefined });
   return { status: r.status, text: await r.text() };
 }
 
@@ -72,6 +73,7 @@ test("ui pages e2e: services list with health counts, tags, server-side filters 
   assert.match(await page.locator('[data-service="db"]').innerText(), /1 warning/);
   const names = async () => await page.locator(".vrow[data-service]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-service")));
   await until(async () => (await names()).join() === "consul,db,web", "all three services, by name");
+  await screenshot(page, "services");
 
   await page.fill("#service-tag", "blue");
   await until(async () => (await names()).join() === "web", "tag filter");
@@ -106,6 +108,7 @@ test("ui pages e2e: a service's instances with node, address:port, tags, meta an
   assert.equal(await second.locator("a", { hasText: "web-2" }).getAttribute("href"), "#/dc1/nodes/web-2");
   await second.locator("summary", { hasText: "Meta" }).click();
   assert.match(await second.locator("dl.meta").innerText(), /version\s+1\.2/);
+  await screenshot(page, "service");
 
   // A blocking query is waiting: the page follows the change without a reload.
   await register("web-2", "10.0.0.2", { id: "web-2", name: "web", port: 8080, tags: ["v1"] }, { status: "passing", output: "HTTP GET /health: 200 OK (recovered)" });
@@ -140,6 +143,7 @@ test("ui pages e2e: nodes list and a node with its checks, instances, round-trip
   assert.match(await row.innerText(), /10\.0\.0\.2/);
   assert.match(await row.innerText(), /critical/);
   await page.locator(`[data-node="${agentNode}"]`).waitFor();
+  await screenshot(page, "nodes");
   await page.fill("#node-search", "db");
   await until(async () => (await page.locator(".vrow[data-node]").count()) === 1, "node search");
 
@@ -152,6 +156,7 @@ test("ui pages e2e: nodes list and a node with its checks, instances, round-trip
   const s = page.locator(`[data-session="${session}"]`);
   await s.waitFor();
   assert.match(await s.innerText(), /leader-lock/);
+  await screenshot(page, "node");
   await s.locator("button", { hasText: "Invalidate" }).click();
   await s.locator("button", { hasText: "Yes, invalidate" }).click();
   await page.locator("#node-sessions", { hasText: "No sessions" }).waitFor();
@@ -197,6 +202,7 @@ test("ui pages e2e: KV create, edit and delete round trip; JSON check and format
   await page.fill("#kv-value", '{"greeting": "hello", "to": [1, 2]}');
   await page.locator("#kv-json-status", { hasText: "Valid JSON" }).waitFor();
   await page.click("#kv-format");
+  await screenshot(page, "kv-editor");
   await page.click("#kv-save");
   await page.locator(".saved", { hasText: "Saved" }).waitFor();
   assert.equal(await get("app/greeting"), '{\n  "greeting": "hello",\n  "to": [\n    1,\n    2\n  ]\n}');
@@ -237,6 +243,7 @@ test("ui pages e2e: KV create, edit and delete round trip; JSON check and format
   await page.locator('[data-key="app/sub/two"]').waitFor();
   await page.click("#kv-delete-folder");
   await page.locator(".confirm", { hasText: 'Delete "app/sub/" and the 2 keys under it?' }).waitFor();
+  await screenshot(page, "kv-folder-delete");
   await page.click("#kv-confirm-delete");
   await page.locator('[data-key="app/config.json"]').waitFor();
   assert.equal(await get("app/sub/one"), undefined);
@@ -253,6 +260,7 @@ test("ui pages e2e: errors say what the API said and what to try; keyboard use; 
   assert.match(text, /Error 500/);
   assert.match(text, /No path to datacenter/, "the API's own message");
   assert.match(text, /pick another in the Datacenter menu/, "what to try");
+  await screenshot(page, "error-narrow");
   // Nothing wider than the window.
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), "no horizontal scrolling at 360 px");
 

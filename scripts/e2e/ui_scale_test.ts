@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { until } from "../../core/testing/until.ts";
-import { browserMissing, launchBrowser, openPage } from "./_browser.ts";
+import { browserMissing, launchBrowser, openPage, screenshot } from "./_browser.ts";
 import { startDevAgent, type Agent } from "./harness.ts";
 
 const skip = browserMissing();
@@ -52,6 +52,7 @@ test("ui scale e2e: 10,000 services: a few dozen rows in the DOM, scrolling reac
 
   await page.locator(".vlist").evaluate((el) => (el.scrollTop = el.scrollHeight));
   await page.locator('[data-service="svc-09999"]').waitFor();
+  await screenshot(page, "services-10000");
   assert.ok((await page.locator(".vrow").count()) < 100);
 
   const before = requests.length;

@@ -7,7 +7,7 @@ import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import type { Browser } from "playwright-core";
-import { browserMissing, launchBrowser, openPage } from "./_browser.ts";
+import { browserMissing, launchBrowser, openPage, screenshot } from "./_browser.ts";
 import { freePort, startCairn, startDevAgent, tempDir, type Agent, type Proc } from "./harness.ts";
 
 const skip = browserMissing();
@@ -62,5 +62,6 @@ test("ui sync e2e: the Sync page lists a running daemon's task and its runs from
   await page.waitForFunction((n) => document.querySelectorAll('[data-task="web-task"] li[data-run]').length > n, runs, { timeout: 20_000 });
   await task.locator("summary", { hasText: "Output" }).first().click();
   assert.match(await task.innerText(), /applied web-task/, sync!.output());
+  await screenshot(page, "sync");
   assert.deepEqual(problems(), []);
 });
