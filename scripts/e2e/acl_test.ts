@@ -1,0 +1,167 @@
+// End-to-end: a default-deny three-server cluster with ACLs on, bootstrapped
+// from scratch with the CLI (`cairn acl bootstrap`, `acl policy create`,
+// `acl token create`), a token limited to key_prefix "app/" that writes
+// there and gets Consul's 403 elsewhere (through a server and through a
+// client agent, which resolves tokens through the servers), anonymous lists
+// filtered with X-Consul-Results-Filtered-By-ACLs, -token-file, and
+// python-consul with a token.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { until } from "../../core/testing/until.ts";
+import { cairn, makeCluster, run, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+
+const python = "/usr/bin/python3";
+let c: Cluster;
+let leader: ServerSpec;
+let client: Agent | undefined;
+let root = "";
+let appSecret = "";
+let appAccessor = "";
+
+async function req(url: string, init: RequestInit & { token?: string } = {}): Promise<{ status: number; text: string; headers: Headers }> {
+  const headers = new Headers(init.headers);
+  if (init.token) headers.set("X-Consul-Token", init.token);
+  const r = await fetch(url, { ...init, headers, signal: AbortSignal.timeout(10_000) });
+  return { status: r.status, text: await r.text(), headers: r.headers };
+}
+
+before(async () => {
+  c = await makeCluster(3, { prefix: "cairn-acl-e2e-", config: { acl: { enabled: true, default_policy: "deny", down_policy: "extend-cache", token_ttl: "2s" } } });
+  for (const s of c.servers) c.start(s);
+  leader = await waitForLeader(c, c.servers, { timeoutMs: 60_000 });
+});
+
+after(async () => {
+  await client?.stop();
+  await c?.stopAll();
+  c?.root.remove();
+});
+
+test("acl e2e: default deny before bootstrap; bootstrap once with the CLI, then Consul's refusal", async () => {
+  const s = c.servers[0]!;
+  const anon = await req(c.url(s, "/v1/kv/app/x"));
+  assert.equal(anon.status, 403);
+  assert.match(anon.text, /^Permission denied: token with AccessorID '00000000-0000-0000-0000-000000000002' lacks permission 'key:read' on "app\/x"$/);
+  assert.equal(anon.headers.get("x-consul-default-acl-policy"), "deny");
+  const addr = `-http-addr=${s.addr}:${s.http}`;
+  // The first leader stores the built-in policies a moment after it is elected.
+  let boot = await cairn(["acl", "bootstrap", addr, "-format=json"]);
+  await until(async () => {
+    if (boot.code === 0) return true;
+    boot = await cairn(["acl", "bootstrap", addr, "-format=json"]);
+    return boot.code === 0;
+  }, "acl bootstrap succeeds", { timeoutMs: 20_000, intervalMs: 500 });
+  const token = JSON.parse(boot.stdout) as { SecretID: string; AccessorID: string; Policies: { Name: string }[] };
+  assert.deepEqual(token.Policies.map((p) => p.Name), ["global-management"]);
+  root = token.SecretID;
+  const again = await cairn(["acl", "bootstrap", `-http-addr=${leader.addr}:${leader.http}`]);
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /^Failed ACL bootstrapping: Unexpected response code: 403 \(Permission denied: ACL bootstrap no longer allowed \(reset index: \d+\)\)\n$/);
+  const pretty = await cairn(["acl", "token", "read", addr, "-self"], { env: { CONSUL_HTTP_TOKEN: root } });
+  assert.equal(pretty.code, 0, pretty.stderr);
+  assert.match(pretty.stdout, /^AccessorID: +[0-9a-f-]{36}\nSecretID: +[0-9a-f-]{36}\nDescription: +Bootstrap Token \(Global Management\)\nLocal: +false\nCreate Time: +.+\nPolicies:\n {3}00000000-0000-0000-0000-000000000001 - global-management\n$/);
+});
+
+test("acl e2e: a key_prefix \"app/\" token writes there and gets 403 elsewhere (server, client agent, -token-file)", async () => {
+  assert.ok(root, "bootstrap ran");
+  const s = c.servers[1]!;
+  const addr = `-http-addr=${s.addr}:${s.http}`;
+  const rules = join(c.root.path, "app.hcl");
+  writeFileSync(rules, 'key_prefix "app/" {\n  policy = "write"\n}\n');
+  const env = { CONSUL_HTTP_TOKEN: root };
+  const pol = await cairn(["acl", "policy", "create", addr, "-name=app", "-description=app keys", `-rules=@${rules}`], { env });
+  assert.equal(pol.code, 0, pol.stderr);
+  assert.match(pol.stdout, /^ID: +[0-9a-f-]{36}\nName: +app\nDescription: +app keys\nDatacenters: +\nRules:\nkey_prefix "app\/" \{\n {2}policy = "write"\n\}\n/);
+  const list = await cairn(["acl", "policy", "list", addr], { env });
+  assert.match(list.stdout, /^app:\n {3}ID: /m);
+  assert.match(list.stdout, /^global-management:\n/m);
+  const tok = await cairn(["acl", "token", "create", addr, "-description=app writer", "-policy-name=app", "-format=json"], { env });
+  assert.equal(tok.code, 0, tok.stderr);
+  const t = JSON.parse(tok.stdout) as { SecretID: string; AccessorID: string };
+  appSecret = t.SecretID;
+  appAccessor = t.AccessorID;
+  const tokenFile = join(c.root.path, "app.token");
+  writeFileSync(tokenFile, `${appSecret}\n`);
+
+  const put = await cairn(["kv", "put", addr, `-token-file=${tokenFile}`, "app/config", "v1"]);
+  assert.equal(put.code, 0, put.stderr);
+  const denied = await cairn(["kv", "put", addr, "other/config", "v1"], { env: { CONSUL_HTTP_TOKEN_FILE: tokenFile } });
+  assert.equal(denied.code, 1);
+  assert.match(denied.stderr, new RegExp(`403 \\(Permission denied: token with AccessorID '${appAccessor}' lacks permission 'key:write' on "other/config"\\)`));
+  const unknown = await req(c.url(s, "/v1/kv/app/config"), { token: "00000000-1111-2222-3333-444444444444" });
+  assert.deepEqual([unknown.status, unknown.text], [403, "ACL not found"]);
+
+  // A client agent resolves the token through the servers and decides the same way.
+  // /v1/agent/self (the launcher's readiness probe) needs agent:read: wait on the public status endpoint instead.
+  client = await c.startClient("acl-client", { args: [`-config-file=${c.configFile}`], ready: false });
+  const via = client.http;
+  await until(async () => {
+    try {
+      return (await req(`${via}/v1/status/leader`)).text.length > 2;
+    } catch {
+      return false;
+    }
+  }, "the client agent answers", { timeoutMs: 30_000, intervalMs: 200 });
+  await until(async () => (await req(`${via}/v1/kv/app/from-client`, { method: "PUT", body: "x", token: appSecret })).status === 200, "a write through the client agent", { timeoutMs: 20_000, intervalMs: 200 });
+  const no = await req(`${via}/v1/kv/elsewhere`, { method: "PUT", body: "x", token: appSecret });
+  assert.deepEqual([no.status, no.text], [403, `Permission denied: token with AccessorID '${appAccessor}' lacks permission 'key:write' on "elsewhere"`]);
+  const got = await req(c.url(s, "/v1/kv/app/from-client?raw"), { token: root });
+  assert.equal(got.text, "x");
+});
+
+test("acl e2e: anonymous lists come back filtered, with X-Consul-Results-Filtered-By-ACLs", async () => {
+  assert.ok(root, "bootstrap ran");
+  const s = c.servers[2]!;
+  await req(c.url(s, "/v1/kv/public/motd"), { method: "PUT", body: "hello", token: root });
+  await req(c.url(s, "/v1/kv/secret/db"), { method: "PUT", body: "pw", token: root });
+  // Let anonymous read public/ (Consul: give the anonymous token a policy).
+  const pol = await req(c.url(s, "/v1/acl/policy"), { method: "PUT", token: root, body: JSON.stringify({ Name: "public-read", Rules: 'key_prefix "public/" { policy = "read" }\nservice_prefix "" { policy = "read" }' }) });
+  assert.equal(pol.status, 200, pol.text);
+  const upd = await req(c.url(s, "/v1/acl/token/00000000-0000-0000-0000-000000000002"), { method: "PUT", token: root, body: JSON.stringify({ Policies: [{ Name: "public-read" }] }) });
+  assert.equal(upd.status, 200, upd.text);
+  await until(async () => (await req(c.url(s, "/v1/kv/?recurse"))).status === 200, "anonymous reads public/", { timeoutMs: 10_000, intervalMs: 200 });
+  const anon = await req(c.url(s, "/v1/kv/?recurse"));
+  assert.deepEqual((JSON.parse(anon.text) as { Key: string }[]).map((e) => e.Key), ["public/motd"]);
+  assert.equal(anon.headers.get("x-consul-results-filtered-by-acls"), "true");
+  const keys = await req(c.url(s, "/v1/kv/?keys"));
+  assert.deepEqual(JSON.parse(keys.text), ["public/motd"]);
+  assert.equal(keys.headers.get("x-consul-results-filtered-by-acls"), "true");
+  const full = await req(c.url(s, "/v1/kv/?keys"), { token: root });
+  assert.equal(full.headers.get("x-consul-results-filtered-by-acls"), null);
+  assert.ok((JSON.parse(full.text) as string[]).includes("secret/db"));
+  // Nodes: the anonymous token reads none of them.
+  const nodes = await req(c.url(s, "/v1/catalog/nodes"));
+  assert.deepEqual([nodes.status, nodes.text, nodes.headers.get("x-consul-results-filtered-by-acls")], [200, "[]", "true"]);
+  const members = await req(c.url(s, "/v1/agent/members"));
+  assert.deepEqual([members.text, members.headers.get("x-consul-results-filtered-by-acls")], ["[]", "true"]);
+});
+
+test("acl e2e: python-consul with a token", async () => {
+  assert.ok(appSecret, "the app token was created");
+  assert.ok(existsSync(python), `${python} is missing: install python3 and python3-consul`);
+  const s = c.servers[0]!;
+  const script = `
+import sys, consul
+c = consul.Consul(host=sys.argv[1], port=int(sys.argv[2]), token=sys.argv[3])
+assert c.kv.put("app/py", "from python") is True
+idx, v = c.kv.get("app/py")
+assert v["Value"] == b"from python", v
+try:
+    c.kv.put("other/py", "x")
+    raise SystemExit("write outside app/ was allowed")
+except consul.ACLPermissionDenied as e:
+    assert "lacks permission 'key:write'" in str(e), str(e)
+anon = consul.Consul(host=sys.argv[1], port=int(sys.argv[2]))
+try:
+    anon.kv.get("app/py")
+    raise SystemExit("anonymous read was allowed")
+except consul.ACLPermissionDenied:
+    pass
+print("python-consul acl checks passed")
+`;
+  const r = await run(python, ["-c", script, s.addr, String(s.http), appSecret], { timeoutMs: 30_000 });
+  assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
+  assert.match(r.stdout, /python-consul acl checks passed/);
+});
