@@ -39,6 +39,7 @@ export class ApiError extends Error {
 
 function hintFor(status: number, message = ""): string {
   if (/No path to datacenter/i.test(message)) return "No server knows that datacenter (or none of its servers answer): pick another in the Datacenter menu.";
+  if (/ACL support disabled/i.test(message)) return "ACLs are off in this cluster: its servers need acl { enabled = true } to use tokens, policies and roles.";
   if (/No cluster leader/i.test(message)) return "The servers have no leader right now: wait for an election, or check that a quorum of servers is up.";
   switch (status) {
     case 0: return "The agent did not answer: check that it is running and reachable, then reload the page.";

@@ -1,6 +1,7 @@
 // The web UI served at ui_config.content_path (core/http/ui.ts). One page,
 // routes in the URL fragment: #/<dc>/services[/<name>], #/<dc>/nodes[/<name>],
-// #/<dc>/kv/<prefix or key>, #/<dc>/kv-create/<prefix>, #/<dc>/sync, #/<dc>/settings.
+// #/<dc>/kv/<prefix or key>, #/<dc>/kv-create/<prefix>, #/<dc>/acl/<tokens|policies|roles>[/<id>],
+// #/<dc>/sync, #/<dc>/settings.
 // Everything it shows comes from this agent's /v1 API.
 import { api, ApiError, liveUpdates, setLiveUpdates, storedToken, storeToken } from "./api.ts";
 import { h, replace } from "./dom.ts";
@@ -9,6 +10,7 @@ import { nodePage, nodesPage } from "./nodes.ts";
 import { servicePage, servicesPage } from "./services.ts";
 import { heading, type PageContext } from "./shared.ts";
 import { syncPage } from "./sync.ts";
+import { aclPage } from "./acl.ts";
 
 interface AgentSelf {
   Config: { Datacenter: string; NodeName: string };
@@ -71,7 +73,7 @@ function route(): void {
   if (dcPicker.value !== dc) dcPicker.value = dc;
   for (const a of Array.from(nav.querySelectorAll("a"))) {
     const on = a.dataset.section === section.replace(/^kv-create$/, "kv");
-    a.setAttribute("href", `#/${encodeURIComponent(dc)}/${a.dataset.section}${a.dataset.section === "kv" ? "/" : ""}`);
+    a.setAttribute("href", `#/${encodeURIComponent(dc)}/${a.dataset.section}${a.dataset.section === "kv" ? "/" : a.dataset.section === "acl" ? "/tokens" : ""}`);
     if (on) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
@@ -81,6 +83,7 @@ function route(): void {
   else if (section === "kv") rest === "" || rest.endsWith("/") ? kvFolderPage(ctx, rest) : kvKeyPage(ctx, rest);
   else if (section === "kv-create") kvCreatePage(ctx, rest);
   else if (section === "sync") syncPage(ctx);
+  else if (section === "acl") aclPage(ctx, rest);
   else if (section === "settings") settingsPage(ctx);
   else replace(main, heading("Not found"), h("p", null, `There is no page "${section}". `, h("a", { href: `#/${encodeURIComponent(dc)}/services` }, "Go to the services")));
   document.title = `${main.querySelector("h1")?.textContent ?? "cairn"} - ${dc} - cairn`;
@@ -91,7 +94,7 @@ function route(): void {
 }
 
 async function start(): Promise<void> {
-  const sections: [string, string][] = [["services", "Services"], ["nodes", "Nodes"], ["kv", "Key/Value"], ["sync", "Sync"], ["settings", "Settings"]];
+  const sections: [string, string][] = [["services", "Services"], ["nodes", "Nodes"], ["kv", "Key/Value"], ["acl", "ACLs"], ["sync", "Sync"], ["settings", "Settings"]];
   for (const [id, label] of sections) nav.appendChild(h("a", { "data-section": id, href: `#/` }, label));
   live.addEventListener("change", () => {
     setLiveUpdates(live.checked);
