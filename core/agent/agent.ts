@@ -274,7 +274,7 @@ export async function startAgent(
         closers.add("http", () => http.close({ graceMs: httpGraceMs }));
       }
       if (config.ports.https >= 0) {
-        const tls = tlsServerOptions(effectiveTls(config.tls, "https"), "https");
+        const tls = { ...tlsServerOptions(effectiveTls(config.tls, "https"), "https"), handshakeTimeout: config.limits.httpsHandshakeTimeoutMs };
         for (const host of listenHosts(config.addresses.https || config.clientAddr)) {
           const https = createHttpServer({ router, logger: logger.named("agent.https"), maxConnsPerClient: config.limits.httpMaxConnsPerClient, tls });
           const addr = await https.listen({ host, port: httpsAddr?.port ?? config.ports.https });

@@ -545,7 +545,7 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
   await recoverFromPeersJson(raftDir, stores, logger.named("raft"));
   let rpcServer: RpcServer;
   try {
-    rpcServer = await createRpcServer({ host: config.bindAddr, port: config.ports.server, logger: logger.named("rpc"), ...(o.rpcTls ? { tls: o.rpcTls.server } : {}) });
+    rpcServer = await createRpcServer({ host: config.bindAddr, port: config.ports.server, logger: logger.named("rpc"), handshakeTimeoutMs: config.limits.rpcHandshakeTimeoutMs, ...(o.rpcTls ? { tls: o.rpcTls.server } : {}) });
   } catch (err) {
     await stores.log.close();
     await stores.stable.close();

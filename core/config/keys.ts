@@ -400,11 +400,11 @@ export const AGENT_KEYS: KeyTable = {
   limits: impl(undefined, {
     keys: {
       http_max_conns_per_client: impl("uint", { note: "0 = no limit" }),
-      https_handshake_timeout: planned(TLS),
+      https_handshake_timeout: impl("duration"),
       kv_max_value_size: impl("uint", { to: "kvMaxValueSizeBytes" }),
       request_limits: planned("request rate limiting is not implemented yet", { keys: { mode: { inert: ["disabled"] }, read_rate: {}, write_rate: {} } }),
       rpc_client_timeout: planned(LIMITS),
-      rpc_handshake_timeout: planned(LIMITS),
+      rpc_handshake_timeout: impl("duration"),
       rpc_hold_timeout: impl("duration"),
       rpc_max_burst: planned(LIMITS),
       rpc_max_conns_per_client: planned(LIMITS),

@@ -74,6 +74,10 @@ export interface LimitsConfig {
   txnMaxReqLenBytes: number;
   /** Concurrent HTTP connections one client IP may hold; more are answered 429. 0 = no limit. */
   httpMaxConnsPerClient: number;
+  /** An HTTPS client must finish its TLS handshake within this (Consul default 5 s). */
+  httpsHandshakeTimeoutMs: number;
+  /** A server RPC connection must name its protocol, and finish a TLS handshake, within this (Consul default 5 s). */
+  rpcHandshakeTimeoutMs: number;
 }
 
 export interface PerformanceConfig {

@@ -306,8 +306,11 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     onRequest(req, res);
   });
   server.on("clientError", (err: Error & { code?: string }, socket) => {
-    // Resets of idle keep-alive connections land here too: nothing to answer.
-    if (err.code === "ECONNRESET" || !socket.writable || socket.destroyed) {
+    // Resets of idle keep-alive connections land here too: nothing to answer. So do
+    // HTTPS handshake failures and timeouts (through node's tlsClientError), where no
+    // HTTP can be spoken: the connection just goes.
+    const handshake = !!options.tls && (err.code?.startsWith("ERR_TLS") || err.code?.startsWith("ERR_SSL") || "library" in err);
+    if (err.code === "ECONNRESET" || handshake || !socket.writable || socket.destroyed) {
       socket.destroy();
       return;
     }

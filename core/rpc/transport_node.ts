@@ -54,6 +54,8 @@ export interface RpcServerStats {
   plaintextRefused: number;
   /** TLS connections refused: no certificate here, or a failed handshake (no or a foreign client certificate). */
   tlsRefused: number;
+  /** Connections closed for not naming their protocol (or not finishing TLS) within rpc_handshake_timeout. */
+  handshakeTimeouts: number;
 }
 
 export interface RpcServer {
@@ -79,6 +81,11 @@ export interface RpcServerOptions {
   maxQueuedBytes?: number;
   /** TLS (tls.internal_rpc): read on every new connection, so a reload applies to the next one. */
   tls?: () => RpcServerTls | undefined;
+  /**
+   * limits.rpc_handshake_timeout: a connection must send its protocol byte within this,
+   * and a TLS one must then finish its handshake within it again. Default 5 s; 0 = no limit.
+   */
+  handshakeTimeoutMs?: number;
 }
 
 export interface RpcServerTls {
@@ -191,6 +198,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     slowConsumers: 0,
     plaintextRefused: 0,
     tlsRefused: 0,
+    handshakeTimeouts: 0,
   };
   const maxQueuedBytes = options.maxQueuedBytes ?? 64 * 1024 * 1024;
   const sockets = new Set<Socket>();
@@ -310,6 +318,19 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     };
 
     const tlsNow = options.tls?.();
+    const handshakeMs = options.handshakeTimeoutMs ?? 5_000;
+    let handshakeTimer: ReturnType<typeof setTimeout> | undefined;
+    const armHandshake = (what: string): void => {
+      if (handshakeTimer) clearTimeout(handshakeTimer);
+      if (handshakeMs <= 0) return;
+      handshakeTimer = setTimeout(() => {
+        if (sawMarker || closed) return;
+        stats.handshakeTimeouts++;
+        drop(`closing RPC connection: ${what} within rpc_handshake_timeout`, { timeoutMs: handshakeMs });
+      }, handshakeMs);
+      handshakeTimer.unref?.();
+    };
+    armHandshake("no protocol byte");
     const onData = (chunk: Uint8Array): void => {
       if (closed) return;
       let data = chunk;
@@ -330,6 +351,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
           return;
         }
         sawMarker = true;
+        if (handshakeTimer) clearTimeout(handshakeTimer);
         data = data.subarray(1);
       }
       const { frames, error } = decoder.push(data);
@@ -357,6 +379,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
       }
       socket.removeListener("data", onData);
       socket.write(new Uint8Array([rpcTlsMarker]));
+      armHandshake("no TLS handshake");
       const secure = new (process.getBuiltinModule("node:tls").TLSSocket)(socket, {
         isServer: true,
         secureContext: tlsNow.secureContext,
@@ -376,6 +399,7 @@ export async function createRpcServer(options: RpcServerOptions): Promise<RpcSer
     socket.on("data", onData);
     socket.on("error", (err) => log.debug("RPC connection error", { remote: remoteAddress, error: err.message }));
     socket.on("close", () => {
+      if (handshakeTimer) clearTimeout(handshakeTimer);
       closed = true;
       gone = new RpcError(`Connection from "${remoteAddress}" closed`);
       for (const c of callsInFlight) c.abort(gone);

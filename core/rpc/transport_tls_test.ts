@@ -144,3 +144,37 @@ test("rpc over TLS: bytes after the TLS marker before the answer are a protocol 
     await server.close();
   }
 });
+
+test("rpc_handshake_timeout: a connection that names no protocol, or asks for TLS and never shakes hands, is closed", async () => {
+  const sink = new CaptureSink();
+  const server = await createRpcServer({
+    host: "127.0.0.1", port: 0, logger: createLogger({ sink, level: "debug" }), handshakeTimeoutMs: 200,
+    handlers: { "Test.Echo": (body) => body }, tls: () => serverTls("server", false),
+  });
+  const closedAfter = (first: number[]) => new Promise<number>((resolve) => {
+    const t0 = Date.now();
+    const s = connect({ host: "127.0.0.1", port: server.port }, () => { if (first.length) s.write(Uint8Array.from(first)); });
+    s.resume(); // read the server's answer byte, so its close is seen
+    s.on("close", () => resolve(Date.now() - t0));
+    s.on("error", () => {});
+    setTimeout(() => resolve(-1), 5_000);
+  });
+  try {
+    const silent = await closedAfter([]);
+    assert.ok(silent >= 150 && silent < 4_000, `silent connection closed after ${silent} ms`);
+    const stalled = await closedAfter([rpcTlsMarker]);
+    assert.ok(stalled >= 150 && stalled < 4_000, `stalled TLS closed after ${stalled} ms`);
+    assert.equal(server.stats.handshakeTimeouts, 2);
+    assert.ok(sink.records.some((r) => /no protocol byte within rpc_handshake_timeout/.test(r.message)));
+    assert.ok(sink.records.some((r) => /no TLS handshake within rpc_handshake_timeout/.test(r.message)));
+    // A prompt client is unaffected.
+    const p = pool(clientTls("client"));
+    try {
+      assert.equal(await p.call(server.address, "Test.Echo", "ok"), "ok");
+    } finally {
+      p.close();
+    }
+  } finally {
+    await server.close();
+  }
+});

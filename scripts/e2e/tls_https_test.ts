@@ -42,6 +42,7 @@ tls {
   https { verify_incoming = true }
 }
 ports { https = ${port} }
+limits { https_handshake_timeout = "500ms" }
 `);
     agent = await startDevAgent([`-config-file=${cfg}`]);
   });
@@ -74,6 +75,19 @@ ports { https = ${port} }
     assert.match(r.stdout, /HTTP\/1\.[01] 200/);
     const bad = await run("openssl", ["s_client", "-connect", addr, "-CAfile", f("other-ca.pem"), "-verify_return_error", "-brief"], { input: "", timeoutMs: 15_000 });
     assert.notEqual(bad.code, 0, "another CA does not verify the agent's certificate");
+  });
+
+  test("limits.https_handshake_timeout: a connection that never starts TLS is closed", async () => {
+    const { connect } = await import("node:net");
+    const ms = await new Promise<number>((resolve) => {
+      const t0 = Date.now();
+      const s = connect({ host: "127.0.0.1", port: Number(addr.split(":")[1]) });
+      s.resume();
+      s.on("close", () => resolve(Date.now() - t0));
+      s.on("error", () => {});
+      setTimeout(() => resolve(-1), 10_000);
+    });
+    assert.ok(ms >= 400 && ms < 5_000, `closed after ${ms} ms (node's own default would be 120 s)`);
   });
 
   test("python-consul with scheme=https, verify=<ca> and cert=(cert, key)", { skip: !existsSync(python) && "python3 is missing" }, async () => {
