@@ -16,6 +16,7 @@ import { parseSyncConfig } from "../core/sync/config.ts";
 import type { ConfigSource, SyncConfig } from "../core/sync/config.ts";
 import type { SyncDriver } from "../core/sync/driver.ts";
 import { ExecDriver } from "../core/sync/exec_driver_node.ts";
+import { TerraformDriver } from "../core/sync/terraform_driver_node.ts";
 import { serveSyncApi, syncApiHandler } from "../core/sync/api_node.ts";
 import type { Logger } from "../core/log/mod.ts";
 import { SyncRuntime } from "../core/sync/runtime_node.ts";
@@ -100,9 +101,16 @@ export function syncSecrets(cfg: SyncConfig): string[] {
   return out.filter((s) => s.length >= 4);
 }
 
-export function syncDriver(cfg: SyncConfig, baseDir: string): SyncDriver {
+export async function syncDriver(cfg: SyncConfig, baseDir: string, env: Record<string, string | undefined>): Promise<SyncDriver> {
   if (cfg.driver.kind === "exec") return new ExecDriver(cfg.driver.exec, { baseDir, secrets: syncSecrets(cfg) });
-  throw new ConfigError('The terraform driver is not available in this build of cairn sync yet: use driver "exec" {}');
+  let d: TerraformDriver;
+  try {
+    d = new TerraformDriver(cfg, { baseDir, secrets: syncSecrets(cfg), env });
+    await d.init();
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  return d;
 }
 
 /** -inspect / -inspect-task: render each task, ask the driver what it would change, print, exit. */
@@ -154,7 +162,7 @@ export const syncStartCommand: Command = {
         if (why) throw new ConfigError(why);
       }
       const baseDir = files[0] ? dirname(resolve(files[0])) : process.cwd();
-      driver = syncDriver(cfg, baseDir);
+      driver = await syncDriver(cfg, baseDir, { ...process.env, ...io.env });
     } catch (err) {
       if (err instanceof ConfigError) {
         io.stderr(`Error: ${err.message}\n`);
