@@ -323,7 +323,8 @@ export async function startAgent(
     const raftSide = serverNode ?? devServer;
     if (raftSide) {
       const leader = new Leader({
-        server: raftSide.server,
+        // The leader's own catalog writes (serfHealth, reaping) are not a client's: no ACL check.
+        server: { handle: (method, args, options) => raftSide.server.handle(method, args, { ...options, internal: true }) },
         fsm: raftSide.fsm,
         consensus: raftSide.consensus,
         lan: gossip.lan,

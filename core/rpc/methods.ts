@@ -594,6 +594,8 @@ export interface OperatorRaftRpc {
 export interface HandlerOptions {
   signal?: AbortSignal;
   requestId?: RequestId;
+  /** A call this server makes itself (leader duties): no ACL check. Never set from a peer's frame. */
+  internal?: boolean;
 }
 
 /** One handler per method: what a server implements and a transport dispatches to. */

@@ -5,9 +5,9 @@
 // (X-Consul-Results-Filtered-By-ACLs). Wraps the endpoints' handlers so
 // each family stays as it was; the KV family filters itself.
 import type { Authorizer } from "../acl/authorizer.ts";
-import type { CheckServiceNode, HealthCheck, Node, QueryMeta, RpcHandlers, ServiceNode } from "../rpc/methods.ts";
+import type { CheckServiceNode, HandlerOptions, HealthCheck, Node, QueryMeta, RpcHandlers, ServiceNode } from "../rpc/methods.ts";
 import type { ServerContext } from "./context.ts";
-import { aclIdentity } from "./acl.ts";
+import { aclAuthorize, aclIdentity } from "./acl.ts";
 
 type Filter = (authz: Authorizer, reply: Record<string, unknown>) => boolean;
 
@@ -61,6 +61,44 @@ const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
   "Session.Get": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
 };
 
+type WriteCheck = (ctx: ServerContext, args: Record<string, unknown>) => void;
+
+function need(ctx: ServerContext, token: unknown, resource: "node" | "service" | "session", name: string): void {
+  aclAuthorize(ctx, typeof token === "string" ? token : undefined, resource, "write", name);
+}
+
+/** Writes whose names are in the arguments (consul vetRegisterWithACL, vetDeregisterWithACL, Session.Apply). */
+const writeChecks: Partial<Record<keyof RpcHandlers, WriteCheck>> = {
+  "Catalog.Register": (ctx, a) => {
+    const node = String(a.node ?? "");
+    const service = a.service as { service?: string } | undefined;
+    if (service?.service !== undefined) need(ctx, a.token, "service", service.service);
+    const checks = [...(a.check ? [a.check] : []), ...(Array.isArray(a.checks) ? a.checks : [])] as { serviceId?: string }[];
+    // The node's own fields, and checks of the node itself, need node:write.
+    if (a.skipNodeUpdate !== true || checks.some((c) => !c.serviceId)) need(ctx, a.token, "node", node);
+  },
+  "Catalog.Deregister": (ctx, a) => {
+    const node = String(a.node ?? "");
+    const serviceId = typeof a.serviceId === "string" ? a.serviceId : "";
+    if (serviceId === "") {
+      need(ctx, a.token, "node", node);
+      return;
+    }
+    // A service instance: write on its service name (the instance's ID when it is no longer known).
+    const row = ctx.fsm.state.tables.services.all().find((s) => s.node.toLowerCase() === node.toLowerCase() && s.id === serviceId);
+    need(ctx, a.token, "service", row?.service ?? serviceId);
+  },
+  "Session.Apply": (ctx, a) => {
+    const session = (a.session ?? {}) as { node?: string; id?: string };
+    if (a.op === "create") {
+      need(ctx, a.token, "session", String(session.node ?? ""));
+      return;
+    }
+    const row = ctx.fsm.state.tables.sessions.get(String(session.id ?? ""));
+    if (row) need(ctx, a.token, "session", row.node);
+  },
+};
+
 /** The handlers with ACL filtering on the replies of catalog, health and session reads. */
 export function withAclFilters(ctx: ServerContext, handlers: RpcHandlers): RpcHandlers {
   if (!ctx.acl?.enabled) return handlers;
@@ -76,6 +114,18 @@ export function withAclFilters(ctx: ServerContext, handlers: RpcHandlers): RpcHa
       const copy = { ...reply };
       if (filter(id.authz, copy)) copy.meta = { ...(copy.meta as QueryMeta), resultsFilteredByAcls: true };
       return copy;
+    };
+  }
+  for (const [method, check] of Object.entries(writeChecks) as [keyof RpcHandlers, WriteCheck][]) {
+    const h = handlers[method] as ((args: unknown, options?: HandlerOptions) => Promise<unknown>) | undefined;
+    if (!h) continue;
+    out[method] = (args: Record<string, unknown>, options?: HandlerOptions) => {
+      try {
+        if (options?.internal !== true && typeof args === "object" && args !== null) check(ctx, args);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return h(args, options);
     };
   }
   return out as unknown as RpcHandlers;

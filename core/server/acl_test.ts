@@ -131,3 +131,22 @@ test("acl server: catalog and health answers leave out what the token may not re
   assert.deepEqual([Object.keys(all.services).sort(), all.meta.resultsFilteredByAcls], [["db", "web"], undefined]);
   await assert.rejects(rpc.call("Catalog.ListNodes", { query: { ...q(), token: "unknown" } }), AclNotFoundError);
 });
+
+test("acl server: catalog registrations and sessions need node, service and session write; the leader's own calls are trusted", async () => {
+  const root = "11111111-2222-3333-4444-555555555555";
+  const d = await aclServer({ initialManagement: root });
+  const { rpc } = d;
+  await rpc.call("ACL.Write", { kind: "policy", op: "create", item: { name: "web", rules: `service "web" { policy = "write" }\nnode_prefix "" { policy = "read" }` }, token: root });
+  const tok = await rpc.call("ACL.Write", { kind: "token", op: "create", item: { policies: [{ name: "web" }] }, token: root });
+  const secret = tok.item!.secretId as string;
+  await assert.rejects(rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "web" }, token: secret }), /lacks permission 'node:write' on "n1"/);
+  await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", token: root });
+  assert.ok((await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "web" }, skipNodeUpdate: true, token: secret })).index > 0);
+  await assert.rejects(rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "db" }, skipNodeUpdate: true, token: secret }), /lacks permission 'service:write' on "db"/);
+  await assert.rejects(rpc.call("Catalog.Deregister", { node: "n1", token: secret }), /node:write/);
+  assert.ok((await rpc.call("Catalog.Deregister", { node: "n1", serviceId: "web", token: secret })).index > 0);
+  await assert.rejects(rpc.call("Session.Apply", { op: "create", session: { node: "n1", nodeChecks: [] }, token: secret }), /lacks permission 'session:write' on "n1"/);
+  // Internal calls (leader duties) are not checked.
+  assert.ok((await d.server.handle("Catalog.Register", { node: "n2", address: "10.0.0.2" }, { internal: true })).index > 0);
+  await assert.rejects(d.server.handle("Catalog.Register", { node: "n3", address: "10.0.0.3" }), /node:write/);
+});

@@ -106,7 +106,7 @@ export class Server {
   }
 
   /** Answer one RPC. Unknown methods reject with a TypeError (callers are typed). */
-  handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal }): Promise<RpcReply<M>> {
+  handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal; internal?: boolean }): Promise<RpcReply<M>> {
     const h = this.handlers[method] as
       | ((a: RpcArgs<M>, o?: HandlerOptions) => Promise<RpcReply<M>>)
       | undefined;
