@@ -5,23 +5,36 @@
 // balancer polling, cost one JSON.stringify between them. Only frozen arrays
 // are shared: anything a request changed on its way here (?filter, ?near,
 // WAN address translation, ACL filtering) is a new array and is encoded for
-// itself. The bytes die with the array (WeakMap), so the cache needs no bound
-// of its own beyond the server's.
+// itself. The bytes are held up to a budget (a 100-instance answer is about
+// 100 KB), least recently used dropped first.
 
 import { setMetaHeaders } from "./blocking.ts";
 import type { QueryMeta } from "../rpc/mod.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
 import { jsonResponse, wantsPretty } from "./types.ts";
 
+/** Bytes of encoded answers kept (both styles of every cached answer). */
+export const encodedCacheBudgetBytes = 128 * 1024 * 1024;
+
 interface Encoded {
   plain?: Buffer;
   pretty?: Buffer;
 }
 
-const encoded = new WeakMap<object, Encoded>();
+/** Answers by their (frozen) array, least recently used first. */
+const encoded = new Map<object, Encoded>();
+let heldBytes = 0;
 
 /** Counters for tests and benchmarks. */
-export const encodedCacheStats = { hits: 0, misses: 0 };
+export const encodedCacheStats = { hits: 0, misses: 0, get heldBytes(): number { return heldBytes; }, get answers(): number { return encoded.size; } };
+
+function evict(budget: number): void {
+  for (const [rows, e] of encoded) {
+    if (heldBytes <= budget) return;
+    heldBytes -= (e.plain?.length ?? 0) + (e.pretty?.length ?? 0);
+    encoded.delete(rows);
+  }
+}
 
 /** `rows` as Consul's JSON (a list of toJson(row)), encoded once per frozen array and style. */
 export function encodeRows<T>(rows: readonly T[], toJson: (row: T) => unknown, pretty: boolean): Buffer | string {
@@ -31,7 +44,10 @@ export function encodeRows<T>(rows: readonly T[], toJson: (row: T) => unknown, p
   };
   if (!Object.isFrozen(rows)) return text();
   let e = encoded.get(rows);
-  if (!e) encoded.set(rows, (e = {}));
+  if (e) encoded.delete(rows);
+  else e = {};
+  // Most recently used last.
+  encoded.set(rows, e);
   const have = pretty ? e.pretty : e.plain;
   if (have) {
     encodedCacheStats.hits++;
@@ -41,7 +57,19 @@ export function encodeRows<T>(rows: readonly T[], toJson: (row: T) => unknown, p
   const bytes = Buffer.from(text());
   if (pretty) e.pretty = bytes;
   else e.plain = bytes;
+  heldBytes += bytes.length;
+  evict(budgetBytes);
   return bytes;
+}
+
+let budgetBytes = encodedCacheBudgetBytes;
+
+/** For tests: change the budget (dropping what no longer fits); returns the previous one. */
+export function setEncodedCacheBudget(bytes: number): number {
+  const prev = budgetBytes;
+  budgetBytes = bytes;
+  evict(bytes);
+  return prev;
 }
 
 /** readResponse (catalog.ts) for a list answer, sharing the encoding of a frozen one. */

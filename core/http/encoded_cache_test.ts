@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { encodeRows, encodedCacheStats } from "./encoded_cache.ts";
+import { encodeRows, encodedCacheStats, setEncodedCacheBudget } from "./encoded_cache.ts";
 
 const toJson = (r: { n: number }): unknown => ({ N: r.n, Text: "ü \u2028" });
 
@@ -28,4 +28,23 @@ test("encoded cache: an array that is not frozen (filtered, sorted, translated, 
   rows.push({ n: 2 });
   assert.equal(text(encodeRows(rows, toJson, false)), JSON.stringify(rows.map(toJson)));
   assert.equal(encodedCacheStats.hits, hits);
+});
+
+test("encoded cache: held bytes stay within the budget, least recently used dropped first", () => {
+  const prev = setEncodedCacheBudget(0);
+  try {
+    setEncodedCacheBudget(40);
+    const a = Object.freeze([Object.freeze({ n: 1 })]);
+    const b = Object.freeze([Object.freeze({ n: 2 })]);
+    const size = (encodeRows(a, toJson, false) as Buffer).length;
+    assert.ok(size * 2 > 40 && size <= 40, `an answer is ${size} bytes`);
+    const a1 = encodeRows(a, toJson, false);
+    encodeRows(b, toJson, false);
+    assert.ok(encodedCacheStats.heldBytes <= 40);
+    const misses = encodedCacheStats.misses;
+    assert.notEqual(encodeRows(a, toJson, false), a1, "a was dropped for b");
+    assert.equal(encodedCacheStats.misses, misses + 1);
+  } finally {
+    setEncodedCacheBudget(prev);
+  }
 });

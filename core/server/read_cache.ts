@@ -15,8 +15,12 @@ import type { Indexed } from "../state/kvs.ts";
 import type { ReadTxn } from "../state/txn.ts";
 import type { WatchSet } from "../state/watch.ts";
 
-/** Answers kept per store (least recently used dropped first). */
-export const readCacheLimit = 512;
+/**
+ * Answers kept per store (least recently used dropped first). An answer is
+ * an array of small wrappers around rows the store holds anyway (about
+ * 10 KB for 100 instances), so a few thousand cost little.
+ */
+export const readCacheLimit = 4096;
 
 interface Entry<T> {
   index: number;

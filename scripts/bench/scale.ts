@@ -1,0 +1,197 @@
+// Catalog at scale (issue #24): `node --import tsx scripts/bench/scale.ts`.
+// Starts `cairn agent -dev` (CAIRN_E2E_BIN, else dist/cairn; or uses
+// CAIRN_BENCH_HTTP_ADDR), registers 100,000 service instances over 10,000
+// nodes (10 instances per node, 1,000 services of 100 instances, each
+// instance with a passing check, each node with a passing node-level check)
+// through /v1/catalog/register, and prints:
+//   - the agent's RSS once they are in (target ≤ 1 GiB),
+//   - GET /v1/health/service/<name>?passing (100 instances per answer) at 16
+//     keep-alive connections (target ≥ 4,000 req/s),
+//   - 10,000 blocking watchers of one service: a registration of another
+//     service must wake none, one of the watched service must wake all, and
+//     the time until the last has its answer (target ≤ 1 s).
+// Every figure is printed with the machine's load average at the time.
+// CAIRN_BENCH_NODES (10000), CAIRN_BENCH_PER_NODE (10), CAIRN_BENCH_SECONDS (5),
+// CAIRN_BENCH_WATCHERS (10000), CAIRN_BENCH_CONNS (16) change the sizes.
+import { loadavg } from "node:os";
+import { readFileSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
+import { devAgentAt } from "../e2e/harness.ts";
+
+const nodeCount = Number(process.env.CAIRN_BENCH_NODES ?? 10_000);
+const perNode = Number(process.env.CAIRN_BENCH_PER_NODE ?? 10);
+const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 5);
+const watchers = Number(process.env.CAIRN_BENCH_WATCHERS ?? 10_000);
+const conns = Number(process.env.CAIRN_BENCH_CONNS ?? 16);
+/** 100 instances per service: nodeCount * perNode / 100 services. */
+const instancesPerService = 100;
+const serviceCount = Math.max(1, Math.floor((nodeCount * perNode) / instancesPerService));
+
+let host = "127.0.0.1";
+let port = 0;
+
+function httpCall(agent: Agent, method: string, path: string, body?: string): Promise<Reply> {
+  return sharedHttpCall({ host, port }, agent, method, path, body);
+}
+
+function load(): string {
+  return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))]!;
+}
+
+function rssMiB(pid: number | undefined): { rss: number; hwm: number } {
+  if (pid === undefined) return { rss: NaN, hwm: NaN };
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
+  return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024 };
+}
+
+/**
+ * Instance k (0..perNode-1) of node i runs service (i * perNode + k) % serviceCount:
+ * every service gets instancesPerService instances, each on another node.
+ */
+function registration(node: number, k: number, svcOverride?: number): string {
+  const svc = svcOverride ?? (node * perNode + k) % serviceCount;
+  const name = `svc-${svc}`;
+  const id = `${name}-${node}`;
+  const checks: unknown[] = [{ CheckID: `chk-${id}`, Name: `check ${id}`, ServiceID: id, Status: "passing" }];
+  // Not "serfHealth": the leader would reap nodes that are not serf members.
+  if (k === 0) checks.push({ CheckID: "node-alive", Name: "node alive", Status: "passing" });
+  return JSON.stringify({
+    Node: `node-${node}`,
+    Address: `10.${(node >> 16) & 255}.${(node >> 8) & 255}.${node & 255}`,
+    Service: { ID: id, Service: name, Port: 8000 + (svc % 1000), Tags: ["bench", `k${k}`] },
+    Checks: checks,
+  });
+}
+
+async function register(): Promise<{ count: number; ms: number; errors: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  const total = nodeCount * perNode;
+  let next = 0;
+  let errors = 0;
+  let lastReport = performance.now();
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 32 }, async () => {
+    while (next < total) {
+      const j = next++;
+      const r = await httpCall(agent, "PUT", "/v1/catalog/register", registration(Math.floor(j / perNode), j % perNode));
+      if (r.status !== 200) errors++;
+      if (performance.now() - lastReport > 15_000) {
+        lastReport = performance.now();
+        console.log(`  … ${j} registered (${load()})`);
+      }
+    }
+  }));
+  const ms = performance.now() - t0;
+  agent.destroy();
+  return { count: total, ms, errors };
+}
+
+async function getPhase(): Promise<{ ops: number; perSec: number; p50: number; p99: number; errors: number; entries: number }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: conns });
+  const lat: number[] = [];
+  let errors = 0;
+  let entries = 0;
+  const until = performance.now() + seconds * 1000;
+  let i = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: conns }, async () => {
+    while (performance.now() < until) {
+      const svc = i++ % serviceCount;
+      const s = performance.now();
+      const r = await httpCall(agent, "GET", `/v1/health/service/svc-${svc}?passing`);
+      lat.push(performance.now() - s);
+      if (r.status !== 200) errors++;
+      else if (entries === 0) entries = (JSON.parse(r.body.toString()) as unknown[]).length;
+    }
+  }));
+  const elapsed = (performance.now() - t0) / 1000;
+  agent.destroy();
+  lat.sort((a, b) => a - b);
+  return { ops: lat.length, perSec: lat.length / elapsed, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), errors, entries };
+}
+
+async function fanout(): Promise<{ connected: number; wokenByOther: number; answered: number; allMs: number; p50: number; p99: number; errors: number; entries: number }> {
+  const setup = new Agent({ keepAlive: true, maxSockets: 1 });
+  const first = await httpCall(setup, "GET", "/v1/health/service/svc-0?passing");
+  const index = first.index;
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  let connected = 0;
+  let answered = 0;
+  let errors = 0;
+  let entries = 0;
+  let putAt = Infinity;
+  let otherPhase = true;
+  let wokenByOther = 0;
+  const wake: number[] = [];
+  let allDone: () => void = () => {};
+  const done = new Promise<void>((r) => (allDone = r));
+  for (let i = 0; i < watchers; i++) {
+    const req = request({ host, port, method: "GET", path: `/v1/health/service/svc-0?passing&index=${index}&wait=120s`, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      // Only the first answer is parsed (to count its entries); the rest are drained.
+      if (i === 0) res.on("data", (c: Buffer) => chunks.push(c));
+      else res.resume();
+      res.on("end", () => {
+        const t = performance.now();
+        if (otherPhase) wokenByOther++;
+        else {
+          answered++;
+          wake.push(t - putAt);
+          if (i === 0) entries = (JSON.parse(Buffer.concat(chunks).toString()) as unknown[]).length;
+        }
+        if (answered + wokenByOther + errors >= watchers) allDone();
+      });
+    });
+    req.on("socket", () => connected++);
+    req.on("error", () => {
+      errors++;
+      if (answered + wokenByOther + errors >= watchers) allDone();
+    });
+    req.end();
+  }
+  const deadline = Date.now() + 60_000;
+  while (connected < watchers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  // Let every request reach the agent and park.
+  await new Promise((r) => setTimeout(r, 3_000));
+  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 0, 1));
+  await new Promise((r) => setTimeout(r, 1_000));
+  otherPhase = false;
+  putAt = performance.now();
+  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 1, 0));
+  await Promise.race([done, new Promise((r) => setTimeout(r, 60_000))]);
+  agent.destroy();
+  setup.destroy();
+  wake.sort((a, b) => a - b);
+  return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors, entries };
+}
+
+async function main(): Promise<void> {
+  const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR, { args: ["-hcl=limits { http_max_conns_per_client = 0 }"] });
+  ({ host, port } = target);
+  const pid = target.agent?.proc.pid;
+  try {
+    console.log(`# scale benchmark against ${host}:${port} (${process.env.CAIRN_E2E_BIN ?? "dist/cairn"}), ${load()}`);
+    const empty = rssMiB(pid);
+    const reg = await register();
+    console.log(`registered ${reg.count} instances (${serviceCount} services × ${instancesPerService}) over ${nodeCount} nodes in ${(reg.ms / 1000).toFixed(1)} s = ${(reg.count / (reg.ms / 1000)).toFixed(0)}/s, errors ${reg.errors}; ${load()}`);
+    const held = rssMiB(pid);
+    console.log(`agent RSS: ${empty.rss.toFixed(0)} MiB empty, ${held.rss.toFixed(0)} MiB holding them (peak ${held.hwm.toFixed(0)} MiB); target ≤ 1024 MiB`);
+    const g = await getPhase();
+    console.log(`GET /v1/health/service/<name>?passing, ${g.entries} instances per answer, ${conns} conns, ${seconds} s: ${g.perSec.toFixed(0)} req/s, p50 ${g.p50.toFixed(2)} ms, p99 ${g.p99.toFixed(2)} ms, errors ${g.errors}; ${load()}; target ≥ 4,000 req/s`);
+    const f = await fanout();
+    console.log(`${watchers} watchers of svc-0 (${f.entries} instances per answer): connected ${f.connected}, woken by another service ${f.wokenByOther}, answered ${f.answered}, all answered in ${f.allMs.toFixed(0)} ms (p50 ${f.p50.toFixed(0)}, p99 ${f.p99.toFixed(0)}), errors ${f.errors}; ${load()}; target ≤ 1,000 ms`);
+    const after = rssMiB(pid);
+    console.log(`agent RSS at the end: ${after.rss.toFixed(0)} MiB (peak ${after.hwm.toFixed(0)} MiB)`);
+  } finally {
+    await target.agent?.stop();
+  }
+}
+
+await main();
