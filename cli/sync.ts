@@ -17,6 +17,8 @@ import type { ConfigSource, SyncConfig } from "../core/sync/config.ts";
 import type { SyncDriver } from "../core/sync/driver.ts";
 import { ExecDriver } from "../core/sync/exec_driver_node.ts";
 import { TerraformDriver } from "../core/sync/terraform_driver_node.ts";
+import { SyncElector } from "../core/sync/ha_node.ts";
+import { hostname } from "node:os";
 import { serveSyncApi, syncApiHandler } from "../core/sync/api_node.ts";
 import type { Logger } from "../core/log/mod.ts";
 import { SyncRuntime } from "../core/sync/runtime_node.ts";
@@ -175,7 +177,9 @@ export const syncStartCommand: Command = {
     const once = bool(p, "once");
     const inspectOnly = bool(p, "inspect") || list(p, "inspect-task").length > 0;
     if (inspectOnly) return inspectTasks(cfg, driver, logger, list(p, "inspect-task"), io);
-    const runtime = new SyncRuntime({ config: cfg, client: syncApiClient(cfg), driver, clock: systemClock, logger, runAll: once });
+    const ha = once ? undefined : cfg.highAvailability;
+    const client = syncApiClient(cfg);
+    const runtime = new SyncRuntime({ config: cfg, client, driver, clock: systemClock, logger, runAll: once, inactive: ha !== undefined });
     const shutdown = onShutdownSignal();
     try {
       await runtime.start();
@@ -199,18 +203,38 @@ export const syncStartCommand: Command = {
         return 0;
       }
       let api: Awaited<ReturnType<typeof serveSyncApi>>;
+      let elector: SyncElector | undefined;
+      const bind = str(p, "bind") || "0.0.0.0";
       try {
-        api = await serveSyncApi(syncApiHandler(runtime), { host: str(p, "bind") || "0.0.0.0", port: cfg.port });
+        api = await serveSyncApi(syncApiHandler(runtime, { leaderAddress: () => elector?.leaderAddress() }), { host: bind, port: cfg.port });
       } catch (err) {
         io.stderr(`Error: cannot serve the sync API on port ${cfg.port}: ${(err as Error).message}\n`);
         await runtime.stop();
         return 1;
       }
       logger.info("api listening", { port: api.port });
+      if (ha) {
+        const key = `${cfg.consul.kvPath.replace(/^\/+/, "").replace(/\/*$/, "/")}leader/${ha.clusterName}`;
+        const address = ha.instanceAddress || `http://${bind === "0.0.0.0" ? hostname() : bind}:${api.port}`;
+        elector = new SyncElector({
+          client,
+          clock: systemClock,
+          logger: logger.named("ha"),
+          key,
+          ttlMs: ha.leaderTtlMs,
+          address,
+          onLeader: () => runtime.takeOver(),
+          onFollower: () => runtime.setActive(false),
+        });
+        elector.start();
+        logger.info("high availability: waiting to be elected", { key, address });
+      }
       await new Promise<void>((done) => shutdown.signal.addEventListener("abort", () => done(), { once: true }));
       logger.info("shutting down");
-      api.server.close();
+      runtime.setActive(false);
       await runtime.stop();
+      await elector?.stop();
+      api.server.close();
       return 0;
     } finally {
       shutdown.cancel();

@@ -81,6 +81,8 @@ export interface TaskConfig {
 export interface HighAvailabilityConfig {
   clusterName: string;
   leaderTtlMs: number;
+  /** This instance's API address, for followers' redirects ("" = derived from the listener). */
+  instanceAddress: string;
 }
 
 export interface SyncConfig {
@@ -495,14 +497,18 @@ export function parseSyncConfig(sources: readonly ConfigSource[], env: Env = {})
     for (const [name, b] of labelled(ctx, o, "terraform_provider", "terraform_provider")) cfg.terraformProviders[name] = b;
     const ha = block(ctx, o, "high_availability", "high_availability");
     if (ha) {
-      checkKeys(ctx, ha, ["cluster"], "high_availability");
+      checkKeys(ctx, ha, ["cluster", "instance"], "high_availability");
+      const inst = block(ctx, ha, "instance", "high_availability.instance") ?? {};
+      checkKeys(ctx, inst, ["address"], "high_availability.instance");
       const cl = block(ctx, ha, "cluster", "high_availability.cluster") ?? {};
       checkKeys(ctx, cl, ["name", "leader_election"], "high_availability.cluster");
       const le = block(ctx, cl, "leader_election", "high_availability.cluster.leader_election") ?? {};
       checkKeys(ctx, le, ["ttl"], "high_availability.cluster.leader_election");
       const clusterName = str(ctx, cl, "name", "high_availability.cluster.name");
       if (clusterName === "") ctx.fail(`"high_availability.cluster.name" is required`, ha, "cluster", "high_availability.cluster.name");
-      cfg.highAvailability = { clusterName, leaderTtlMs: duration(ctx, le, "ttl", "high_availability.cluster.leader_election.ttl", 15_000) };
+      const leaderTtlMs = duration(ctx, le, "ttl", "high_availability.cluster.leader_election.ttl", 15_000);
+      if (leaderTtlMs < 10_000) ctx.fail(`"high_availability.cluster.leader_election.ttl" must be at least 10s (the servers' minimum session TTL)`, le, "ttl", "high_availability.cluster.leader_election.ttl");
+      cfg.highAvailability = { clusterName, leaderTtlMs, instanceAddress: str(ctx, inst, "address", "high_availability.instance.address") };
     }
     blocks(ctx, o, "task", "task").forEach((t, i) => pendingTasks.push({ ctx, t, i }));
   }

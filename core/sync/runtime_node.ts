@@ -56,12 +56,15 @@ export interface SyncRuntimeOptions {
   logger: Logger;
   /** Ignore applied state in KV: every task runs once (`-once`). */
   runAll?: boolean;
+  /** Start without starting runs (HA: until elected). */
+  inactive?: boolean;
   /** Called with every finished run (the webhook, tests). */
   onRunEnd?: (r: RunRecord) => void;
   fetch?: typeof fetch;
 }
 
 const textDecoder = new TextDecoder();
+const INTERRUPTED = "the sync instance stopped during the run";
 
 function decodeB64(s: string): string {
   return textDecoder.decode(decodeBase64(s) ?? new Uint8Array());
@@ -90,6 +93,8 @@ export class SyncRuntime {
     this.#log = options.logger;
     this.#sched = new SyncScheduler({ maxConcurrentRuns: options.config.maxConcurrentRuns });
     this.#kvPath = options.config.consul.kvPath.replace(/^\/+/, "").replace(/\/*$/, "/");
+    this.#active = options.inactive !== true;
+    this.#sched.setPaused(!this.#active, options.clock.now());
   }
 
   get config(): SyncConfig {
@@ -172,9 +177,9 @@ export class SyncRuntime {
     return true;
   }
 
-  runNow(name: string): boolean {
+  runNow(name: string, trigger: "manual" | "failover" = "manual"): boolean {
     if (!this.#tasks.has(name)) return false;
-    this.#sched.step({ kind: "runNow", task: name, now: this.#o.clock.now() });
+    this.#sched.step({ kind: "runNow", task: name, now: this.#o.clock.now(), trigger });
     this.#pump();
     return true;
   }
@@ -182,7 +187,35 @@ export class SyncRuntime {
   /** Stop or resume starting runs (HA: a follower, or a leader losing its lock). */
   setActive(active: boolean): void {
     this.#active = active;
+    this.#sched.setPaused(!active, this.#o.clock.now());
     if (active) this.#pump();
+    else this.#timer?.cancel();
+  }
+
+  get isActive(): boolean {
+    return this.#active;
+  }
+
+  /**
+   * HA: this instance just became the leader. Read what the previous leader
+   * left in KV (tasks created through its API, run history; a run it never
+   * finished is marked errored), then run every task once and resume.
+   */
+  async takeOver(): Promise<void> {
+    for (const t of await this.#readTaskDefs()) if (!this.#tasks.has(t.name)) await this.addTask(t, { persist: false });
+    for (const [name, entry] of this.#tasks) {
+      const runs = await this.#readRuns(name);
+      for (const r of runs) if (r.error === INTERRUPTED) await this.#writeRun(r);
+      const mine = entry.runs.filter((r) => !runs.some((x) => x.id === r.id));
+      entry.runs = [...runs, ...mine].sort((a, b) => (a.id < b.id ? -1 : 1));
+      const state = await this.#readState(name);
+      if (state && state.enabled !== entry.config.enabled) {
+        entry.config = { ...entry.config, enabled: state.enabled };
+        this.#sched.setEnabled(name, state.enabled, this.#o.clock.now());
+      }
+    }
+    for (const name of this.#tasks.keys()) this.runNow(name, "failover");
+    this.setActive(true);
   }
 
   /** Inputs a task would get now (undefined until its dependencies all answered). */
@@ -434,7 +467,10 @@ export class SyncRuntime {
         try {
           const r = JSON.parse(textDecoder.decode(p.Value ?? new Uint8Array())) as RunRecord;
           // A run that was going when its instance died never finished.
-          if (r.status === "running") r.status = "errored", r.error = "the sync instance stopped during the run";
+          if (r.status === "running") {
+            r.status = "errored";
+            r.error = INTERRUPTED;
+          }
           out.push(r);
         } catch {
           // not ours: skip

@@ -21,7 +21,7 @@ import type { CronSchedule } from "./cron.ts";
 import type { BufferPeriod } from "./config.ts";
 import { renderHash } from "./render.ts";
 
-export type Trigger = "start" | "change" | "schedule" | "manual" | "enable";
+export type Trigger = "start" | "change" | "schedule" | "manual" | "enable" | "failover";
 
 export interface TaskSpec<R = unknown> {
   name: string;
@@ -40,7 +40,7 @@ export type SchedulerInput =
   | { kind: "data"; dep: string; value: unknown; now: number }
   | { kind: "tick"; now: number; wallNow: number }
   | { kind: "runDone"; task: string; runId: number; ok: boolean; now: number }
-  | { kind: "runNow"; task: string; now: number };
+  | { kind: "runNow"; task: string; now: number; trigger?: "manual" | "failover" };
 
 export interface RunOrder<R = unknown> {
   runId: number;
@@ -99,10 +99,17 @@ export class SyncScheduler<R = unknown> {
   #runningCount = 0;
   #lastNow = 0;
   #lastWall?: number;
+  #paused = false;
 
   constructor(options: { maxConcurrentRuns: number }) {
     if (!(options.maxConcurrentRuns >= 1)) throw new RangeError("maxConcurrentRuns must be at least 1");
     this.#maxConcurrent = options.maxConcurrentRuns;
+  }
+
+  /** Paused: runs stay pending, nothing starts (HA follower, or a leader that lost its lock). */
+  setPaused(paused: boolean, now: number): void {
+    this.#paused = paused;
+    if (!paused) this.#dispatch(now);
   }
 
   /** Dependency keys some task needs (the watchers to keep). */
@@ -219,7 +226,7 @@ export class SyncScheduler<R = unknown> {
       case "runNow": {
         const st = this.#tasks.get(input.task);
         if (!st) break;
-        st.forced = "manual";
+        st.forced = input.trigger ?? "manual";
         st.pendingFirst ??= input.now;
         st.pendingLast = input.now;
         break;
@@ -282,6 +289,7 @@ export class SyncScheduler<R = unknown> {
   }
 
   #dispatch(now: number): void {
+    if (this.#paused) return;
     const due: TaskState<R>[] = [];
     for (const st of this.#tasks.values()) {
       if (st.pendingFirst === undefined || !st.spec.enabled || st.running !== undefined) continue;
