@@ -78,6 +78,7 @@ export class AgentTokenStore implements AgentTokens {
     const t = config.acl?.tokens;
     if (t?.default) this.#tokens.set("default", t.default);
     if (t?.agent) this.#tokens.set("agent", t.agent);
+    if (t?.dns) this.#tokens.set("dns", t.dns);
     this.#path = config.acl?.enableTokenPersistence && config.dataDir ? join(config.dataDir, tokensFile) : "";
     if (this.#path) this.#load();
   }
@@ -91,16 +92,16 @@ export class AgentTokenStore implements AgentTokens {
     }
     if (typeof raw !== "object" || raw === null) return;
     // Consul's persisted field names.
-    const fields: Record<string, string> = { default: "default", agent: "agent", agent_recovery: "agent_recovery", replication: "replication", config_file_service_registration: "config_file_service_registration" };
+    const fields: Record<string, string> = { default: "default", agent: "agent", dns: "dns", agent_recovery: "agent_recovery", replication: "replication", config_file_service_registration: "config_file_service_registration" };
     for (const [k, type] of Object.entries(fields)) {
       const v = (raw as Record<string, unknown>)[k];
       if (typeof v === "string" && v !== "") this.#tokens.set(type, v);
     }
   }
 
-  get(type: "default" | "agent"): string {
-    // The agent's own calls fall back to the default token, as Consul's AgentToken().
-    if (type === "agent") return this.#tokens.get("agent") || this.#tokens.get("default") || "";
+  get(type: "default" | "agent" | "dns"): string {
+    // The agent's own calls and DNS fall back to the default token, as Consul's AgentToken() and DNSToken().
+    if (type === "agent" || type === "dns") return this.#tokens.get(type) || this.#tokens.get("default") || "";
     return this.#tokens.get(type) ?? "";
   }
 

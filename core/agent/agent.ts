@@ -288,7 +288,7 @@ export async function startAgent(
     let dnsAddr: { host: string; port: number } | undefined;
     for (const host of listenHosts(config.addresses.dns || config.clientAddr)) {
       const dnsConfig = { ...config, addresses: { ...config.addresses, dns: host }, ports: { ...config.ports, dns: dnsAddr?.port ?? config.ports.dns } };
-      const dns = await startDnsServer({ config: dnsConfig, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0 });
+      const dns = await startDnsServer({ config: dnsConfig, rpc, clock, rng: new Rng(seed ^ 0x2545f491), logger: logger.named("agent.dns"), cacheMs: 0, token: () => aclTokens.get("dns") });
       if (!dns) break;
       dnsAddr ??= dns.addr;
       closers.add("dns", () => dns.server.close());

@@ -59,7 +59,7 @@ export function defaultConfig(): AgentConfig {
       tokenTtlMs: 30_000,
       policyTtlMs: 30_000,
       roleTtlMs: 30_000,
-      tokens: { initialManagement: "", default: "", agent: "" },
+      tokens: { initialManagement: "", default: "", agent: "", dns: "" },
     },
     autopilot: { cleanupDeadServers: true, lastContactThresholdMs: 200, maxTrailingLogs: 250, minQuorum: 0, serverStabilizationTimeMs: 10_000 },
     raftSnapshotThreshold: 16_384,

@@ -229,7 +229,7 @@ export const AGENT_KEYS: KeyTable = {
           agent: impl("string", { note: "the token of the agent's own catalog syncs" }),
           replication: planned(ACL_REPLICATION),
           agent_recovery: planned("the agent recovery token is not implemented yet"),
-          dns: planned("the DNS server does not filter answers by token yet"),
+          dns: impl("string", { note: "the token of DNS lookups (answers are filtered by it); default: the default token" }),
           config_file_service_registration: planned("services from files register with the agent token"),
           master: impl("string", { to: "initialManagement", replacedBy: "acl.tokens.initial_management" }),
           agent_master: planned("the agent recovery token is not implemented yet", { replacedBy: "acl.tokens.agent_recovery" }),

@@ -96,7 +96,7 @@ export interface AclAgentConfig {
   tokenTtlMs: number;
   policyTtlMs: number;
   roleTtlMs: number;
-  tokens: { initialManagement: string; default: string; agent: string };
+  tokens: { initialManagement: string; default: string; agent: string; dns: string };
 }
 
 /** `autopilot {}`: the configuration a leader stores when the cluster has none yet (Consul's autopilot defaults). */

@@ -29,6 +29,8 @@ export interface RpcBackendOptions {
    */
   cacheMs?: number;
   now?: () => number;
+  /** The token DNS reads carry (acl.tokens.dns, else the default token); answers are filtered by it on the servers. */
+  token?: () => string;
 }
 
 interface CacheEntry {
@@ -59,13 +61,16 @@ export function createRpcBackend(options: RpcBackendOptions): DnsBackend {
   }
 
   function query(datacenter: string, stale: boolean): QueryOptions {
-    return {
+    const q: QueryOptions = {
       minQueryIndex: 0,
       maxQueryTimeMs: 0,
       allowStale: stale,
       requireConsistent: false,
       datacenter: datacenter.toLowerCase() === localDc ? undefined : datacenter,
     };
+    const token = options.token?.();
+    if (token) q.token = token;
+    return q;
   }
 
   /** Run a read stale when allowed; ask the leader again when the stale answer is too old. */

@@ -25,6 +25,8 @@ export async function startDnsServer(options: {
   logger: Logger;
   /** Lookup results are reused this long (ms); 0 asks the catalog every time. */
   cacheMs?: number;
+  /** The token of DNS reads (ACLs). */
+  token?: () => string;
 }): Promise<StartedDns | undefined> {
   const { config, clock } = options;
   if (config.ports.dns < 0) return undefined;
@@ -39,6 +41,7 @@ export async function startDnsServer(options: {
     nodeName: config.nodeName,
     cacheMs: options.cacheMs ?? 0,
     now: () => clock.now(),
+    token: options.token,
   });
   const resolver = createDnsResolver({
     backend,

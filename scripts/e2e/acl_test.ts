@@ -3,19 +3,21 @@
 // `acl token create`), a token limited to key_prefix "app/" that writes
 // there and gets Consul's 403 elsewhere (through a server and through a
 // client agent, which resolves tokens through the servers), anonymous lists
-// filtered with X-Consul-Results-Filtered-By-ACLs, -token-file, and
-// python-consul with a token.
+// filtered with X-Consul-Results-Filtered-By-ACLs, -token-file,
+// python-consul with a token, and DNS with and without a token.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { Resolver } from "node:dns/promises";
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { until } from "../../core/testing/until.ts";
-import { cairn, makeCluster, run, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+import { cairn, freePort, makeCluster, run, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
 
 const python = "/usr/bin/python3";
 let c: Cluster;
 let leader: ServerSpec;
 let client: Agent | undefined;
+let clientDns = 0;
 let root = "";
 let appSecret = "";
 let appAccessor = "";
@@ -95,7 +97,8 @@ test("acl e2e: a key_prefix \"app/\" token writes there and gets 403 elsewhere (
 
   // A client agent resolves the token through the servers and decides the same way.
   // /v1/agent/self (the launcher's readiness probe) needs agent:read: wait on the public status endpoint instead.
-  client = await c.startClient("acl-client", { args: [`-config-file=${c.configFile}`], ready: false });
+  clientDns = await freePort();
+  client = await c.startClient("acl-client", { args: [`-config-file=${c.configFile}`, `-dns-port=${clientDns}`], ready: false });
   const via = client.http;
   await until(async () => {
     try {
@@ -164,4 +167,24 @@ print("python-consul acl checks passed")
   const r = await run(python, ["-c", script, s.addr, String(s.http), appSecret], { timeoutMs: 30_000 });
   assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
   assert.match(r.stdout, /python-consul acl checks passed/);
+});
+
+test("acl e2e: DNS answers are filtered by the agent's DNS token", async () => {
+  assert.ok(client && root, "the client agent runs");
+  const resolver = new Resolver({ timeout: 2_000, tries: 1 });
+  resolver.setServers([`127.0.0.1:${clientDns}`]);
+  // No DNS token: the anonymous token reads no node, so no instance of the consul service.
+  await assert.rejects(resolver.resolve4("consul.service.consul"), (e: NodeJS.ErrnoException) => e.code === "ENOTFOUND");
+  const set = await cairn(["acl", "set-agent-token", `-http-addr=${client.httpAddr}`, "dns", root], { env: { CONSUL_HTTP_TOKEN: root } });
+  assert.equal(set.code, 0, set.stderr);
+  assert.equal(set.stdout, 'ACL token "dns" set successfully\n');
+  // The DNS server reuses an encoded answer for up to a second.
+  const addrs = await until(async () => {
+    try {
+      return await resolver.resolve4("consul.service.consul");
+    } catch {
+      return undefined;
+    }
+  }, "DNS answers with the DNS token", { timeoutMs: 5_000, intervalMs: 200 });
+  assert.deepEqual(addrs, ["127.0.0.1"]); // three servers on one address: one record
 });
