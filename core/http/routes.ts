@@ -58,6 +58,7 @@ import { snapshotHandler, snapshotMaxBodyBytes } from "./snapshot.ts";
 import { statusLeaderHandler, statusPeersHandler } from "./status.ts";
 import { txnHandler, txnMaxRequestBytes } from "./txn.ts";
 import { uiContentPath, uiHandler, uiRootMethods, uiRootRedirectHandler } from "./ui.ts";
+import { uiServicesHandler } from "./ui_services.ts";
 import { hasFlag, type Handler } from "./types.ts";
 import { HttpError } from "./http_error.ts";
 import { withMaxStale } from "./blocking.ts";
@@ -146,6 +147,8 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/catalog/datacenters", methods: GET, handler: catalogDatacentersHandler({ rpc }), authz: none },
     { pattern: "/v1/catalog/nodes", methods: GET, handler: catalogNodesHandler({ rpc, near, translate }), authz: on("node", "list") },
     { pattern: "/v1/catalog/services", methods: GET, handler: catalogServicesHandler({ rpc }), authz: on("service", "list") },
+    // The web UI's services list: names, tags and instance counts in one answer (Consul's UI endpoint).
+    { pattern: "/v1/internal/ui/services", methods: GET, handler: uiServicesHandler({ rpc, datacenter: agent.datacenter }), authz: on("service", "list") },
     { pattern: "/v1/catalog/service/", methods: GET, handler: catalogServiceHandler({ rpc, near, translate }), authz: onPath("service", "read") },
     { pattern: "/v1/catalog/node/", methods: GET, handler: catalogNodeHandler({ rpc, asList: false, translate }), authz: onPath("node", "read") },
     { pattern: "/v1/catalog/node-services/", methods: GET, handler: catalogNodeHandler({ rpc, asList: true, translate }), authz: onPath("node", "read") },

@@ -490,8 +490,8 @@ export interface RpcMethods {
   /** Known datacenters, the local one first. */
   "Catalog.ListDatacenters": { args: Record<string, never>; reply: string[] };
   "Catalog.ListNodes": { args: CatalogQueryArgs; reply: { nodes: Node[]; meta: QueryMeta } };
-  /** Service name → union of its instances' tags. */
-  "Catalog.ListServices": { args: CatalogQueryArgs; reply: { services: Record<string, string[]>; meta: QueryMeta } };
+  /** Service name → union of its instances' tags; with `withInstanceCounts`, also name → instance count (the web UI's list). */
+  "Catalog.ListServices": { args: CatalogQueryArgs & { withInstanceCounts?: boolean }; reply: { services: Record<string, string[]>; instances?: Record<string, number>; meta: QueryMeta } };
   /** Instances of one service; `serviceTags` must all be present on an instance. */
   "Catalog.ServiceNodes": {
     args: CatalogQueryArgs & { serviceName: string; serviceTags?: string[] };

@@ -38,6 +38,9 @@ const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
       else dropped = true;
     }
     reply.services = kept;
+    // The instance counts (web UI) of the services left out go too.
+    const instances = reply.instances as Record<string, number> | undefined;
+    if (instances) reply.instances = Object.fromEntries(Object.entries(instances).filter(([name]) => name in kept));
     return dropped;
   },
   "Catalog.ServiceNodes": list<ServiceNode>("serviceNodes", instanceOk),

@@ -196,7 +196,7 @@ const argShapes: { [M in RpcMethod]: Shape } = {
   "Catalog.Deregister": obj({ node: str, serviceId: optional(str), checkId: optional(str), ...routing }),
   "Catalog.ListDatacenters": obj({}),
   "Catalog.ListNodes": obj(listArgs),
-  "Catalog.ListServices": obj(listArgs),
+  "Catalog.ListServices": obj({ ...listArgs, withInstanceCounts: optional(bool) }),
   "Catalog.ServiceNodes": obj({ ...listArgs, serviceName: str, serviceTags: optional(strList) }),
   "Catalog.NodeServices": obj({ ...listArgs, node: str }),
   "Health.NodeChecks": obj({ ...listArgs, node: str }),

@@ -129,9 +129,13 @@ export function catalogEndpoints(ctx: ServerContext): Pick<RpcHandlers, CatalogM
 
     async "Catalog.ListServices"(args, options) {
       const filter = filterOf(args);
-      const { value, meta } = await read(ctx, args.query, (state, ws) =>
-        servicesTxn(state, ws, args.nodeMetaFilters, filter ? (sn) => filter.match(serviceNodeToJson(sn)) : undefined), options);
-      return { services: value, meta };
+      let instances: Record<string, number> | undefined;
+      const { value, meta } = await read(ctx, args.query, (state, ws) => {
+        // Counted in the same scan, for the web UI's services list (reset on each rerun of a blocking read).
+        instances = args.withInstanceCounts ? {} : undefined;
+        return servicesTxn(state, ws, args.nodeMetaFilters, filter ? (sn) => filter.match(serviceNodeToJson(sn)) : undefined, instances);
+      }, options);
+      return instances ? { services: value, instances, meta } : { services: value, meta };
     },
 
     async "Catalog.ServiceNodes"(args, options) {

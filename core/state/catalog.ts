@@ -344,6 +344,8 @@ export function servicesTxn(
   ws: WatchSet | undefined,
   metaFilters?: Record<string, string>,
   keep?: (sn: ServiceNode) => boolean,
+  /** When given, filled with each listed service's number of instances. */
+  counts?: Record<string, number>,
 ): Indexed<Record<string, string[]>> {
   if (ws) {
     tx.tables.services.watches.watchPrefix(ws, "");
@@ -359,6 +361,7 @@ export function servicesTxn(
     let set = tags.get(s.service);
     if (!set) tags.set(s.service, (set = new Set()));
     for (const t of s.tags) set.add(t);
+    if (counts) counts[s.service] = (counts[s.service] ?? 0) + 1;
   });
   const out: Record<string, string[]> = {};
   for (const name of [...tags.keys()].sort()) out[name] = [...tags.get(name)!].sort();

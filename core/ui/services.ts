@@ -1,13 +1,21 @@
-// Services: the list (health counts, tags, search, filters, sort; the
+// Services: the list (instance and health counts, tags, search, filters, sort; the
 // filtering by name, tag and meta is the server's, through ?filter) and one
 // service's instances with every check. Both follow blocking queries.
 import { type ApiError, type Watch, watch, withQuery } from "./api.ts";
 import { h, replace, VirtualList } from "./dom.ts";
 import { badge, checkList, counts, heading, href, metaTable, type HealthCheck, type PageContext, type ServiceEntry, tagList, worst } from "./shared.ts";
 
+/** /v1/internal/ui/services (core/http/ui_services.ts). */
+interface Summary {
+  Name: string;
+  Tags: string[];
+  InstanceCount?: number;
+}
+
 interface Row {
   name: string;
   tags: string[];
+  instances?: number;
   passing: number;
   warning: number;
   critical: number;
@@ -51,22 +59,23 @@ export function servicesPage(ctx: PageContext): void {
     label: "Services",
     render: (r) => h("div", { class: "row", "data-service": r.name },
       h("a", { href: href(ctx.dc, "services", r.name), class: "name" }, r.name),
+      r.instances === undefined ? null : h("span", { class: "instances" }, `${r.instances} instance${r.instances === 1 ? "" : "s"}`),
       counts(r), tagList(r.tags)),
   });
   replace(ctx.root, heading("Services", summary), h("div", { class: "filters" }, search, tag, meta, health, sort), list.element);
 
-  let services: Record<string, string[]> | undefined;
+  let services: Summary[] | undefined;
   const checksByService = new Map<string, HealthCheck[]>();
   const draw = () => {
     if (!services) return;
     const rows: Row[] = [];
-    for (const [name, tags] of Object.entries(services)) {
+    for (const { Name: name, Tags: tags, InstanceCount: instances } of services) {
       const checks = checksByService.get(name) ?? [];
       const c = { passing: 0, warning: 0, critical: 0 };
       for (const ch of checks) c[ch.Status === "maintenance" ? "critical" : ch.Status]++;
       const status = worst(checks.map((ch) => ch.Status));
       if (health.value && status !== health.value) continue;
-      rows.push({ name, tags: tags ?? [], ...c, status });
+      rows.push({ name, tags: tags ?? [], instances, ...c, status });
     }
     const by = sort.value;
     rows.sort((a, b) => by === "health" ? rank[a.status]! - rank[b.status]! || a.name.localeCompare(b.name) : by === "-name" ? b.name.localeCompare(a.name) : a.name.localeCompare(b.name));
@@ -89,10 +98,11 @@ export function servicesPage(ctx: PageContext): void {
   const restartCatalog = () => {
     catalog?.stop();
     const filter = servicesFilter({ search: search.value, tag: tag.value, meta: meta.value });
-    catalog = watch<Record<string, string[]>>(withQuery("/v1/catalog/services", { dc: ctx.dc, filter }), {
+    // Names, tags and instance counts in one answer, filtered by the server.
+    catalog = watch<Summary[]>(withQuery("/v1/internal/ui/services", { dc: ctx.dc, filter }), {
       onData: (body) => {
         ok("catalog");
-        services = body ?? {};
+        services = body ?? [];
         draw();
       },
       onError: onError("catalog"),

@@ -67,10 +67,11 @@ test("ui pages e2e: services list with health counts, tags, server-side filters 
   const { page, problems } = await open("#/dc1/services");
   const web = page.locator('[data-service="web"]');
   await web.waitFor();
+  assert.match(await web.innerText(), /2 instances/);
   assert.match(await web.innerText(), /1 passing/);
   assert.match(await web.innerText(), /1 critical/);
   assert.match(await web.innerText(), /blue/);
-  assert.match(await page.locator('[data-service="db"]').innerText(), /1 warning/);
+  assert.match(await page.locator('[data-service="db"]').innerText(), /1 instance 1 warning|1 instance\s+1 warning/);
   const names = async () => await page.locator(".vrow[data-service]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-service")));
   await until(async () => (await names()).join() === "consul,db,web", "all three services, by name");
   await screenshot(page, "services");

@@ -28,6 +28,10 @@ test("ui e2e: / redirects to /ui/, the page and its assets come from the binary,
     assert.match(await index.text(), /<base href="\/ui\/">/);
     assert.equal((await fetch(`${a.http}/ui/assets/ui.js`)).headers.get("content-type"), "text/javascript; charset=utf-8");
     assert.equal((await fetch(`${a.http}/v1/nope`)).status, 404, "the API's own 404 is untouched");
+    // The services list's one request: names, tags and instance counts, filtered by the server, blocking.
+    const list = await fetch(`${a.http}/v1/internal/ui/services?filter=${encodeURIComponent('ServiceName == "consul"')}`);
+    assert.deepEqual(await list.json(), [{ Name: "consul", Datacenter: "dc1", Tags: [], InstanceCount: 1 }]);
+    assert.ok(Number(list.headers.get("x-consul-index")) > 0);
 
     const { page, problems } = await openPage(browser!);
     await page.goto(`${a.http}/`);
