@@ -166,6 +166,8 @@ export class RaftNode implements Consensus {
   #snapshotWrite: Promise<void> | undefined;
   /** The Fsm restoring from an installed snapshot (the pump goes on; applying waits for it). */
   #fsmRestore: Promise<void> | undefined;
+  /** Entries committed while the Fsm restored, applied once it is done. */
+  #deferred: LogEntry[] = [];
   /** A background snapshot let the core compact: drop those entries from the log store at the pump's next turn. */
   #compactDue = false;
   /** The snapshot the core knows, open for reading chunks to send. */
@@ -664,20 +666,31 @@ export class RaftNode implements Consensus {
         // A big state takes seconds to rebuild. The pump goes on meanwhile,
         // so heartbeats are answered and entries appended (the leader keeps
         // its quorum); only applying waits for the restore (below).
+        // One callback does it all, so no Ready can slip between the restore's
+        // end and the deferred entries being applied.
         this.#fsmRestore = restoreFsm(o.fsm, this.#source!).then(
           () => {
+            this.#fsmRestore = undefined;
             if (this.#stopped) return;
             this.#applied = Math.max(this.#applied, meta.index);
+            const deferred = this.#deferred;
+            this.#deferred = [];
+            try {
+              this.#applyCommitted(deferred);
+            } catch (err) {
+              this.#fail(err);
+              return;
+            }
             this.#releaseReads();
+            this.#schedule();
           },
-          (err: unknown) => this.#fail(err),
-        ).finally(() => {
-          this.#fsmRestore = undefined;
-          this.#schedule();
-        });
+          (err: unknown) => {
+            this.#fsmRestore = undefined;
+            this.#fail(err);
+          },
+        );
       }
     }
-    if (this.#fsmRestore && rd.committed.length > 0) await this.#fsmRestore;
     if (this.#stopped) return;
     // Committed entries are applied while our write runs (etcd does the
     // same): they are durable on a quorum already, so answering them need
@@ -685,7 +698,11 @@ export class RaftNode implements Consensus {
     // has both, and each answer used to wait for one more fsync.
     const persisted = rd.entries.length > 0 && !background ? o.logStore.append(rd.entries) : undefined;
     persisted?.catch(() => {}); // awaited below; only so a throwing apply leaves no unhandled rejection
-    this.#applyCommitted(rd.committed);
+    // While the Fsm rebuilds from a snapshot, committed entries wait (in
+    // order) and the Ready goes on: its acknowledgements and heartbeat
+    // answers must not wait seconds for the restore.
+    if (this.#fsmRestore || this.#deferred.length > 0) this.#deferred.push(...rd.committed);
+    else this.#applyCommitted(rd.committed);
     if (persisted) {
       await persisted;
       this.stats.logSyncs++;
@@ -1029,9 +1046,9 @@ export async function createRaftNode(o: RaftNodeOptions): Promise<RaftNode> {
     {
       ...o.raft,
       streamSnapshots: true,
-      // A few chunks in flight, and no resend while answers keep coming.
+      // A few chunks in flight; a resend only after two election timeouts without an answer.
       snapshotWindowChunks: o.raft?.snapshotWindowChunks ?? 4,
-      snapshotResendTicks: o.raft?.snapshotResendTicks ?? 5,
+      snapshotResendTicks: o.raft?.snapshotResendTicks ?? 2 * (o.electionTicks ?? 10),
       lazyCommit: commitNotifyMs(o) > 0,
       id: o.id,
       electionTicks: o.electionTicks ?? 10,

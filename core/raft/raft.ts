@@ -69,9 +69,11 @@ export interface RaftConfig {
    */
   snapshotWindowChunks?: number;
   /**
-   * Heartbeats resend the unacknowledged part of a snapshot only after this
-   * many ticks without progress. Default 0: with every heartbeat (fine for
-   * small chunks; with MiB chunks that would send each one many times).
+   * Heartbeats resend a snapshot chunk only after this many ticks without
+   * an answer from the follower, and then only the first one it has not
+   * acknowledged (the window refills as answers come). Default 0: the
+   * first unacknowledged chunk with every heartbeat (fine for small chunks;
+   * with MiB chunks on a busy follower that floods it with copies).
    */
   snapshotResendTicks?: number;
   /** Entries kept behind a snapshot for slow followers. Default 10,240 (Consul). */
@@ -1043,6 +1045,7 @@ export class RaftCore {
 
   #handleSnapshotResp(m: SnapshotResponse, pr: Progress): void {
     if (pr.state !== "snapshot" || m.index !== pr.pendingSnapshot) return;
+    pr.snapshotSentTick = this.#ticks; // the follower is alive and answering: no resend yet
     if (m.reject) {
       pr.snapshotOffset = 0;
       pr.paused = false;
@@ -1147,7 +1150,15 @@ export class RaftCore {
     }
     if (this.#snapshotWindow === 1 && this.#snapshotResendTicks === 0) return this.#sendOneChunk(to, pr, pr.snapshotOffset);
     const size = snap.data?.length ?? snap.meta.sizeBytes;
-    if (resend || pr.snapshotSent < pr.snapshotOffset) pr.snapshotSent = pr.snapshotOffset;
+    if (resend) {
+      // Only the first chunk the follower has not acknowledged; its answer
+      // says where it is, and the window refills from there.
+      this.#sendOneChunk(to, pr, pr.snapshotOffset);
+      pr.snapshotSent = Math.min(size, pr.snapshotOffset + this.#chunkBytes);
+      pr.snapshotSentTick = this.#ticks;
+      return;
+    }
+    if (pr.snapshotSent < pr.snapshotOffset) pr.snapshotSent = pr.snapshotOffset;
     const limit = pr.snapshotOffset + this.#snapshotWindow * this.#chunkBytes;
     do {
       if (pr.snapshotSent >= limit) break;
