@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { cairnBin, root, startAgentProcess, tempDir, waitFor, type Proc } from "./harness.ts";
+import { cairn, cairnBin, freePort, root, startAgentProcess, tempDir, waitFor, type Proc } from "./harness.ts";
 
 const corpus = join(root, "core/config/testdata/consul_corpus");
 
@@ -24,8 +24,16 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
       .replace(/"10\.0\.1\.10"/g, '"127.0.0.1"')
       .replace('client_addr = "0.0.0.0"', 'client_addr = "127.0.0.1"')
       .replace('retry_join = ["10.0.1.11", "10.0.1.12"]', "")
-      .replace('log_file             = "/var/log/consul/"', `log_file             = ${JSON.stringify(join(dir.path, "log") + "/")}`);
-    assert.doesNotMatch(server, /10\.0\.1\.|\/opt\/consul|\/var\/log/, "server.hcl moved to loopback, a temporary data dir and log directory");
+      .replace('log_file             = "/var/log/consul/"', `log_file             = ${JSON.stringify(join(dir.path, "log") + "/")}`)
+      // The certificates the tls stanza names, made where a test may write, as `consul tls` would have made them.
+      .replaceAll("/etc/consul.d/certs/", join(dir.path, "certs") + "/")
+      .replace("https    = 8501", `https    = ${await freePort()}`);
+    assert.doesNotMatch(server, /10\.0\.1\.|\/opt\/consul|\/var\/log|\/etc\/consul\.d|8501/, "server.hcl moved to loopback, a temporary data dir, log directory, certificates and HTTPS port");
+    mkdirSync(join(dir.path, "certs"));
+    for (const args of [["tls", "ca", "create"], ["tls", "cert", "create", "-server"]]) {
+      const r = await cairn(args, { cwd: join(dir.path, "certs") });
+      assert.equal(r.code, 0, `cairn ${args.join(" ")}: ${r.stdout}${r.stderr}`);
+    }
     mkdirSync(join(dir.path, "log"));
     writeFileSync(join(configDir, "server.hcl"), server);
     const agent = await startAgentProcess([`-config-dir=${configDir}`], { bin: cairnBin, name: "corpus" });
@@ -52,7 +60,6 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
     const file = (name: string) => join(configDir, name);
     const expected = [
       `Config key "acl" from "${file("server.hcl")}" line 32 has no effect in cairn yet: ACLs are not implemented yet`,
-      `Config key "tls" from "${file("server.hcl")}" line 42 has no effect in cairn yet: TLS is not implemented yet`,
       `Config key "connect" from "${file("server.hcl")}" line 66 has no effect in cairn: the service mesh (Connect) is not part of cairn`,
       `Config key "service.connect" from "${file("web.hcl")}" line 28 has no effect in cairn: the service mesh (Connect) is not part of cairn`,
     ];
