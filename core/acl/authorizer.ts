@@ -32,6 +32,8 @@ export class Authorizer {
   readonly #defaultAllow: boolean;
   /** Prefix rules per family, longest first. */
   readonly #prefixes = new Map<NamedResource, [string, AccessLevel][]>();
+  /** The distinct lengths of each family's prefix rules, longest first: a lookup tries one slice per length. */
+  readonly #prefixLengths = new Map<NamedResource, number[]>();
 
   constructor(rules: PolicyRules, options: { defaultAllow: boolean }) {
     this.#rules = rules;
@@ -39,15 +41,21 @@ export class Authorizer {
     for (const r of namedResources) {
       const list = [...rules.named[r].prefix.entries()].sort((a, b) => b[0].length - a[0].length);
       this.#prefixes.set(r, list);
+      this.#prefixLengths.set(r, [...new Set(list.map(([p]) => p.length))]);
     }
   }
 
   /** The rule that decides `name` in `resource` (exact, else longest prefix), or undefined: the default decides. */
   ruleFor(resource: AclResource, name: string): AccessLevel | undefined {
     if (!isNamed(resource)) return this.#rules.scalar[resource as ScalarResource];
-    const exact = this.#rules.named[resource].exact.get(name);
+    const named = this.#rules.named[resource];
+    const exact = named.exact.get(name);
     if (exact !== undefined) return exact;
-    for (const [p, lvl] of this.#prefixes.get(resource)!) if (name.startsWith(p)) return lvl;
+    for (const len of this.#prefixLengths.get(resource)!) {
+      if (len > name.length) continue;
+      const lvl = named.prefix.get(len === name.length ? name : name.slice(0, len));
+      if (lvl !== undefined) return lvl;
+    }
     return undefined;
   }
 

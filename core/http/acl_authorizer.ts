@@ -11,7 +11,7 @@ import { AclRuleError, mergeRules, parseRules, type AclResource, type PolicyRule
 import { AclNotFoundError } from "../errors.ts";
 import type { AclResolveReply } from "../rpc/methods.ts";
 import { parseToken } from "./blocking.ts";
-import type { AuthzDecision, AuthzRequirement, RouteAuthorizer } from "./router.ts";
+import type { AuthzDecision, AuthzRequirement, RequestAcl, RouteAuthorizer } from "./router.ts";
 import type { HttpRequest } from "./types.ts";
 
 export type DownPolicy = "allow" | "deny" | "extend-cache" | "async-cache";
@@ -33,6 +33,8 @@ export interface AclAuthorizerOptions {
 export interface ResolvedToken {
   accessorId: string;
   authz: Authorizer;
+  /** What handlers get as `req.acl` (made once per resolved token). */
+  requestAcl?: RequestAcl;
 }
 
 interface CacheEntry {
@@ -78,7 +80,8 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
     const id = await this.resolve(parseToken(req) || this.#o.defaultToken());
     const reason = checkRequirement(id, need, { enableKeyListPolicy: this.#o.enableKeyListPolicy });
     if (reason !== undefined) return { allowed: false, reason };
-    return { allowed: true, acl: { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) } };
+    id.requestAcl ??= { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) };
+    return { allowed: true, acl: id.requestAcl };
   }
 
   /** What a secret may do: from the cache while fresh, else from the servers (down_policy when none answers). */

@@ -57,6 +57,8 @@ export interface AclServerConfig {
 export interface AclIdentity {
   accessorId: string;
   authz: Authorizer;
+  /** Wall-clock ms after which the token is no longer valid; 0: never. */
+  expiresMs?: number;
 }
 
 const uuidRe = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -139,12 +141,9 @@ export class AclResolver {
     }
     const key = secret ?? "";
     const hit = this.#cache.get(key);
-    if (hit) {
-      this.tokenFor(secret, nowMs); // expiry
-      return hit;
-    }
+    if (hit && !(hit.expiresMs && hit.expiresMs <= nowMs)) return hit;
     const token = this.tokenFor(secret, nowMs);
-    const identity = { accessorId: token.accessorId, authz: this.#compile(token) };
+    const identity = { accessorId: token.accessorId, authz: this.#compile(token), expiresMs: token.expirationTimeMs };
     if (this.#cache.size > 10_000) this.#cache.clear();
     this.#cache.set(key, identity);
     return identity;

@@ -150,3 +150,15 @@ test("acl server: catalog registrations and sessions need node, service and sess
   assert.ok((await d.server.handle("Catalog.Register", { node: "n2", address: "10.0.0.2" }, { internal: true })).index > 0);
   await assert.rejects(d.server.handle("Catalog.Register", { node: "n3", address: "10.0.0.3" }), /node:write/);
 });
+
+test("acl server: a token with an expiration TTL is not found once it expired", async () => {
+  const root = "11111111-2222-3333-4444-555555555555";
+  const { rpc, clock } = await aclServer({ initialManagement: root });
+  const tok = await rpc.call("ACL.Write", { kind: "token", op: "create", item: { description: "short", expirationTtlMs: 60_000 }, token: root });
+  const secret = tok.item!.secretId as string;
+  assert.equal((await rpc.call("ACL.Resolve", { secret })).accessorId, tok.item!.accessorId);
+  await assert.rejects(rpc.call("KVS.Get", { key: "k", query: { ...q(), token: secret } }), PermissionDeniedError); // cached identity, still valid
+  clock.advance(60_001);
+  await assert.rejects(rpc.call("KVS.Get", { key: "k", query: { ...q(), token: secret } }), AclNotFoundError);
+  await assert.rejects(rpc.call("ACL.Resolve", { secret }), AclNotFoundError);
+});

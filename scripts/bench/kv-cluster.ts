@@ -21,6 +21,10 @@
 // verify_server_hostname) and HTTPS for the load, and etcd with TLS on client
 // and peer URLs (peers mutually authenticated). Compared in the same run:
 // cairn+TLS / cairn plain and cairn+TLS / etcd+TLS.
+//
+// `--acl` (issue #21): a second cairn cluster with ACLs on (default deny),
+// 100 policies, and the load's token allowed by a key_prefix rule of one of
+// them (it links all 100). Compared in the same run: cairn+acl / cairn.
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
@@ -29,6 +33,7 @@ import { join } from "node:path";
 import { cairn as cairnCli, freePort, makeCluster, startProcess, tempDir, waitFor, waitForLeader, type Cluster, type Proc } from "../e2e/harness.ts";
 
 const withTls = process.argv.includes("--tls");
+const withAcl = process.argv.includes("--acl");
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
@@ -46,11 +51,15 @@ interface HttpTarget {
   port: number;
   /** HTTPS, trusting this CA. */
   ca?: Buffer;
+  /** X-Consul-Token on every request. */
+  token?: string;
 }
 
 function httpCall(agent: Agent, target: HttpTarget, method: string, path: string, body?: Buffer): Promise<Reply> {
   return new Promise((ok, fail) => {
-    const options = { host: target.host, port: target.port, method, path, agent, headers: body ? { "content-length": body.length } : {} };
+    const headers: Record<string, string | number> = body ? { "content-length": body.length } : {};
+    if (target.token) headers["x-consul-token"] = target.token;
+    const options = { host: target.host, port: target.port, method, path, agent, headers };
     const onResponse = (res: import("node:http").IncomingMessage): void => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
@@ -310,20 +319,62 @@ function ratios(label: string, a: Map<string, Result>, b: Map<string, Result>): 
   }
 }
 
+/**
+ * 100 policies (99 on other prefixes, services and nodes; one with
+ * key_prefix "bench/" write) and a token linking all of them, made with
+ * the management token once the leader has stored it.
+ */
+async function aclToken(t: HttpTarget, management: string): Promise<string> {
+  const agent = new Agent({ keepAlive: true });
+  const as = { ...t, token: management };
+  try {
+    await waitFor(async () => (await httpCall(agent, as, "GET", "/v1/acl/token/self")).status === 200, { timeoutMs: 30_000, what: "the initial management token" });
+    const policies: { Name: string }[] = [];
+    for (let i = 0; i < 100; i++) {
+      const rules = i === 42 ? 'key_prefix "bench/" { policy = "write" }' : `key_prefix "other-${i}/" { policy = "write" }\nservice "svc-${i}" { policy = "read" }\nnode_prefix "n${i}-" { policy = "read" }`;
+      const r = await httpCall(agent, as, "PUT", "/v1/acl/policy", Buffer.from(JSON.stringify({ Name: `p${i}`, Rules: rules })));
+      if (r.status !== 200) throw new Error(`policy p${i}: ${r.status} ${r.body.toString()}`);
+      policies.push({ Name: `p${i}` });
+    }
+    const r = await httpCall(agent, as, "PUT", "/v1/acl/token", Buffer.from(JSON.stringify({ Description: "bench load", Policies: policies })));
+    if (r.status !== 200) throw new Error(`token: ${r.status} ${r.body.toString()}`);
+    return (JSON.parse(r.body.toString()) as { SecretID: string }).SecretID;
+  } finally {
+    agent.destroy();
+  }
+}
+
 async function main(): Promise<void> {
   let cluster: Cluster | undefined;
   let tlsCluster: Cluster | undefined;
   let etcd: Etcd | undefined;
   let certDir: { path: string; remove(): void } | undefined;
   try {
-    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader${withTls ? "; --tls: plain cairn, cairn with TLS and etcd with TLS" : ""}`);
+    console.log(`# KV cluster benchmark: 3 servers on 127.0.0.1, fsync on, ${seconds}s per phase after ${warmupSeconds}s of warm-up, load sent to the leader${withTls ? "; --tls: plain cairn, cairn with TLS and etcd with TLS" : ""}${withAcl ? "; --acl: cairn, and cairn with ACLs (default deny, 100 policies, the load's token allowed by a key_prefix rule)" : ""}`);
     console.log(`# the clusters run side by side; each phase alternates between them in ${rounds} slices of ${(seconds / rounds).toFixed(2)}s`);
     console.log(`# load average at start: ${loadavg().map((x) => x.toFixed(2)).join(" ")} (the machine may be shared)`);
-    if (!existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
+    if (!withAcl && !existsSync("/usr/bin/etcd")) throw new Error("/usr/bin/etcd is missing (Debian etcd-server)");
     cluster = await makeCluster(3, { prefix: "cairn-bench-cluster-" });
     for (const s of cluster.servers) cluster.start(s);
     const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
     const plain = cairnTarget({ host: leader.addr, port: leader.http }, cluster.servers.map((x) => x.proc?.pid ?? -1));
+    if (withAcl) {
+      const management = "5e5a1a3c-0000-4000-8000-000000000001";
+      tlsCluster = await makeCluster(3, {
+        prefix: "cairn-bench-acl-",
+        config: { performance: { raft_multiplier: 1 }, acl: { enabled: true, default_policy: "deny", tokens: { initial_management: management } } },
+      });
+      for (const s of tlsCluster.servers) tlsCluster.start(s);
+      const aclLeader = await waitForLeader(tlsCluster, tlsCluster.servers, { timeoutMs: 60_000 });
+      const token = await aclToken({ host: aclLeader.addr, port: aclLeader.http }, management);
+      const [cairn, cairnAcl] = await runAll([
+        plain,
+        cairnTarget({ host: aclLeader.addr, port: aclLeader.http, token }, tlsCluster.servers.map((x) => x.proc?.pid ?? -1), "cairn+acl"),
+      ]) as [Map<string, Result>, Map<string, Result>];
+      console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
+      ratios("cairn+acl / cairn (target ≥ 0.9 ops/s)", cairnAcl, cairn);
+      return;
+    }
     if (!withTls) {
       etcd = await startEtcd();
       const [cairn, etcdResults] = await runAll([plain, etcdTarget({ host: "127.0.0.1", port: etcd.leaderPort }, etcd.procs.map((p) => p.pid))]) as [Map<string, Result>, Map<string, Result>];
