@@ -213,6 +213,11 @@ export interface FileLogStoreOptions {
   segmentSizeBytes?: number;
   /** Recently appended entries kept in memory for reads. Default 4096. */
   cacheEntries?: number;
+  /**
+   * ...and at most this many bytes of entry data (default 32 MiB): 4096 entries of
+   * 512 KiB values would otherwise keep 2 GiB resident.
+   */
+  cacheBytes?: number;
   /** Largest record accepted on read. Default 256 MiB. */
   maxRecordBytes?: number;
   /**
@@ -265,6 +270,9 @@ export class FileLogStore implements LogStore {
   readonly #log: Logger;
   readonly #segmentSizeBytes: number;
   readonly #cacheEntries: number;
+  readonly #cacheBytesMax: number;
+  /** Bytes of entry data in #cache. */
+  #cacheBytes = 0;
   readonly #maxRecordBytes: number;
   /** Extra open flag for segments: O_DSYNC, or 0 (then writes are followed by fdatasync). */
   readonly #dsyncFlag: number;
@@ -293,6 +301,7 @@ export class FileLogStore implements LogStore {
     this.#log = options.logger;
     this.#segmentSizeBytes = options.segmentSizeBytes ?? 64 * 1024 * 1024;
     this.#cacheEntries = Math.max(1, options.cacheEntries ?? 4096);
+    this.#cacheBytesMax = Math.max(0, options.cacheBytes ?? 32 * 1024 * 1024);
     this.#maxRecordBytes = options.maxRecordBytes ?? 256 * 1024 * 1024;
     this.#dsyncFlag = options.dsync !== false && O_DSYNC !== undefined ? O_DSYNC : 0;
     this.#copyEntries = options.copyEntries ?? true;
@@ -650,6 +659,7 @@ export class FileLogStore implements LogStore {
   /** Drops entries >= index (index within the log). Returns true when files were removed. */
   async #truncateFrom(index: number): Promise<boolean> {
     this.#cache.deleteFrom(index);
+    this.#recountCache();
     let removed = false;
     // Remove later segments newest first, so a crash leaves a contiguous log.
     while (this.#segments.length > 0 && this.#segments.at(-1)!.firstIndex > index) {
@@ -675,6 +685,7 @@ export class FileLogStore implements LogStore {
     if (min <= first && max >= last) {
       // Everything goes (e.g. before installing a snapshot).
       this.#cache.clear();
+      this.#cacheBytes = 0;
       await this.#removeSegments(this.#segments.length);
       await syncDir(this.dir);
       return;
@@ -684,6 +695,7 @@ export class FileLogStore implements LogStore {
       await writeFileDurable(join(this.dir, startFileName), String(max + 1));
       this.#start = max + 1;
       this.#cache.deleteUpTo(max);
+      this.#recountCache();
       let n = 0;
       while (n < this.#segments.length - 1 && segmentLast(this.#segments[n]!) <= max) n++;
       if (n > 0) {
@@ -746,13 +758,25 @@ export class FileLogStore implements LogStore {
   }
 
   #remember(e: LogEntry): void {
+    const old = this.#cache.get(e.index);
+    if (old) this.#cacheBytes -= old.data.length;
     this.#cache.set(e.index, e);
+    this.#cacheBytes += e.data.length;
     if (e.index < this.#unwrittenFrom) this.#unwrittenFrom = e.index;
   }
 
   #trimCache(): void {
     // Oldest first; entries not yet written stay (reads during the write need them).
-    while (this.#cache.size > this.#cacheEntries && this.#cache.firstKey()! < this.#unwrittenFrom) this.#cache.shift();
+    while ((this.#cache.size > this.#cacheEntries || this.#cacheBytes > this.#cacheBytesMax) && this.#cache.size > 0 && this.#cache.firstKey()! < this.#unwrittenFrom) {
+      this.#cacheBytes -= this.#cache.shift()!.data.length;
+    }
+  }
+
+  /** After a bulk removal from the cache (truncation, compaction): count its bytes again. */
+  #recountCache(): void {
+    let n = 0;
+    for (const e of this.#cache.values()) n += e.data.length;
+    this.#cacheBytes = n;
   }
 
   // ------------------------------------------------------------ open
@@ -859,8 +883,10 @@ export class FileLogStore implements LogStore {
       for (let k = Math.max(0, seg.offsets.length - this.#cacheEntries); k < seg.offsets.length; k++) {
         const r = readRecord(bytes, seg.offsets[k]!, this.#maxRecordBytes);
         const e = r.ok ? decodeEntryPayload(r.payload) : undefined;
-        if (e) this.#cache.set(e.index, { ...e, data: e.data.slice() });
+        if (e) this.#remember({ ...e, data: e.data.slice() });
       }
+      this.#unwrittenFrom = Infinity;
+      this.#trimCache();
     }
     return seg;
   }

@@ -354,3 +354,23 @@ for (const mode of durabilityModes) {
     });
   }
 }
+
+test("file log: the read cache holds at most cacheBytes of entry data, and reads past it come from disk", () =>
+  withDir(async (dir, sink) => {
+    const s = await FileLogStore.open({ dir, logger: createLogger({ sink, level: "debug" }), cacheEntries: 4096, cacheBytes: 4096 });
+    // 50 entries of 1 KiB: the entry cap alone would keep them all.
+    for (let i = 1; i <= 50; i += 10) await s.append(range(i, i + 10, 1, 1024));
+    const before = s.stats.cacheMisses;
+    const got = await s.getEntries(1, 51);
+    assert.deepEqual(got.map((e) => e.index), range(1, 51).map((e) => e.index));
+    assert.ok(got.every((e) => e.data.length === 1024 && e.data[0] === (e.index & 0xff)));
+    const misses = s.stats.cacheMisses - before;
+    assert.ok(misses >= 45, `only about 4 KiB stay cached: ${misses} of 50 read from disk`);
+    await s.close();
+    // Reopened, the warmed tail obeys the same cap.
+    const again = await FileLogStore.open({ dir, logger: createLogger({ sink, level: "debug" }), cacheEntries: 4096, cacheBytes: 4096 });
+    const m0 = again.stats.cacheMisses;
+    await again.getEntries(1, 51);
+    assert.ok(again.stats.cacheMisses - m0 >= 45);
+    await again.close();
+  }));
