@@ -325,7 +325,9 @@ export class SyncRuntime {
       } catch (err) {
         if (signal.aborted) return;
         failures++;
-        const waitMs = Math.min(1_000 * 2 ** Math.min(failures - 1, 5), 30_000);
+        // 429 (too many connections) passes quickly: retry soon rather than back off far.
+        const busy = err instanceof ApiError && err.status === 429;
+        const waitMs = busy ? 250 * Math.min(failures, 4) : Math.min(1_000 * 2 ** Math.min(failures - 1, 5), 30_000);
         log.warn("blocking query failed, retrying", { error: err instanceof ApiError ? `${err.status} ${err.message}` : String((err as Error)?.message ?? err), retryMs: waitMs });
         await new Promise<void>((r) => {
           const t = this.#o.clock.setTimer(waitMs, r);
@@ -382,7 +384,9 @@ export class SyncRuntime {
     log.info("run starting", { changed: order.changed.length });
     const ctl = new AbortController();
     const done = (async () => {
-      await this.#writeRun(rec);
+      // The "running" record goes to KV alongside the driver's start, not before it:
+      // a Raft write must not sit between a change and its run.
+      const started = this.#writeRun({ ...rec });
       let result: DriverResult;
       try {
         result = await this.#o.driver.apply({ runId: id, task: entry.config, trigger: order.trigger, inputs: variables }, ctl.signal);
@@ -399,6 +403,7 @@ export class SyncRuntime {
       this.#running.delete(order.task);
       this.#finished.add(order.task);
       this.#sched.step({ kind: "runDone", task: order.task, runId: order.runId, ok: result.ok, now: this.#o.clock.now() });
+      await started;
       await this.#writeRun(rec);
       if (result.ok && this.#tasks.has(order.task)) await this.#writeState(order.task);
       await this.#prune(entry);
@@ -494,9 +499,27 @@ export class SyncRuntime {
     }
   }
 
+  /**
+   * At most 4 bookkeeping writes in flight: the agent limits connections per
+   * client (200 by default) and the watchers' long polls need theirs.
+   */
+  async #kvSlot<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.#kvInFlight >= 4) await new Promise<void>((r) => this.#kvWaiters.push(r));
+    this.#kvInFlight++;
+    try {
+      return await fn();
+    } finally {
+      this.#kvInFlight--;
+      this.#kvWaiters.shift()?.();
+    }
+  }
+
+  #kvInFlight = 0;
+  readonly #kvWaiters: (() => void)[] = [];
+
   async #kvPut(key: string, value: string): Promise<void> {
     try {
-      await this.#o.client.kv.put(key, value);
+      await this.#kvSlot(() => this.#o.client.kv.put(key, value));
     } catch (err) {
       this.#log.warn("cannot write to KV", { key, error: String((err as Error)?.message ?? err) });
     }
@@ -504,7 +527,7 @@ export class SyncRuntime {
 
   async #kvDelete(key: string): Promise<void> {
     try {
-      await this.#o.client.kv.delete(key);
+      await this.#kvSlot(() => this.#o.client.kv.delete(key));
     } catch (err) {
       this.#log.warn("cannot delete from KV", { key, error: String((err as Error)?.message ?? err) });
     }
