@@ -31,6 +31,7 @@ import { startAgentMetrics } from "./metrics.ts";
 import { consulStats, runtimeStats } from "./stats.ts";
 import { applyWatches, createAgentWatches, type WatchManager } from "./watches.ts";
 import { createAgentDebug } from "./debug_node.ts";
+import { createAuditSink } from "./audit_node.ts";
 import { AgentTokenStore, aclRouteAuthorizer, initializeAclsSoon, withAgentToken } from "./acl_node.ts";
 import { keyToBase64 } from "../gossip/wire/crypto.ts";
 
@@ -153,6 +154,8 @@ export async function startAgent(
     // acl {}: the agent's tokens, and the edge authorizer asking the servers (cached for token_ttl).
     const aclTokens = new AgentTokenStore(config, logger.named("agent.acl"));
     const aclAuthorizer = config.acl?.enabled ? aclRouteAuthorizer(config, { rpc, clock, tokens: aclTokens }) : undefined;
+    const auditSink = createAuditSink(config, clock);
+    if (auditSink) closers.add("audit log", () => auditSink.close());
     const advertise = config.advertiseAddr || config.bindAddr;
     const nodeInfo = { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta };
     const local = new LocalAgent({
@@ -256,6 +259,7 @@ export async function startAgent(
         queryTimes: { defaultMs: config.defaultQueryTimeMs, maxMs: config.maxQueryTimeMs },
         discoveryMaxStaleMs: config.discoveryMaxStaleMs,
         authorizer: aclAuthorizer,
+        audit: auditSink,
         acl: { enabled: config.acl?.enabled === true, defaultPolicy: config.acl?.defaultPolicy ?? "allow", tokens: aclTokens, defaultToken: () => aclTokens.get("default") },
         // Nothing of the UI is read until someone asks for it.
         ui: config.uiConfig.enabled ? { contentPath: config.uiConfig.contentPath, files: seaUiFiles() } : undefined,

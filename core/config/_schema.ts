@@ -141,6 +141,19 @@ function note(ctx: Ctx, key: string, status: KeyStatus, spec: KeySpec, value: un
 
 function decodeLeaf(ctx: Ctx, path: string, kind: DecodeKind, v: unknown, line: number | undefined): unknown {
   switch (kind) {
+    case "blocks": {
+      // HCL gives `sink "a" {…}` as { a: {…} } (a repeated block as a list of those).
+      const out: Record<string, unknown> = {};
+      for (const item of Array.isArray(v) ? v : [v]) {
+        if (!isPlainObject(item)) fail(ctx, path, "named blocks", v, line);
+        for (const [name, body] of Object.entries(item)) {
+          const b = Array.isArray(body) && body.length === 1 ? body[0] : body;
+          if (!isPlainObject(b)) fail(ctx, `${path}.${name}`, "a block", body, line);
+          out[name] = b;
+        }
+      }
+      return out;
+    }
     case "string":
       if (typeof v !== "string") fail(ctx, path, "a string", v, line);
       return v;

@@ -61,6 +61,7 @@ export function defaultConfig(): AgentConfig {
       roleTtlMs: 30_000,
       tokens: { initialManagement: "", default: "", agent: "", dns: "" },
     },
+    audit: { enabled: false, sink: {} },
     autopilot: { cleanupDeadServers: true, lastContactThresholdMs: 200, maxTrailingLogs: 250, minQuorum: 0, serverStabilizationTimeMs: 10_000 },
     raftSnapshotThreshold: 16_384,
     raftSnapshotIntervalMs: 30_000,

@@ -30,7 +30,9 @@ export type DecodeKind =
   /** a list of definitions */
   | "definitions"
   /** the `watches` list: each entry checked like Consul's watch.Parse, typed (WatchConfig) */
-  | "watches";
+  | "watches"
+  /** an object of named blocks kept as written (its consumer checks it: audit sinks) */
+  | "blocks";
 
 export interface KeySpec {
   /** Undefined: the status of the enclosing block. */
@@ -267,7 +269,13 @@ export const AGENT_KEYS: KeyTable = {
   advertise_addr_wan_ipv6: planned("separate IPv4 and IPv6 advertise addresses are not implemented yet"),
   advertise_reconnect_timeout: impl("duration", { note: "clients only; advertised as the rc_tm tag" }),
   alt_domain: impl("string"),
-  audit: ignored(ENTERPRISE, { keys: { enabled: { inert: [false] }, sink: {} } }),
+  audit: impl(undefined, {
+    note: "an Enterprise feature in Consul, open in cairn: one JSON line per HTTP request (see README \"ACLs\")",
+    keys: {
+      enabled: impl("bool"),
+      sink: impl("blocks", { note: 'sink "name" { type = "file", format = "json", path, rotate_bytes, rotate_duration, rotate_max_files }' }),
+    },
+  }),
   auto_config: ignored("auto-config hands out TLS material from the service mesh CA, which cairn does not have", {
     keys: {
       enabled: { inert: [false] },

@@ -99,6 +99,12 @@ export interface AclAgentConfig {
   tokens: { initialManagement: string; default: string; agent: string; dns: string };
 }
 
+/** `audit {}`: the audit log (Consul Enterprise's shape; `sink` as written, checked by core/agent/audit_node.ts). */
+export interface AuditAgentConfig {
+  enabled: boolean;
+  sink: Record<string, unknown>;
+}
+
 /** `autopilot {}`: the configuration a leader stores when the cluster has none yet (Consul's autopilot defaults). */
 export interface AutopilotAgentConfig {
   cleanupDeadServers: boolean;
@@ -197,6 +203,7 @@ export interface AgentConfig {
   performance: PerformanceConfig;
   autopilot: AutopilotAgentConfig;
   acl: AclAgentConfig;
+  audit: AuditAgentConfig;
   /** Take a Raft snapshot once this many entries were applied since the last one (Consul raft_snapshot_threshold). Default 16,384. */
   raftSnapshotThreshold: number;
   /**

@@ -79,7 +79,7 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
     if (need.resource === "none") return { allowed: true };
     const id = await this.resolve(parseToken(req) || this.#o.defaultToken());
     const reason = checkRequirement(id, need, { enableKeyListPolicy: this.#o.enableKeyListPolicy });
-    if (reason !== undefined) return { allowed: false, reason };
+    if (reason !== undefined) return { allowed: false, reason, accessorId: id.accessorId };
     id.requestAcl ??= { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) };
     return { allowed: true, acl: id.requestAcl };
   }

@@ -3,7 +3,8 @@ import { test } from "node:test";
 import { AclNotFoundError, RpcError } from "../errors.ts";
 import type { AclResolveReply } from "../rpc/methods.ts";
 import { AclRouteAuthorizer, type DownPolicy } from "./acl_authorizer.ts";
-import { Router } from "./router.ts";
+import { Router, type AuditEntry } from "./router.ts";
+import { redactToken } from "./serve_node.ts";
 import { jsonResponse, makeRequest } from "./types.ts";
 
 function setup(o: { downPolicy?: DownPolicy; defaultToken?: string; enableKeyListPolicy?: boolean } = {}) {
@@ -89,4 +90,31 @@ test("acl edge: down_policy allow and deny", async () => {
     setDown(true);
     assert.equal((await router.handle(makeRequest("PUT", "/v1/kv/other?token=app"))).status, want, policy);
   }
+});
+
+test("audit: every answered request with its accessor, refusals included; URLs in logs hide ?token=", async () => {
+  const entries: AuditEntry[] = [];
+  let now = 0;
+  const authz = new AclRouteAuthorizer({
+    resolve: (secret) => (secret === "app" ? Promise.resolve({ accessorId: "acc-app", rules: [`key_prefix "app/" { policy = "write" }`], defaultAllow: false }) : Promise.reject(new AclNotFoundError())),
+    now: () => now,
+    tokenTtlMs: 1_000,
+    downPolicy: "extend-cache",
+    defaultPolicy: "deny",
+    enableKeyListPolicy: false,
+    defaultToken: () => "",
+  });
+  const router = new Router([
+    { pattern: "/v1/kv/", methods: ["PUT"], handler: async () => { now += 5; return jsonResponse(true); }, authz: (_req, key) => ({ resource: "key", access: "write", name: key }) },
+  ], { authorizer: authz, audit: { now: () => now, record: (e) => entries.push(e) } });
+  await router.handle(makeRequest("PUT", "/v1/kv/app/x?token=app"));
+  await router.handle(makeRequest("PUT", "/v1/kv/other?token=app"));
+  await router.handle(makeRequest("PUT", "/v1/kv/app/x?token=nope"));
+  assert.deepEqual(entries, [
+    { method: "PUT", path: "/v1/kv/app/x", status: 200, durationMs: 5, accessorId: "acc-app" },
+    { method: "PUT", path: "/v1/kv/other", status: 403, durationMs: 0, accessorId: "acc-app" },
+    { method: "PUT", path: "/v1/kv/app/x", status: 403, durationMs: 0, accessorId: "" },
+  ]);
+  assert.equal(redactToken("/v1/kv/a?recurse&token=s3cr3t&dc=x"), "/v1/kv/a?recurse&token=<hidden>&dc=x");
+  assert.equal(redactToken("/v1/kv/a?TOKEN=s3cr3t"), "/v1/kv/a?TOKEN=<hidden>");
 });

@@ -10,7 +10,7 @@ import type { OperatorRaftRpc, Rpc } from "../rpc/mod.ts";
 import type { CheckDefinition, DefinitionSource, HealthStatus, LocalCheck, LocalService, ServiceDefinition } from "../service_defs/mod.ts";
 import type { AgentInfo } from "./agent.ts";
 import type { AgentDebugBackend } from "./agent_debug.ts";
-import type { RouteAuthorizer } from "./router.ts";
+import type { AuditSink, RouteAuthorizer } from "./router.ts";
 import type { AgentTokens } from "./acl.ts";
 import type { QueryTimes } from "../server/blocking.ts";
 import type { UiBackend } from "./ui.ts";
@@ -61,6 +61,8 @@ export interface HttpBackends {
   authorizer?: RouteAuthorizer;
   /** `acl {}` at this agent: /v1/acl/* (401 when off), the agent's tokens, the default policy header. */
   acl?: { enabled: boolean; defaultPolicy: string; tokens?: AgentTokens; defaultToken?: () => string };
+  /** `audit {}`: one entry per answered request. */
+  audit?: AuditSink;
   logger?: Logger;
 }
 

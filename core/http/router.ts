@@ -54,7 +54,23 @@ export interface RequestAcl {
   allowed(resource: AuthzResource, access: "read" | "write" | "list", name: string): boolean;
 }
 
-export type AuthzDecision = { readonly allowed: true; readonly acl?: RequestAcl } | { readonly allowed: false; readonly reason?: string };
+export type AuthzDecision = { readonly allowed: true; readonly acl?: RequestAcl } | { readonly allowed: false; readonly reason?: string; readonly accessorId?: string };
+
+/** One answered request, for the audit log (never the token itself, nor the query string). */
+export interface AuditEntry {
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  /** The AccessorID of the request's token; "" when unknown (ACLs off, unknown token). */
+  accessorId: string;
+}
+
+export interface AuditSink {
+  /** Monotonic ms, for durations. */
+  now(): number;
+  record(entry: AuditEntry): void;
+}
 
 /**
  * The hook the Router calls with each request and its route's requirement,
@@ -100,12 +116,15 @@ export class Router {
   readonly #defaultAclPolicy: string | undefined;
   /** The agent's default token (acl.tokens.default), for requests that carry none. */
   readonly #defaultToken: (() => string) | undefined;
+  /** `audit {}`: one entry per answered request. */
+  readonly #audit: AuditSink | undefined;
   /** consul.api.http timings (method, route path) when set. */
   metrics: Metrics | undefined;
   /** Each route's `path` label, as Consul writes it: "/v1/kv/" → "v1.kv._". */
   readonly #pathLabels = new WeakMap<Route, string>();
 
-  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes; discoveryMaxStaleMs?: number; defaultAclPolicy?: string; defaultToken?: () => string } = {}) {
+  constructor(routes: readonly Route[] = [], options: { logger?: Logger; metrics?: Metrics; authorizer?: RouteAuthorizer; queryTimes?: QueryTimes; discoveryMaxStaleMs?: number; defaultAclPolicy?: string; defaultToken?: () => string; audit?: AuditSink } = {}) {
+    this.#audit = options.audit;
     this.#defaultAclPolicy = options.defaultAclPolicy;
     this.#defaultToken = options.defaultToken;
     this.#logger = options.logger ?? nullLogger();
@@ -178,6 +197,8 @@ export class Router {
   async dispatch(route: Route, req: HttpRequest): Promise<HttpResponse> {
     const metrics = this.metrics;
     const start = metrics?.now() ?? 0;
+    const auditStart = this.#audit?.now() ?? 0;
+    let accessorId = "";
     let r: HttpResponse;
     try {
       if (this.#defaultToken) {
@@ -187,14 +208,27 @@ export class Router {
       const need = typeof route.authz === "function" ? route.authz(req, route.pattern.endsWith("/") ? req.path.slice(route.pattern.length) : "") : route.authz;
       let decision = this.#authorizer.authorize(req, need);
       if (decision instanceof Promise) decision = await decision;
-      if (!decision.allowed) throw new PermissionDeniedError(decision.reason);
-      if (decision.acl) req = { ...req, acl: decision.acl };
+      if (!decision.allowed) {
+        accessorId = decision.accessorId ?? "";
+        throw new PermissionDeniedError(decision.reason);
+      }
+      if (decision.acl) {
+        accessorId = decision.acl.accessorId;
+        req = { ...req, acl: decision.acl };
+      }
       r = await route.handler(this.#queryTimes || this.#discoveryMaxStaleMs ? { ...req, queryTimes: this.#queryTimes, discoveryMaxStaleMs: this.#discoveryMaxStaleMs } : req);
     } catch (err) {
       r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
     }
     if (metrics) metrics.sample("api.http", metrics.now() - start, { method: req.method, path: this.#pathLabel(route) });
     if (this.#defaultAclPolicy) r.headers["X-Consul-Default-ACL-Policy"] = this.#defaultAclPolicy;
+    if (this.#audit) {
+      try {
+        this.#audit.record({ method: req.method, path: req.path, status: r.status, durationMs: this.#audit.now() - auditStart, accessorId });
+      } catch (err) {
+        this.#logger.warn("cannot write the audit log", { error: err instanceof Error ? err.message : String(err) });
+      }
+    }
     return r;
   }
 

@@ -216,5 +216,5 @@ export function createRoutes(backends: HttpBackends): Router {
         { pattern: "/", methods: uiRootMethods, handler: uiRootRedirectHandler(backends.ui), authz: none },
       ]
       : []),
-  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes, discoveryMaxStaleMs: backends.discoveryMaxStaleMs, defaultAclPolicy: backends.acl?.enabled ? backends.acl.defaultPolicy : undefined, defaultToken: backends.acl?.defaultToken });
+  ], { logger: backends.logger ?? nullLogger(), metrics: backends.metrics, authorizer: backends.authorizer, queryTimes: backends.queryTimes, discoveryMaxStaleMs: backends.discoveryMaxStaleMs, defaultAclPolicy: backends.acl?.enabled ? backends.acl.defaultPolicy : undefined, defaultToken: backends.acl?.defaultToken, audit: backends.audit });
 }

@@ -162,7 +162,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     const answer = bodyTooLargeResponse(limit);
     const huge = declared > limit + discardLimit;
     if (huge) answer.headers["Connection"] = "close";
-    logger.debug("request body too large", { path: req.url, limitBytes: limit, declaredBytes: declared });
+    logger.debug("request body too large", { path: redactToken(req.url ?? ""), limitBytes: limit, declaredBytes: declared });
     send(res, answer);
     if (huge) {
       res.once("finish", () => req.socket.destroy());
@@ -238,7 +238,7 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
         // mode (debug) does not pay a log line per request.
         logger.trace("request finished", {
           method,
-          url,
+          url: redactToken(url),
           from: `${req.socket.remoteAddress ?? ""}:${req.socket.remotePort ?? ""}`,
           status: r.status,
           latencyMs: Math.round((performance.now() - startedMs) * 1000) / 1000,
@@ -407,4 +407,9 @@ function limitConnsPerClient(server: Server, max: number, logger: Logger): void 
     });
     for (const listener of accept) listener.call(server, socket);
   });
+}
+
+/** A request URL for the log: a `?token=` value is never written (Consul logs `token=<hidden>`). */
+export function redactToken(url: string): string {
+  return /token=/i.test(url) ? url.replace(/([?&]token=)[^&]*/gi, "$1<hidden>") : url;
 }

@@ -9,7 +9,7 @@
 //     extension) and a new one is opened;
 //   - then archives beyond the newest `maxFiles` are deleted (0 keeps
 //     every archive, -1 keeps none).
-import { closeSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import { formatJson, formatText, type LogRecord, type LogSink } from "./logger.ts";
 
@@ -25,6 +25,10 @@ export interface LogFileOptions {
   maxFiles?: number;
   /** Wall clock in ms (archive names) and elapsed time (rotation by age). */
   now?: () => number;
+  /** Each record's line instead of the log formats (the audit log's own JSON). */
+  format?: (record: LogRecord) => string;
+  /** Keep what the active file holds instead of truncating it at start (the audit log). */
+  append?: boolean;
 }
 
 export const DEFAULT_LOG_ROTATE_DURATION_MS = 24 * 3_600_000;
@@ -49,6 +53,8 @@ export class LogFileSink implements LogSink {
   #bytes = 0;
   #openedAt = 0;
   #lastStamp = 0n;
+  readonly #format: ((record: LogRecord) => string) | undefined;
+  #append: boolean;
 
   /** Opens (and truncates) the active file; throws when it cannot. */
   constructor(options: LogFileOptions) {
@@ -63,6 +69,8 @@ export class LogFileSink implements LogSink {
     this.#rotateDurationMs = options.rotateDurationMs || DEFAULT_LOG_ROTATE_DURATION_MS;
     this.#maxFiles = options.maxFiles ?? 0;
     this.#now = options.now ?? Date.now;
+    this.#format = options.format;
+    this.#append = options.append === true;
     this.#open();
   }
 
@@ -72,7 +80,7 @@ export class LogFileSink implements LogSink {
   }
 
   write(record: LogRecord): void {
-    const line = (this.#json ? formatJson(record) : formatText(record)) + "\n";
+    const line = (this.#format ? this.#format(record) : this.#json ? formatJson(record) : formatText(record)) + "\n";
     try {
       if (this.#fd === undefined) this.#open();
       this.#rotateIfDue();
@@ -90,8 +98,10 @@ export class LogFileSink implements LogSink {
   }
 
   #open(): void {
-    this.#fd = openSync(this.path, "w", 0o640);
-    this.#bytes = 0;
+    this.#fd = openSync(this.path, this.#append ? "a" : "w", 0o640);
+    this.#bytes = this.#append ? fstatSync(this.#fd).size : 0;
+    // Only the first open appends; a rotated file starts empty anyway.
+    this.#append = false;
     this.#openedAt = this.#now();
   }
 

@@ -4,14 +4,15 @@
 // there and gets Consul's 403 elsewhere (through a server and through a
 // client agent, which resolves tokens through the servers), anonymous lists
 // filtered with X-Consul-Results-Filtered-By-ACLs, -token-file,
-// python-consul with a token, and DNS with and without a token.
+// python-consul with a token, DNS with and without a token, and the audit
+// log (refused and allowed requests, no secret in it or in the agent's log).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Resolver } from "node:dns/promises";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { until } from "../../core/testing/until.ts";
-import { cairn, freePort, makeCluster, run, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+import { cairn, freePort, makeCluster, startDevAgent, run, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
 
 const python = "/usr/bin/python3";
 let c: Cluster;
@@ -187,4 +188,42 @@ test("acl e2e: DNS answers are filtered by the agent's DNS token", async () => {
     }
   }, "DNS answers with the DNS token", { timeoutMs: 5_000, intervalMs: 200 });
   assert.deepEqual(addrs, ["127.0.0.1"]); // three servers on one address: one record
+});
+
+test("acl e2e: the audit log records allowed and refused requests, and no secret appears in it or in the agent's log", async () => {
+  const dir = join(c.root.path, "audit-dev");
+  const secret = "5ec2e7a1-0000-4000-8000-00000000beef";
+  const auditPath = join(dir, "audit", "audit.json");
+  const cfg = join(c.root.path, "audit-dev.hcl");
+  writeFileSync(cfg, `acl {\n  enabled = true\n  default_policy = "deny"\n  tokens { initial_management = "${secret}" }\n}\naudit {\n  enabled = true\n  sink "file" {\n    type = "file"\n    format = "json"\n    path = "${auditPath}"\n    rotate_max_files = 3\n  }\n}\n`);
+  const dev = await startDevAgent([`-config-file=${cfg}`, "-log-level=trace"]);
+  try {
+    await until(async () => (await req(`${dev.http}/v1/acl/token/self`, { token: secret })).status === 200, "the initial management token is stored", { timeoutMs: 10_000, intervalMs: 100 });
+    const allowed = await req(`${dev.http}/v1/kv/audited?token=${secret}`, { method: "PUT", body: "v" });
+    assert.equal(allowed.status, 200);
+    const refused = await req(`${dev.http}/v1/kv/audited`, { method: "PUT", body: "v" });
+    assert.equal(refused.status, 403);
+    const unknown = await req(`${dev.http}/v1/kv/audited`, { headers: { Authorization: "Bearer 00000000-aaaa-bbbb-cccc-000000000000" } });
+    assert.equal(unknown.status, 403);
+    const self = await req(`${dev.http}/v1/acl/token/self`, { token: secret });
+    const accessor = (JSON.parse(self.text) as { AccessorID: string }).AccessorID;
+    const lines = await until(() => {
+      const text = existsSync(auditPath) ? readFileSync(auditPath, "utf8") : "";
+      const ls = text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { payload: { auth: { accessor_id: string }; request: { operation: string; endpoint: string; datacenter: string }; response: { status: string }; duration_ms: number } });
+      return ls.filter((l) => l.payload.request.endpoint === "/v1/kv/audited").length >= 3 ? ls : undefined;
+    }, "audit lines", { timeoutMs: 5_000, intervalMs: 100 });
+    const kv = lines.filter((l) => l.payload.request.endpoint === "/v1/kv/audited").map((l) => [l.payload.request.operation, l.payload.response.status, l.payload.auth.accessor_id, l.payload.request.datacenter]);
+    assert.deepEqual(kv, [
+      ["PUT", "200", accessor, "dc1"],
+      ["PUT", "403", "00000000-0000-0000-0000-000000000002", "dc1"],
+      ["GET", "403", "", "dc1"],
+    ]);
+    assert.ok(lines.every((l) => typeof l.payload.duration_ms === "number"));
+    const audit = readFileSync(auditPath, "utf8");
+    assert.ok(!audit.includes(secret), "the audit log holds no secret");
+    assert.ok(!audit.includes("00000000-aaaa-bbbb-cccc-000000000000"), "nor an unknown token");
+    assert.ok(!dev.proc.output().includes(secret), "the agent's own log holds no secret");
+  } finally {
+    await dev.stop();
+  }
 });
