@@ -245,3 +245,21 @@ test("sync scheduler: manual runs, schedule tasks, removal", () => {
   assert.equal(s.removeTask("cron"), true);
   assert.deepEqual(s.dependencies(), []);
 });
+
+test("sync scheduler: paused (HA follower) nothing starts; resumed, the latest render runs", () => {
+  const cfg = config();
+  const s = new SyncScheduler<RenderedInputs>({ maxConcurrentRuns: 4 });
+  s.setPaused(true, 0);
+  s.addTask(taskSpec(cfg.tasks[0]!), 0);
+  s.step({ kind: "data", dep: WEB, value: renderHealthEntries([entry("web-1")], {}), now: 0 });
+  s.step({ kind: "data", dep: WEB, value: renderHealthEntries([entry("web-1"), entry("web-2")], {}), now: 10 });
+  s.step({ kind: "tick", now: 10_000, wallNow: 0 });
+  assert.equal(s.ready().runs.length, 0);
+  s.setPaused(false, 10_000);
+  const [r] = s.ready().runs;
+  assert.equal(r!.trigger, "start");
+  assert.deepEqual(Object.keys(r!.inputs.services!), ["web-1.node1.dc1", "web-2.node1.dc1"]);
+  s.step({ kind: "runNow", task: "a", now: 10_001, trigger: "failover" });
+  s.step({ kind: "runDone", task: "a", runId: r!.runId, ok: true, now: 10_002 });
+  assert.deepEqual(s.ready().runs.map((x) => x.trigger), ["failover"]);
+});

@@ -5,6 +5,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createServer } from "node:http";
+import type { Server } from "node:http";
 import { until } from "../../core/testing/until.ts";
 import { cairn, freePort, startCairn, startDevAgent, tempDir } from "./harness.ts";
 import type { Agent, Proc } from "./harness.ts";
@@ -13,6 +15,8 @@ let agent: Agent;
 let dir: { path: string; remove(): void };
 let sync: Proc;
 let api: string;
+let hook: Server;
+const hooked: { task: string; status: string; trigger: string }[] = [];
 
 const MODULE = `#!/bin/sh
 # Records each run: its stdin (the rendered inputs) under runs/<task>/<run id>.json.
@@ -53,6 +57,16 @@ function register(id: string, port: number) {
 
 before(async () => {
   agent = await startDevAgent();
+  const hookPort = await freePort();
+  hook = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => {
+      if (req.method === "POST" && req.url === "/hook") hooked.push(JSON.parse(body) as { task: string; status: string; trigger: string });
+      res.end("ok");
+    });
+  });
+  await new Promise<void>((r) => hook.listen(hookPort, "127.0.0.1", r));
   const apiPort = await freePort();
   api = `http://127.0.0.1:${apiPort}`;
   dir = tempDir("cairn-sync-e2e-");
@@ -63,6 +77,7 @@ before(async () => {
     `
 log_level = "debug"
 port = ${apiPort}
+webhook = "http://127.0.0.1:${hookPort}/hook"
 buffer_period {
   min = "200ms"
   max = "1s"
@@ -75,6 +90,16 @@ task {
   name = "web-task"
   module = "./module.sh"
   condition "services" {
+    names = ["web"]
+  }
+}
+task {
+  name = "cron-task"
+  module = "./module.sh"
+  condition "schedule" {
+    cron = "*/2 * * * * * *"
+  }
+  module_input "services" {
     names = ["web"]
   }
 }
@@ -95,6 +120,7 @@ after(async () => {
   await sync?.kill("SIGKILL");
   await agent?.stop();
   dir?.remove();
+  hook?.close();
 });
 
 function waitRuns(task: string, n: number, what: string): Promise<RunInput[]> {
@@ -198,7 +224,7 @@ test("sync e2e: the API on its port, and the task CLI (disable, enable, create, 
   await until(async () => (await fetch(`${api}/v1/health`)).ok, "the sync API");
   assert.deepEqual((await apiJson("GET", "/v1/health")).json, {});
   const st = await apiJson("GET", "/v1/status");
-  assert.equal(st.json.task_summary.enabled.true, 2);
+  assert.equal(st.json.task_summary.enabled.true, 3);
   const tasks = await apiJson("GET", "/v1/status/tasks?include=events");
   assert.equal(tasks.json["web-task"].status, "successful");
   assert.deepEqual(tasks.json["web-task"].services, ["web"]);
@@ -262,4 +288,12 @@ test("sync e2e: -inspect-task shows the driver's plan and applies nothing", asyn
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /==> Task "web-task"\nplan for web-task/);
   assert.equal(runsOf("web-task").length, before);
+});
+
+test("sync e2e: a schedule task runs on its cron times with its module inputs; the webhook hears each run", async () => {
+  const runs = await waitRuns("cron-task", 2, "two scheduled runs (every 2 s)");
+  assert.deepEqual(runs.slice(0, 2).map((r) => r.trigger), ["schedule", "schedule"]);
+  assert.ok(runs[1]!.services !== undefined, "the services module input is rendered");
+  await until(() => hooked.some((h) => h.task === "web-task" && h.status === "successful"), "a webhook POST for web-task", { timeoutMs: 5_000 });
+  assert.ok(hooked.some((h) => h.task === "cron-task" && h.trigger === "schedule"));
 });
