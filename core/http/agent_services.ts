@@ -6,7 +6,7 @@
 // logged and retried, the write itself succeeded), as Consul's syncChanges.
 import type { Clock } from "../clock/mod.ts";
 import { formatDuration } from "../config/duration.ts";
-import { BadRequestError, NotFoundError } from "../errors.ts";
+import { BadRequestError, NotFoundError, PermissionDeniedError } from "../errors.ts";
 import { compileFilter, type Filter } from "../filter/mod.ts";
 import {
   aggregateStatus,
@@ -19,6 +19,8 @@ import {
   type LocalService,
 } from "../service_defs/mod.ts";
 import type { LocalAgentBackend } from "./backends.ts";
+import { permissionDeniedReason } from "../acl/authorizer.ts";
+import type { RequestAcl } from "./router.ts";
 import { parseQueryOptions } from "./blocking.ts";
 import { jsonResponse, textResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
@@ -29,9 +31,38 @@ export interface AgentServicesDeps {
   reload?: () => Promise<void>;
   /** For `?hash=` blocking on /v1/agent/service/<id>; without one those requests answer at once. */
   clock?: Clock;
+  /** This agent's node name (node checks need node:write on it). */
+  nodeName?: string;
 }
 
 const ok = (): HttpResponse => ({ status: 200, headers: {}, body: "" });
+
+// ---- ACLs on this agent's own services and checks (consul agent/acl.go vetServiceRegister, vetCheckRegister, filterServices) ----
+
+function deny(acl: RequestAcl, resource: "service" | "node", name: string): never {
+  throw new PermissionDeniedError(permissionDeniedReason(acl.accessorId, resource, "write", name));
+}
+
+/** service:write on the service named `name` (the request's token, when ACLs are on). */
+function vetService(req: HttpRequest, name: string): void {
+  if (req.acl && !req.acl.allowed("service", "write", name)) deny(req.acl, "service", name);
+}
+
+/** A check of a service needs service:write on that service; a node check node:write on this agent's node. */
+function vetCheck(req: HttpRequest, local: LocalAgentBackend, serviceId: string, nodeName: string): void {
+  if (!req.acl) return;
+  if (serviceId) {
+    const s = local.state.service(serviceId);
+    vetService(req, s?.service ?? serviceId);
+  } else if (!req.acl.allowed("node", "write", nodeName)) deny(req.acl, "node", nodeName);
+}
+
+/** An existing check by ID, vetted as vetCheck does. */
+function vetCheckId(req: HttpRequest, local: LocalAgentBackend, checkId: string, nodeName: string): void {
+  if (!req.acl) return;
+  const c = local.state.checks().find((x) => x.checkId === checkId);
+  vetCheck(req, local, c?.serviceId ?? "", nodeName);
+}
 
 /** consul api.AgentService as /v1/agent/services shows it. */
 export function agentServiceJson(s: LocalService, datacenter: string, options: { contentHash?: boolean } = {}): Record<string, unknown> {
@@ -190,11 +221,16 @@ export function agentServicesHandler(deps: AgentServicesDeps): Handler {
   return async (req) => {
     const filter = filterOf(req);
     const out: Record<string, unknown> = {};
+    let filtered = false;
     for (const s of local.state.services()) {
+      if (req.acl && !req.acl.allowed("service", "read", s.service)) {
+        filtered = true;
+        continue;
+      }
       const json = agentServiceJson(s, datacenter);
       if (!filter || filter.match(json)) out[s.id] = json;
     }
-    return jsonResponse(out, { pretty: wantsPretty(req) });
+    return jsonResponse(out, { pretty: wantsPretty(req), headers: filtered ? { "X-Consul-Results-Filtered-By-ACLs": "true" } : {} });
   };
 }
 
@@ -226,6 +262,7 @@ export function agentServiceRegisterHandler(deps: AgentServicesDeps): Handler {
   const { local } = deps;
   return async (req) => {
     const def = decodeServiceDefinition(decodeJsonBody(req));
+    vetService(req, def.service.service);
     const flag = req.query.get("replace-existing-checks");
     const replace = req.query.has("replace-existing-checks") && (flag === "" || flag === "true");
     local.addService(def, { source: "remote", replaceExistingChecks: replace });
@@ -240,7 +277,10 @@ export const agentServiceDeregisterPrefix = "/v1/agent/service/deregister/";
 export function agentServiceDeregisterHandler(deps: AgentServicesDeps): Handler {
   const { local } = deps;
   return async (req) => {
-    local.removeService(after(agentServiceDeregisterPrefix, req));
+    const id = after(agentServiceDeregisterPrefix, req);
+    const existing = local.state.service(id);
+    if (existing) vetService(req, existing.service);
+    local.removeService(id);
     await local.syncChanges();
     return ok();
   };
@@ -254,6 +294,8 @@ export function agentServiceMaintenanceHandler(deps: AgentServicesDeps): Handler
   return async (req) => {
     const id = after(agentServiceMaintenancePrefix, req);
     if (id === "") throw new BadRequestError("Missing service ID");
+    const existing = local.state.service(id);
+    if (existing) vetService(req, existing.service);
     const enable = parseEnable(req);
     if (enable) local.enableServiceMaintenance(id, req.query.get("reason") ?? "");
     else local.disableServiceMaintenance(id);
@@ -281,6 +323,10 @@ export function agentChecksHandler(deps: AgentServicesDeps): Handler {
     const filter = filterOf(req);
     const out: Record<string, unknown> = {};
     for (const c of local.state.checks()) {
+      if (req.acl) {
+        const svc = c.serviceId ? local.state.service(c.serviceId)?.service ?? c.serviceName : "";
+        if (svc ? !req.acl.allowed("service", "read", svc) : !req.acl.allowed("node", "read", deps.nodeName ?? "")) continue;
+      }
       const json = agentCheckJson(c);
       if (!filter || filter.match(json)) out[c.checkId] = json;
     }
@@ -292,7 +338,9 @@ export function agentChecksHandler(deps: AgentServicesDeps): Handler {
 export function agentCheckRegisterHandler(deps: AgentServicesDeps): Handler {
   const { local } = deps;
   return async (req) => {
-    local.addCheck(decodeCheckDefinition(decodeJsonBody(req)), { source: "remote" });
+    const def = decodeCheckDefinition(decodeJsonBody(req));
+    vetCheck(req, local, def.serviceId, deps.nodeName ?? "");
+    local.addCheck(def, { source: "remote" });
     await local.syncChanges();
     return ok();
   };
@@ -304,7 +352,9 @@ export const agentCheckDeregisterPrefix = "/v1/agent/check/deregister/";
 export function agentCheckDeregisterHandler(deps: AgentServicesDeps): Handler {
   const { local } = deps;
   return async (req) => {
-    local.removeCheck(after(agentCheckDeregisterPrefix, req));
+    const id = after(agentCheckDeregisterPrefix, req);
+    vetCheckId(req, local, id, deps.nodeName ?? "");
+    local.removeCheck(id);
     await local.syncChanges();
     return ok();
   };
@@ -326,7 +376,11 @@ async function updateTtl(local: LocalAgentBackend, id: string, status: HealthSta
 /** PUT /v1/agent/check/pass/<id>, warn/<id>, fail/<id> */
 export function agentCheckStatusHandler(deps: AgentServicesDeps, status: HealthStatus): Handler {
   const prefix = agentCheckStatusPrefixes[status];
-  return (req) => updateTtl(deps.local, after(prefix, req), status, req.query.get("note") ?? "");
+  return async (req) => {
+    const id = after(prefix, req);
+    vetCheckId(req, deps.local, id, deps.nodeName ?? "");
+    return await updateTtl(deps.local, id, status, req.query.get("note") ?? "");
+  };
 }
 
 export const agentCheckUpdatePrefix = "/v1/agent/check/update/";
@@ -344,7 +398,9 @@ export function agentCheckUpdateHandler(deps: AgentServicesDeps): Handler {
     }
     if (!isHealthStatus(status)) throw new BadRequestError(`Invalid check status: '${typeof status === "string" ? status : ""}'`);
     if (typeof output !== "string") throw new BadRequestError("Request decode failed: Output must be a string");
-    return await updateTtl(deps.local, after(agentCheckUpdatePrefix, req), status, output);
+    const id = after(agentCheckUpdatePrefix, req);
+    vetCheckId(req, deps.local, id, deps.nodeName ?? "");
+    return await updateTtl(deps.local, id, status, output);
   };
 }
 

@@ -103,7 +103,7 @@ export function createRoutes(backends: HttpBackends): Router {
   const translate = { enabled: backends.translateWanAddrs === true, datacenter: agent.datacenter };
   /** disable_coordinates: Consul answers every /v1/coordinate route with 401. */
   const coordinatesOn = (h: Handler): Handler => (backends.disableCoordinates ? async () => { throw new HttpError(401, "Coordinate support disabled"); } : h);
-  const own: AgentServicesDeps = { local, datacenter: agent.datacenter, reload: backends.reload, clock: backends.clock };
+  const own: AgentServicesDeps = { local, datacenter: agent.datacenter, reload: backends.reload, clock: backends.clock, nodeName: agent.nodeName };
   /** On this agent (consul: agent:read / agent:write on the agent's node name). */
   const onAgent = (access: AuthzAccess): AuthzRequirement => ({ resource: "agent", access, name: agent.nodeName });
   /** On this agent's node (node maintenance). */
