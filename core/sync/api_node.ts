@@ -155,7 +155,13 @@ export function syncApiHandler(rt: SyncRuntime, options: SyncApiOptions = {}) {
       const t = parsed.task;
       if (rt.taskConfig(t.name)) return err(400, `task with name ${t.name} already exists`);
       if (run === "inspect") {
-        return err(400, "run=inspect on create is not supported yet: create the task disabled, then PATCH it with ?run=inspect");
+        // CTS: the plan of the task as given, and nothing created.
+        try {
+          const r = await rt.inspectNew(t);
+          return { status: r.ok ? 200 : 500, body: { request_id: requestId, task: taskJson(t), run: { plan: r.plan ?? r.outputTail, changes_present: r.changesPresent ?? true }, ...(r.ok ? {} : { error: { message: r.error ?? "inspect failed" } }) } };
+        } catch (e) {
+          return err(500, String((e as Error).message));
+        }
       }
       await rt.createTask(t, { definition: parsed.definition });
       if (run === "now") rt.runNow(t.name);

@@ -242,6 +242,25 @@ export class SyncRuntime {
     }
   }
 
+  /**
+   * What a new task would do, without creating it (POST /v1/tasks?run=inspect):
+   * it is watched disabled just long enough to render and inspect, then dropped.
+   */
+  async inspectNew(config: TaskConfig): Promise<DriverResult> {
+    if (this.#tasks.has(config.name)) throw new RangeError(`Task "${config.name}" already exists`);
+    this.#tasks.set(config.name, { config: { ...config, enabled: false }, runs: [] });
+    for (const d of taskDependencies(config)) this.#deps.set(d.key, d);
+    this.#sched.addTask(taskSpec({ ...config, enabled: false }), this.#o.clock.now());
+    this.#syncWatchers();
+    try {
+      return await this.inspect(config.name);
+    } finally {
+      this.#sched.removeTask(config.name);
+      this.#tasks.delete(config.name);
+      this.#syncWatchers();
+    }
+  }
+
   /** Delete a task; with destroy, the driver first removes what the task made (its error keeps the task). */
   async deleteTask(name: string, options: { destroy?: boolean } = {}): Promise<DriverResult | undefined> {
     const t = this.#tasks.get(name);

@@ -260,6 +260,12 @@ test("sync e2e: the API on its port, and the task CLI (disable, enable, create, 
   assert.equal(r.code, 1);
   assert.match(r.stderr, /Unknown key "colour"/);
 
+  // Inspect a task that does not exist yet: its plan, and nothing created.
+  const draft = await apiJson("POST", "/v1/tasks?run=inspect", { task: { name: "draft", module: "./module.sh", condition: { services: { names: ["web"] } } } });
+  assert.equal(draft.status, 200, JSON.stringify(draft.json));
+  assert.match(draft.json.run.plan, /plan for draft/);
+  assert.equal((await apiJson("GET", "/v1/tasks/draft")).status, 404);
+
   // PUT the whole task: new user meta, so a new render and a run carrying it.
   const put1 = await apiJson("PUT", "/v1/tasks/created", { task: { name: "created", module: "./module.sh", buffer_period: { enabled: false }, condition: { services: { names: ["web"], cts_user_defined_meta: { owner: "ops" } } } } });
   assert.equal(put1.status, 200, JSON.stringify(put1.json));
