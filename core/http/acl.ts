@@ -260,3 +260,26 @@ export function agentTokenHandler(deps: { enabled: boolean; tokens: AgentTokens 
     return { status: 200, headers: {}, body: "" };
   };
 }
+
+/**
+ * `GET /v1/acl/replication` (consul ACLReplicationStatus). cairn does not
+ * replicate ACLs between datacenters yet: every datacenter keeps its own,
+ * which is what Consul reports for its primary — replication not enabled.
+ */
+export function aclReplicationHandler(deps: AclHttpDeps): Handler {
+  return guard(deps, async (req) => {
+    const zero = "0001-01-01T00:00:00Z";
+    return jsonResponse({
+      Enabled: false,
+      Running: false,
+      SourceDatacenter: "",
+      ReplicationType: "",
+      ReplicatedIndex: 0,
+      ReplicatedRoleIndex: 0,
+      ReplicatedTokenIndex: 0,
+      LastSuccess: zero,
+      LastError: zero,
+      LastErrorMessage: "",
+    }, { pretty: wantsPretty(req) });
+  });
+}

@@ -5,6 +5,8 @@ import type { AclResolveReply } from "../rpc/methods.ts";
 import { AclRouteAuthorizer, type DownPolicy } from "./acl_authorizer.ts";
 import { Router, type AuditEntry } from "./router.ts";
 import { redactToken } from "./serve_node.ts";
+import { createRoutes } from "./routes.ts";
+import { testBackends } from "./_test_env.ts";
 import { jsonResponse, makeRequest } from "./types.ts";
 
 function setup(o: { downPolicy?: DownPolicy; defaultToken?: string; enableKeyListPolicy?: boolean } = {}) {
@@ -117,4 +119,13 @@ test("audit: every answered request with its accessor, refusals included; URLs i
   ]);
   assert.equal(redactToken("/v1/kv/a?recurse&token=s3cr3t&dc=x"), "/v1/kv/a?recurse&token=<hidden>&dc=x");
   assert.equal(redactToken("/v1/kv/a?TOKEN=s3cr3t"), "/v1/kv/a?TOKEN=<hidden>");
+});
+
+test("acl endpoints: 401 ACL support disabled when ACLs are off", async () => {
+  const router = createRoutes(testBackends());
+  for (const [method, path] of [["PUT", "/v1/acl/bootstrap"], ["GET", "/v1/acl/tokens"], ["GET", "/v1/acl/token/self"], ["PUT", "/v1/acl/policy"], ["GET", "/v1/acl/replication"], ["PUT", "/v1/agent/token/default"]] as const) {
+    const r = await router.handle(makeRequest(method, path, { body: method === "PUT" ? "{}" : undefined }));
+    assert.deepEqual([r.status, text(r)], [401, "ACL support disabled"], `${method} ${path}`);
+    assert.equal(r.headers["X-Consul-Default-ACL-Policy"], undefined);
+  }
 });

@@ -5,7 +5,7 @@
 import type { NearOptions } from "../gossip/near.ts";
 import { nullLogger } from "../log/mod.ts";
 import { agentSelfHandler, agentVersionHandler } from "./agent.ts";
-import { aclBootstrapHandler, aclCreateHandler, aclItemHandler, aclListHandler, agentTokenHandler } from "./acl.ts";
+import { aclBootstrapHandler, aclCreateHandler, aclItemHandler, aclListHandler, aclReplicationHandler, agentTokenHandler } from "./acl.ts";
 import {
   agentCheckDeregisterHandler,
   agentCheckRegisterHandler,
@@ -202,6 +202,7 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/acl/role", methods: PUT, handler: aclCreateHandler(aclDeps, "role"), authz: none },
     { pattern: "/v1/acl/role/", methods: ["GET", "PUT", "DELETE"], handler: aclItemHandler(aclDeps, "role"), authz: none },
     { pattern: "/v1/acl/roles", methods: GET, handler: aclListHandler(aclDeps, "role"), authz: none },
+    { pattern: "/v1/acl/replication", methods: GET, handler: aclReplicationHandler(aclDeps), authz: on("acl", "read") },
     { pattern: "/v1/agent/token/", methods: PUT, handler: agentTokenHandler({ enabled: aclDeps.enabled, tokens: backends.acl?.tokens }), authz: on("acl", "write") },
 
     // Status: public.
