@@ -19,7 +19,7 @@ import { parseTaskDocument } from "./config.ts";
 import type { SyncConfig, TaskConfig } from "./config.ts";
 import type { DriverResult, SyncDriver } from "./driver.ts";
 import { renderHealthEntries, renderKvEntries } from "./render.ts";
-import type { RenderedInputs } from "./render.ts";
+import type { RenderedInputs, RenderedService } from "./render.ts";
 import { SyncScheduler } from "./scheduler.ts";
 import type { RunOrder, Trigger } from "./scheduler.ts";
 import { moduleVariables, taskDependencies, taskSpec } from "./task.ts";
@@ -310,6 +310,59 @@ export class SyncRuntime {
   }
 
   async #watch(dep: Dependency, signal: AbortSignal): Promise<void> {
+    if (dep.kind === "health-regexp") return this.#watchRegexp(dep, signal);
+    await this.#blockingLoop(dep, signal, (body) => {
+      const value = dep.kind === "health" ? renderHealthEntries(body, {}) : dep.kind === "kv" ? renderKvEntries(body ?? [], decodeB64) : (body ?? {});
+      this.#sched.step({ kind: "data", dep: dep.key, value, now: this.#o.clock.now() });
+      this.#pump();
+    });
+  }
+
+  /**
+   * `services { regexp = … }`: the catalog's service list, blocking, and one
+   * health watch per matching service; the dependency's data is the union,
+   * given once every matching service has answered.
+   */
+  async #watchRegexp(dep: Dependency, signal: AbortSignal): Promise<void> {
+    const re = new RegExp(dep.params.find(([k]) => k === "regexp")?.[1] ?? "");
+    const pass = dep.params.filter(([k]) => k !== "regexp");
+    const healthParams = [...pass, ["passing", "1"] as [string, string]];
+    const listParams = pass.filter(([k]) => k === "dc" || k === "ns");
+    const subs = new Map<string, { ctl: AbortController; value?: Record<string, RenderedService> }>();
+    let listed = false;
+    const emit = () => {
+      if (!listed || [...subs.values()].some((x) => x.value === undefined)) return;
+      const merged: Record<string, RenderedService> = {};
+      for (const name of [...subs.keys()].sort()) Object.assign(merged, subs.get(name)!.value);
+      this.#sched.step({ kind: "data", dep: dep.key, value: merged, now: this.#o.clock.now() });
+      this.#pump();
+    };
+    await this.#blockingLoop({ key: dep.key, path: "/v1/catalog/services", params: listParams }, signal, (body) => {
+      const names = new Set(Object.keys((body ?? {}) as Record<string, unknown>).filter((n) => re.test(n)));
+      for (const [n, sub] of subs) {
+        if (!names.has(n)) {
+          sub.ctl.abort();
+          subs.delete(n);
+        }
+      }
+      for (const n of names) {
+        if (subs.has(n)) continue;
+        const sub: { ctl: AbortController; value?: Record<string, RenderedService> } = { ctl: new AbortController() };
+        subs.set(n, sub);
+        signal.addEventListener("abort", () => sub.ctl.abort(), { once: true });
+        void this.#blockingLoop({ key: `${dep.key} ${n}`, path: `/v1/health/service/${encodeURIComponent(n)}`, params: healthParams }, sub.ctl.signal, (b) => {
+          sub.value = renderHealthEntries(b, {});
+          emit();
+        });
+      }
+      listed = true;
+      emit();
+    });
+    for (const sub of subs.values()) sub.ctl.abort();
+  }
+
+  /** One blocking query, again and again: `onBody` on each new index; errors back off. */
+  async #blockingLoop(dep: Pick<Dependency, "key" | "path" | "params">, signal: AbortSignal, onBody: (body: unknown) => void): Promise<void> {
     const log = this.#log.named("watch").with({ dependency: dep.key });
     let index = 0;
     let failures = 0;
@@ -335,12 +388,9 @@ export class SyncRuntime {
         else if (next === index && index !== 0) continue; // wait timed out, nothing new
         else index = next;
         const body: unknown = res.status === 404 || res.text.trim() === "" ? null : JSON.parse(res.text);
-        const value =
-          dep.kind === "health" ? renderHealthEntries(body, {}) : dep.kind === "kv" ? renderKvEntries(body ?? [], decodeB64) : (body ?? {});
         if (signal.aborted) return;
         log.trace("data", { index });
-        this.#sched.step({ kind: "data", dep: dep.key, value, now: this.#o.clock.now() });
-        this.#pump();
+        onBody(body);
       } catch (err) {
         if (signal.aborted) return;
         failures++;

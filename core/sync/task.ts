@@ -8,7 +8,7 @@ import type { TaskSpec } from "./scheduler.ts";
 /** One blocking query against the agent. The key is its identity. */
 export interface Dependency {
   key: string;
-  kind: "health" | "kv" | "catalog-services";
+  kind: "health" | "health-regexp" | "kv" | "catalog-services";
   /** HTTP path under the agent, and query parameters (besides index/wait). */
   path: string;
   params: [string, string][];
@@ -32,14 +32,8 @@ function kvDep(path: string, recurse: boolean, dc: string, ns: string): Dependen
   return dep("kv", `/v1/kv/${clean.split("/").map(encodeURIComponent).join("/")}`, { dc, ns, ...(recurse ? { recurse: "1" } : {}) });
 }
 
-/** Why a task cannot be run by this version, or undefined. */
-export function unsupportedInTask(t: TaskConfig): string | undefined {
-  const sel = [...(t.condition ? [t.condition] : []), ...t.moduleInputs];
-  for (const s of sel) {
-    if (s.kind === "services" && s.regexp !== undefined) {
-      return `task "${t.name}" (${t.source}): services "regexp" is not supported by cairn sync yet; list the services in "names"`;
-    }
-  }
+/** Why a task cannot be run by this version, or undefined (nothing today). */
+export function unsupportedInTask(_t: TaskConfig): string | undefined {
   return undefined;
 }
 
@@ -48,9 +42,10 @@ interface Part {
   apply(out: RenderedInputs, value: unknown): void;
 }
 
-function serviceParts(names: string[], dc: string, ns: string, filter: string, userMeta: Record<string, string>): Part[] {
-  return names.map((n) => ({
-    dep: healthDep(n, dc, ns, filter),
+function serviceParts(names: string[], dc: string, ns: string, filter: string, userMeta: Record<string, string>, regexp?: string): Part[] {
+  const deps = regexp !== undefined ? [dep("health-regexp", "/v1/catalog/services", { dc, ns, filter, regexp })] : names.map((n) => healthDep(n, dc, ns, filter));
+  return deps.map((d) => ({
+    dep: d,
     apply(out, value) {
       const services = (out.services ??= {});
       for (const [k, v] of Object.entries(value as Record<string, RenderedService>)) {
@@ -79,7 +74,7 @@ function parts(t: TaskConfig): Part[] {
   const out: Part[] = [];
   const c = t.condition;
   if (c?.kind === "services") {
-    const p = serviceParts(c.names, c.datacenter, c.namespace, c.filter, c.ctsUserDefinedMeta);
+    const p = serviceParts(c.names, c.datacenter, c.namespace, c.filter, c.ctsUserDefinedMeta, c.regexp);
     // A condition that is not a module input still triggers: it adds a hash-only part.
     out.push(...(c.useAsModuleInput ? p : p.map((x) => hashOnly(x.dep))));
   } else if (c?.kind === "consul-kv") {
@@ -102,7 +97,7 @@ function parts(t: TaskConfig): Part[] {
     });
   }
   for (const mi of t.moduleInputs) {
-    if (mi.kind === "services") out.push(...serviceParts(mi.names, mi.datacenter, mi.namespace, mi.filter, mi.ctsUserDefinedMeta));
+    if (mi.kind === "services") out.push(...serviceParts(mi.names, mi.datacenter, mi.namespace, mi.filter, mi.ctsUserDefinedMeta, mi.regexp));
     else out.push(kvPart(mi.path, mi.recurse, mi.datacenter, mi.namespace));
   }
   return out;
@@ -127,7 +122,7 @@ export function moduleVariables(inputs: RenderedInputs): RenderedInputs {
 /** The scheduler's view of a task. */
 export function taskSpec(t: TaskConfig, appliedHash?: string): TaskSpec<RenderedInputs> {
   const ps = parts(t);
-  const needsServices = ps.some((p) => p.dep.kind === "health");
+  const needsServices = ps.some((p) => p.dep.kind === "health" || p.dep.kind === "health-regexp");
   return {
     name: t.name,
     enabled: t.enabled,

@@ -303,3 +303,25 @@ test("sync e2e: a schedule task runs on its cron times with its module inputs; t
   await until(() => hooked.some((h) => h.task === "web-task" && h.status === "successful"), "a webhook POST for web-task", { timeoutMs: 5_000 });
   assert.ok(hooked.some((h) => h.task === "cron-task" && h.trigger === "schedule"));
 });
+
+test("sync e2e: services by regexp follow services as they appear and go", async () => {
+  const created = await apiJson("POST", "/v1/tasks", { task: { name: "rx", module: "./module.sh", buffer_period: { enabled: false }, condition: { services: { regexp: "^api-" } } } });
+  assert.equal(created.status, 201, JSON.stringify(created.json));
+  const [first] = await waitRuns("rx", 1, "the regexp task's start run");
+  assert.deepEqual(first!.services, {});
+  await put("/v1/agent/service/register", { ID: "api-a-1", Name: "api-a", Port: 9001 });
+  await put("/v1/agent/service/register", { ID: "api-b-1", Name: "api-b", Port: 9002 });
+  await put("/v1/agent/service/register", { ID: "other-1", Name: "other", Port: 9003 });
+  const runs = await until(() => {
+    const r = runsOf("rx");
+    const last = r.at(-1);
+    return last && Object.keys(last.services!).length === 2 ? r : undefined;
+  }, "both api-* services in the regexp task", { timeoutMs: 15_000 });
+  assert.deepEqual(Object.keys(runs.at(-1)!.services!).map((k) => k.split(".")[0]).sort(), ["api-a-1", "api-b-1"]);
+  await put("/v1/agent/service/deregister/api-a-1");
+  await until(() => {
+    const last = runsOf("rx").at(-1);
+    return last && Object.keys(last.services!).length === 1 ? last : undefined;
+  }, "api-a gone from the regexp task", { timeoutMs: 15_000 });
+  assert.equal((await apiJson("DELETE", "/v1/tasks/rx")).status, 202);
+});
