@@ -16,12 +16,13 @@
 // Every figure is printed with the machine's load average at the time.
 // CAIRN_BENCH_NODES (10000), CAIRN_BENCH_PER_NODE (10), CAIRN_BENCH_SECONDS (5),
 // CAIRN_BENCH_WATCHERS (10000), CAIRN_BENCH_CONNS (16), CAIRN_BENCH_HOT (100)
-// change the sizes.
+// change the sizes. CAIRN_BENCH_CLUSTER=1: three servers instead of a dev
+// agent; everything goes to the leader's HTTP port and RSS is the leader's.
 import { loadavg } from "node:os";
 import { readFileSync } from "node:fs";
 import { Agent, request } from "node:http";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
-import { devAgentAt } from "../e2e/harness.ts";
+import { devAgentAt, makeCluster, waitForLeader } from "../e2e/harness.ts";
 
 const nodeCount = Number(process.env.CAIRN_BENCH_NODES ?? 10_000);
 const perNode = Number(process.env.CAIRN_BENCH_PER_NODE ?? 10);
@@ -179,12 +180,25 @@ async function fanout(): Promise<{ connected: number; wokenByOther: number; answ
   return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors, entries };
 }
 
-async function main(): Promise<void> {
+async function startTarget(): Promise<{ pid?: number; what: string; stop(): Promise<void> }> {
+  if (process.env.CAIRN_BENCH_CLUSTER === "1") {
+    const cluster = await makeCluster(3, { prefix: "cairn-bench-scale-", config: { limits: { http_max_conns_per_client: 0 } } });
+    for (const s of cluster.servers) cluster.start(s);
+    const leader = await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
+    host = leader.addr;
+    port = leader.http;
+    return { pid: leader.proc?.pid, what: `3 servers, leader ${leader.name}`, stop: () => cluster.stopAll() };
+  }
   const target = await devAgentAt(process.env.CAIRN_BENCH_HTTP_ADDR, { args: ["-hcl=limits { http_max_conns_per_client = 0 }"] });
   ({ host, port } = target);
-  const pid = target.agent?.proc.pid;
+  return { pid: target.agent?.proc.pid, what: "dev agent", stop: async () => { await target.agent?.stop(); } };
+}
+
+async function main(): Promise<void> {
+  const target = await startTarget();
+  const pid = target.pid;
   try {
-    console.log(`# scale benchmark against ${host}:${port} (${process.env.CAIRN_E2E_BIN ?? "dist/cairn"}), ${load()}`);
+    console.log(`# scale benchmark against ${target.what} at ${host}:${port} (${process.env.CAIRN_E2E_BIN ?? "dist/cairn"}), ${load()}`);
     const empty = rssMiB(pid);
     const reg = await register();
     console.log(`registered ${reg.count} instances (${serviceCount} services × ${instancesPerService}) over ${nodeCount} nodes in ${(reg.ms / 1000).toFixed(1)} s = ${(reg.count / (reg.ms / 1000)).toFixed(0)}/s, errors ${reg.errors}; ${load()}`);
@@ -199,7 +213,7 @@ async function main(): Promise<void> {
     const after = rssMiB(pid);
     console.log(`agent RSS at the end: ${after.rss.toFixed(0)} MiB (peak ${after.hwm.toFixed(0)} MiB)`);
   } finally {
-    await target.agent?.stop();
+    await target.stop();
   }
 }
 
