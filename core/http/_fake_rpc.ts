@@ -2,7 +2,7 @@
 // Raft-like indexes, blocking reads woken by writes, txn, status. Records
 // every call so tests can check what the HTTP layer asked for.
 import type { Clock } from "../clock/mod.ts";
-import type { DirEntry, QueryMeta, QueryOptions, Rpc, RpcArgs, RpcMethod, RpcReply, TxnReply, TxnResult } from "../rpc/mod.ts";
+import type { DirEntry, KvFlags, QueryMeta, QueryOptions, Rpc, RpcArgs, RpcMethod, RpcReply, TxnReply, TxnResult } from "../rpc/mod.ts";
 
 export interface FakeCall {
   method: RpcMethod;
@@ -146,7 +146,7 @@ export class FakeRpc implements Rpc {
     for (const w of [...this.#waiters]) w();
   }
 
-  #set(key: string, value: Uint8Array, flags: number, session?: string): DirEntry {
+  #set(key: string, value: Uint8Array, flags: KvFlags, session?: string): DirEntry {
     const idx = ++this.index;
     const old = this.kv.get(key);
     const e: DirEntry = {

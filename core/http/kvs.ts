@@ -1,11 +1,11 @@
 // /v1/kv/<key>: GET (get, ?recurse, ?keys), PUT, DELETE, translated to the
 // KVS.* RPCs (consul agent/kvs_endpoint.go).
 import { BadRequestError, TooLargeError } from "../errors.ts";
-import type { DirEntry, KvsApplyArgs, Rpc } from "../rpc/mod.ts";
+import { parseKvFlags, type DirEntry, type KvsApplyArgs, type Rpc } from "../rpc/mod.ts";
 import { encodeBase64 } from "./base64.ts";
 import { parseQueryOptions, parseUintParam, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
 import { HttpError } from "./http_error.ts";
-import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
+import { jsonResponse, rawJsonNumber, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 export const kvPrefix = "/v1/kv/";
 /** Largest KV value (Consul kv_max_value_size default, 512 KiB). */
@@ -26,7 +26,7 @@ export function dirEntryToJson(e: DirEntry): DirEntryJson {
   const out: DirEntryJson = {
     LockIndex: e.lockIndex,
     Key: e.key,
-    Flags: e.flags,
+    Flags: typeof e.flags === "string" ? rawJsonNumber(e.flags) : e.flags,
     Value: e.value && e.value.length > 0 ? encodeBase64(e.value) : null,
     CreateIndex: e.createIndex,
     ModifyIndex: e.modifyIndex,
@@ -111,7 +111,9 @@ export function kvsHandler(options: KvsHandlerOptions): (req: HttpRequest) => Pr
   async function put(req: HttpRequest, key: string): Promise<HttpResponse> {
     if (key === "") missingKey();
     const q = req.query;
-    const flags = parseUintParam(req, "flags");
+    const flagsText = req.query.get("flags");
+    const flags = flagsText === null ? undefined : parseKvFlags(flagsText);
+    if (flagsText !== null && flags === undefined) throw new BadRequestError(`Invalid flags "${flagsText}": must be an unsigned 64-bit integer`);
     const cas = parseUintParam(req, "cas");
     const hasAcquire = q.has("acquire");
     const hasRelease = q.has("release");

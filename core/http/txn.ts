@@ -3,7 +3,7 @@
 // Consul's JSON; field names match case-insensitively, as Go's encoding/json
 // does.
 import { BadRequestError, TooLargeError } from "../errors.ts";
-import type { Rpc, TxnCatalogVerb, TxnKvOp, TxnKvVerb, TxnOp, TxnReply, TxnResult } from "../rpc/mod.ts";
+import { isKvFlags, parseKvFlags, type Rpc, type TxnCatalogVerb, type TxnKvOp, type TxnKvVerb, type TxnOp, type TxnReply, type TxnResult } from "../rpc/mod.ts";
 import { healthCheckToJson, nodeServiceToJson, nodeToJson } from "../state/catalog_json.ts";
 import { txnOpVerb } from "../state/txn_ops.ts";
 import { decodeCheck, decodeService } from "./catalog.ts";
@@ -78,8 +78,16 @@ function parseKvOp(kvObj: Record<string, unknown>, w: string, maxValueBytes: num
     }
     op.value = value;
   }
-  const flags = uintField(kvObj, "Flags", w);
-  if (flags !== undefined) op.flags = flags;
+  const flagsRaw = field(kvObj, "Flags");
+  if (flagsRaw !== undefined && flagsRaw !== null) {
+    // A uint64 above 2^53 arrives as digits (see bigFlags below); a number here is a safe integer.
+    const flags = typeof flagsRaw === "string" && flagsRaw.startsWith(bigFlagsTag) ? parseKvFlags(flagsRaw.slice(bigFlagsTag.length)) : typeof flagsRaw === "number" && isKvFlags(flagsRaw) ? flagsRaw : undefined;
+    if (flags === undefined) {
+      const shown = typeof flagsRaw === "string" && flagsRaw.startsWith(bigFlagsTag) ? flagsRaw.slice(bigFlagsTag.length) : JSON.stringify(flagsRaw);
+      throw new BadRequestError(`Failed to parse body: ${w}.Flags must be a non-negative integer, got ${shown}`);
+    }
+    op.flags = flags;
+  }
   const index = uintField(kvObj, "Index", w);
   if (index !== undefined) op.index = index;
   const session = stringField(kvObj, "Session", w);
@@ -151,12 +159,19 @@ function parseCatalogOp(kind: "Node" | "Service" | "Check", o: Record<string, un
   return { check: { verb: v, check } };
 }
 
+/** JSON.parse rounds integers above 2^53: KV flags that long are quoted first, so their digits survive. */
+function bigFlags(text: string): string {
+  return text.includes("lags") ? text.replace(/("[Ff]lags"\s*:\s*)(\d{16,})(?=\s*[,}\]])/g, '$1"\\u0000#$2"') : text;
+}
+/** What a quoted long Flags starts with after JSON.parse (a NUL no client sends). */
+const bigFlagsTag = "\u0000#";
+
 /** Parse and check Consul's txn JSON into RPC ops; errors name the op and field. */
 export function parseTxnOps(body: Uint8Array, options: { maxValueBytes?: number } = {}): TxnOp[] {
   const maxValueBytes = options.maxValueBytes ?? kvMaxValueBytes;
   let doc: unknown;
   try {
-    doc = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(body));
+    doc = JSON.parse(bigFlags(new TextDecoder("utf-8", { fatal: true }).decode(body)));
   } catch (err) {
     throw new BadRequestError(`Failed to parse body: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -72,8 +72,21 @@ export function makeRequest(
 export function jsonResponse(value: unknown, options: { status?: number; headers?: Record<string, string>; pretty?: boolean } = {}): HttpResponse {
   const headers = options.headers ?? {};
   headers["Content-Type"] = "application/json";
-  const text = options.pretty ? `${JSON.stringify(value, null, 4)}\n` : JSON.stringify(value);
+  let text = options.pretty ? `${JSON.stringify(value, null, 4)}\n` : JSON.stringify(value);
+  if (text.includes(rawNumberTag)) text = text.replace(rawNumberPattern, "$1");
   return { status: options.status ?? 200, headers, body: text };
+}
+
+/** JSON.stringify writes U+0000 as this escape; a value made by rawJsonNumber carries it. */
+const rawNumberTag = "\\u0000#";
+const rawNumberPattern = /"\\u0000#(\d+)"/g;
+
+/**
+ * An integer JSON must show digit for digit but a JS number cannot hold (KV
+ * flags above 2^53): jsonResponse writes it bare, as Go writes a uint64.
+ */
+export function rawJsonNumber(digits: string): number {
+  return `\u0000#${digits}` as unknown as number;
 }
 
 /** A plain-text answer, as Consul writes its errors. */

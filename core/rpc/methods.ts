@@ -47,9 +47,33 @@ export interface QueryMeta {
   consistencyLevel: "leader" | "stale" | "consistent";
 }
 
+/**
+ * A KV entry's flags: Consul's uint64. A number up to 2^53 - 1; above that
+ * the exact decimal digits (Terraform's consul backend locks with
+ * 0x2ddccbc058a50c18 and compares it on read), which msgpack and JSON
+ * carry unchanged.
+ */
+export type KvFlags = number | string;
+
+const maxUint64 = 18446744073709551615n;
+
+/** Whether a value is valid KV flags (a safe non-negative integer, or the digits of a larger uint64). */
+export function isKvFlags(v: unknown): v is KvFlags {
+  if (typeof v === "number") return Number.isSafeInteger(v) && v >= 0;
+  return typeof v === "string" && /^\d{16,20}$/.test(v) && BigInt(v) > BigInt(Number.MAX_SAFE_INTEGER) && BigInt(v) <= maxUint64 && !v.startsWith("0");
+}
+
+/** Decimal text (a query parameter, JSON digits) as KV flags; undefined when it is not a uint64. */
+export function parseKvFlags(text: string): KvFlags | undefined {
+  if (!/^\d+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  if (n > maxUint64) return undefined;
+  return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n.toString();
+}
+
 export interface DirEntry {
   key: string;
-  flags: number;
+  flags: KvFlags;
   /** Empty values are zero-length arrays; HTTP shows them as null. */
   value: Uint8Array;
   /** Session ID holding the lock, or "" when unlocked. */
@@ -65,7 +89,7 @@ export interface KvsApplyArgs {
   op: KvsOp;
   entry: {
     key: string;
-    flags?: number;
+    flags?: KvFlags;
     value?: Uint8Array;
     /** For cas / delete-cas: the expected ModifyIndex (0: must not exist). */
     modifyIndex?: number;
@@ -87,7 +111,7 @@ export interface TxnKvOp {
   verb: TxnKvVerb;
   key: string;
   value?: Uint8Array;
-  flags?: number;
+  flags?: KvFlags;
   index?: number;
   session?: string;
 }

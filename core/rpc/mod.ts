@@ -50,7 +50,8 @@ export type {
   TxnReply,
   TxnResult,
 } from "./methods.ts";
-export { operatorRaftMethods } from "./methods.ts";
+export { isKvFlags, operatorRaftMethods, parseKvFlags } from "./methods.ts";
+export type { KvFlags } from "./methods.ts";
 export { defaultMaxFrameBytes, encodeFrame, FrameDecoder, FrameError, FrameKind, rpcProtocolV1 } from "./frame.ts";
 export type { Frame, FrameErrorReason, OneWayFrame, RequestFrame, ResponseFrame, WireError } from "./frame.ts";
 export { fromWireError, toWireError } from "./wire_error.ts";

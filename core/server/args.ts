@@ -10,7 +10,7 @@
 // Unknown keys are allowed (a newer peer may send more).
 
 import { BadRequestError } from "../errors.ts";
-import type { RpcHandlers, RpcMethod } from "../rpc/methods.ts";
+import { isKvFlags, type RpcHandlers, type RpcMethod } from "../rpc/methods.ts";
 
 /** Says what is wrong with `v` (a phrase such as "must be a string"), or undefined when it fits. */
 type Shape = (v: unknown) => string | { at: string; problem: string } | undefined;
@@ -23,6 +23,7 @@ const bool: Shape = (v) => (typeof v === "boolean" ? undefined : "must be true o
 const bytes: Shape = (v) => (v instanceof Uint8Array ? undefined : "must be bytes");
 /** A count or index: a non-negative safe integer. */
 const uint: Shape = (v) => (typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? undefined : "must be a non-negative integer");
+const kvFlags: Shape = (v) => (isKvFlags(v) ? undefined : "must be a uint64 (a number, or the digits of one above 2^53)");
 /** A non-negative finite number (durations in ms, indexes from a lenient parser). */
 const nonNegative: Shape = (v) => (typeof v === "number" && Number.isFinite(v) && v >= 0 ? undefined : "must be a non-negative number");
 const finite: Shape = (v) => (typeof v === "number" && Number.isFinite(v) ? undefined : "must be a number");
@@ -171,7 +172,7 @@ const argShapes: { [M in RpcMethod]: Shape } = {
   "ACL.Resolve": obj({ secret: str, ...routing }),
   "KVS.Apply": obj({
     op: str,
-    entry: obj({ key: str, flags: optional(uint), value: optional(bytes), modifyIndex: optional(uint), session: optional(str) }),
+    entry: obj({ key: str, flags: optional(kvFlags), value: optional(bytes), modifyIndex: optional(uint), session: optional(str) }),
     ...routing,
   }),
   "KVS.Get": obj({ key: str, query: queryOptions }),

@@ -9,7 +9,7 @@ import { Decoder, Encoder } from "@msgpack/msgpack";
 import { FsmError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
-import type { KvsOp, TxnOp } from "../rpc/methods.ts";
+import { isKvFlags, type KvFlags, type KvsOp, type TxnOp } from "../rpc/methods.ts";
 import { concatChunks } from "../state/snapshot.ts";
 import type { ByteStream } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
@@ -314,7 +314,7 @@ function readEntry(raw: unknown): KvsWriteEntry | Error {
   if (typeof raw !== "object" || raw === null) return new Error("Invalid KVS entry");
   const r = raw as Record<string, unknown>;
   if (typeof r.key !== "string") return new Error("Invalid KVS entry: missing key");
-  if (r.flags !== undefined && !isIndex(r.flags)) return new Error("Invalid KVS entry: bad flags");
+  if (r.flags !== undefined && !isKvFlags(r.flags)) return new Error("Invalid KVS entry: bad flags");
   if (r.modifyIndex !== undefined && !isIndex(r.modifyIndex)) return new Error("Invalid KVS entry: bad modify index");
   if (r.value !== undefined && r.value !== null && !(r.value instanceof Uint8Array)) {
     return new Error("Invalid KVS entry: value is not bytes");
@@ -322,7 +322,7 @@ function readEntry(raw: unknown): KvsWriteEntry | Error {
   if (r.session !== undefined && typeof r.session !== "string") return new Error("Invalid KVS entry: bad session");
   return {
     key: r.key,
-    flags: r.flags as number | undefined,
+    flags: r.flags as KvFlags | undefined,
     // Copy: the decoded bytes alias the log entry's buffer.
     value: r.value instanceof Uint8Array ? r.value.slice() : undefined,
     session: r.session as string | undefined,

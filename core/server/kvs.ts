@@ -1,7 +1,7 @@
 // KVS endpoint family (consul agent/consul/kvs_endpoint.go).
 
 import { BadRequestError } from "../errors.ts";
-import type { KvsOp, RpcHandlers } from "../rpc/methods.ts";
+import { isKvFlags, type KvsOp, type RpcHandlers } from "../rpc/methods.ts";
 import { isIndex } from "../state/kvs_schema.ts";
 import { kvsLockDelayUntil } from "../state/session_ops.ts";
 import type { ServerContext } from "./context.ts";
@@ -29,7 +29,7 @@ export function kvsEndpoints(ctx: ServerContext): KvsHandlers {
       }
       // kvsPreApply: every op but delete-tree names a key.
       if (entry.key === "" && op !== "delete-tree") throw new BadRequestError("Must provide key");
-      if (entry.flags !== undefined && !isIndex(entry.flags)) throw new BadRequestError(`Invalid flags ${JSON.stringify(entry.flags)}`);
+      if (entry.flags !== undefined && !isKvFlags(entry.flags)) throw new BadRequestError(`Invalid flags ${JSON.stringify(entry.flags)}`);
       if (entry.modifyIndex !== undefined && !isIndex(entry.modifyIndex)) {
         throw new BadRequestError(`Invalid index ${JSON.stringify(entry.modifyIndex)}`);
       }

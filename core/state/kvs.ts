@@ -4,7 +4,7 @@
 // reads take a WatchSet and return `{ index, value }`.
 
 import { StateError } from "../errors.ts";
-import type { DirEntry } from "../rpc/methods.ts";
+import type { DirEntry, KvFlags } from "../rpc/methods.ts";
 import { makeDirEntry } from "./kvs_schema.ts";
 import { sessionGetTxn } from "./session.ts";
 import { graveyardInsertTxn, graveyardMaxIndexTxn } from "./tombstones.ts";
@@ -20,7 +20,7 @@ export interface Indexed<T> {
 /** What a KV write carries in. Missing fields mean 0 / "" / empty. */
 export interface KvsWriteEntry {
   key: string;
-  flags?: number;
+  flags?: KvFlags;
   value?: Uint8Array;
   session?: string;
   /** For cas / delete-cas: the expected ModifyIndex. */

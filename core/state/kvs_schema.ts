@@ -1,6 +1,6 @@
 // The `kvs` table: DirEntry rows keyed by their key.
 
-import type { DirEntry } from "../rpc/methods.ts";
+import { isKvFlags, type DirEntry } from "../rpc/methods.ts";
 import type { TableSchema } from "./table.ts";
 
 export const kvsSchema: TableSchema<DirEntry> = {
@@ -10,7 +10,7 @@ export const kvsSchema: TableSchema<DirEntry> = {
     if (typeof raw !== "object" || raw === null) return undefined;
     const r = raw as Record<string, unknown>;
     if (typeof r.key !== "string") return undefined;
-    if (!isIndex(r.flags) || !isIndex(r.lockIndex) || !isIndex(r.createIndex) || !isIndex(r.modifyIndex)) {
+    if (!isKvFlags(r.flags) || !isIndex(r.lockIndex) || !isIndex(r.createIndex) || !isIndex(r.modifyIndex)) {
       return undefined;
     }
     const value = r.value === undefined || r.value === null ? new Uint8Array(0) : r.value;

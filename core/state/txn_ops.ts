@@ -3,7 +3,7 @@
 // all of them back. Errors carry the op's position and Consul's wording.
 
 import { errorMessage } from "../errors.ts";
-import type { DirEntry, HealthCheck, Node, NodeService, TxnCheckOp, TxnError, TxnKvOp, TxnNodeOp, TxnOp, TxnResult, TxnServiceOp } from "../rpc/methods.ts";
+import { isKvFlags, type DirEntry, type HealthCheck, type Node, type NodeService, type TxnCheckOp, type TxnError, type TxnKvOp, type TxnNodeOp, type TxnOp, type TxnResult, type TxnServiceOp } from "../rpc/methods.ts";
 import { deleteCheckTxn, deleteNodeTxn, deleteServiceTxn, ensureCheckTxn, ensureNodeTxn, ensureServiceTxn, isCheckStatus, toNodeService } from "./catalog.ts";
 import type { WriteClock } from "./catalog.ts";
 import { checkKey, nodeKey, serviceKey } from "./catalog_schema.ts";
@@ -110,7 +110,7 @@ function txnKvs(tx: WriteTxn | ReadTxn, idx: number, op: TxnKvOp, writable: bool
 /** Ops may come off the wire or the log: check field types before use. */
 function checkOp(op: TxnKvOp): void {
   if (typeof op.key !== "string") throw new Error("Invalid KV operation: key must be a string");
-  if (op.flags !== undefined && !isIndex(op.flags)) throw new Error("Invalid KV operation: bad flags");
+  if (op.flags !== undefined && !isKvFlags(op.flags)) throw new Error("Invalid KV operation: bad flags");
   if (op.index !== undefined && !isIndex(op.index)) throw new Error("Invalid KV operation: bad index");
   if (op.session !== undefined && typeof op.session !== "string") throw new Error("Invalid KV operation: bad session");
   if (op.value !== undefined && !(op.value instanceof Uint8Array)) throw new Error("Invalid KV operation: value is not bytes");

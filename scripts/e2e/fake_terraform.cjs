@@ -25,8 +25,8 @@ const zlib = require("node:zlib");
 const os = require("node:os");
 
 const VERSION = process.env.FAKE_TERRAFORM_VERSION || "1.6.6";
-// consul api.LockFlagValue (0x2ddccbc058a50c18), as Terraform sends it. cairn's KV
-// refuses flags above 2^53 today, so the tests set FAKE_TERRAFORM_LOCK_FLAGS=0.
+// consul api.LockFlagValue (0x2ddccbc058a50c18), as Terraform sends it and checks
+// on read (a .lock key with other flags is "Existing key does not match lock use").
 const LOCK_FLAGS = process.env.FAKE_TERRAFORM_LOCK_FLAGS || "3304740253564472344";
 const CHUNK = 524288;
 const args = process.argv.slice(2);
@@ -121,7 +121,9 @@ class Consul {
     if (r.status === 404) return undefined;
     if (r.status !== 200) throw new Error(`GET ${k}: ${r.status} ${r.text}`);
     const e = JSON.parse(r.text)[0];
-    return { modifyIndex: e.ModifyIndex, session: e.Session, value: e.Value ? Buffer.from(e.Value, "base64") : Buffer.alloc(0) };
+    // Flags as Go reads them: the uint64's exact digits (JSON.parse would round them).
+    const flags = /"Flags":\s*(\d+)/.exec(r.text)?.[1] ?? "0";
+    return { modifyIndex: e.ModifyIndex, session: e.Session, flags, value: e.Value ? Buffer.from(e.Value, "base64") : Buffer.alloc(0) };
   }
   async put(k, v, q = "") {
     const r = await this.req("PUT", `${this.key(k)}${q}`, v);
@@ -191,6 +193,14 @@ class Consul {
     const sid = JSON.parse(s.text).ID;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
+      // consul api Lock.Lock: a key that exists with other flags is not a lock (ErrLockConflict).
+      const existing = await this.get(`${lp}/.lock`);
+      if (existing && existing.flags !== LOCK_FLAGS) {
+        await this.req("PUT", `/v1/session/destroy/${sid}`);
+        process.stderr.write(`\nError: Error acquiring the state lock\n\nError message: Existing key does not match lock use\n`);
+        logInvocation({ event: "lock-conflict", flags: existing.flags });
+        process.exit(1);
+      }
       if (await this.put(`${lp}/.lock`, "", `?acquire=${sid}&flags=${LOCK_FLAGS}`)) break;
       if (Date.now() >= deadline) {
         await this.req("PUT", `/v1/session/destroy/${sid}`);

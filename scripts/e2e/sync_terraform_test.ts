@@ -17,9 +17,8 @@ let tf: string;
 let tfLog: string;
 
 const STATE_KEY = "consul-terraform-sync/terraform-env:web";
-// Terraform locks with flags=0x2ddccbc058a50c18 (consul api.LockFlagValue); cairn's
-// KV refuses flags above 2^53 (Number.MAX_SAFE_INTEGER) today, so the fake sends 0.
-const LOCK_ENV = { FAKE_TERRAFORM_LOCK_FLAGS: "0" };
+// The fake locks with Terraform's flags (0x2ddccbc058a50c18, consul api.LockFlagValue)
+// and reads them back digit for digit, as the real consul backend does.
 
 interface Invocation {
   args: string[];
@@ -119,7 +118,7 @@ task {
 `,
   );
   sync = startCairn(["sync", "start", "-bind", "127.0.0.1", "-config-file", join(dir.path, "sync.hcl")], {
-    env: { ...LOCK_ENV, FAKE_TERRAFORM_LOG: tfLog, FAKE_TERRAFORM_APPLY_MS: "1200" },
+    env: { FAKE_TERRAFORM_LOG: tfLog, FAKE_TERRAFORM_APPLY_MS: "1200" },
   });
 });
 
@@ -162,7 +161,7 @@ test("sync terraform: the consul backend lock holds off a second apply; chunked 
   await register("web-2", 8081);
   // Wait until sync's apply holds the lock, then try a second apply on the same state.
   await until(() => invocations().slice(before).some((i) => i.event === "locked"), "sync's apply to take the lock", { timeoutMs: 10_000 });
-  const second = await run(tf, ["apply", "-auto-approve", "-input=false", "-lock-timeout=0s"], { cwd: wd, env: { ...LOCK_ENV, FAKE_TERRAFORM_LOG: tfLog } });
+  const second = await run(tf, ["apply", "-auto-approve", "-input=false", "-lock-timeout=0s"], { cwd: wd, env: { FAKE_TERRAFORM_LOG: tfLog } });
   assert.equal(second.code, 1, second.stdout + second.stderr);
   assert.match(second.stderr, /Error acquiring the state lock/);
   assert.match(second.stderr, /Info: +consul session: [0-9a-f-]{36}/);
@@ -170,7 +169,7 @@ test("sync terraform: the consul backend lock holds off a second apply; chunked 
   await resourcesAre(["web-1", "web-2"], "sync's apply to finish");
 
   // A big state (> 512 KiB after gzip) goes to chunks; the next sync run reads it and cleans up.
-  const big = await run(tf, ["apply", "-auto-approve", "-input=false", "-lock-timeout=10s"], { cwd: wd, env: { ...LOCK_ENV, FAKE_TERRAFORM_PAD_BYTES: "1500000" } });
+  const big = await run(tf, ["apply", "-auto-approve", "-input=false", "-lock-timeout=10s"], { cwd: wd, env: { FAKE_TERRAFORM_PAD_BYTES: "1500000" } });
   assert.equal(big.code, 0, big.stderr);
   const s1 = await state();
   assert.equal(s1!.chunked, true);
