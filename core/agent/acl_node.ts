@@ -14,7 +14,7 @@ import { AclRouteAuthorizer, type DownPolicy } from "../http/acl_authorizer.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import type { AclServerConfig } from "../server/acl.ts";
-import { randomUUID } from "./random_node.ts";
+import { randomUUID } from "../random_node.ts";
 
 /** Consul's file: write the reset index Consul printed into it to bootstrap once more. */
 export const aclBootstrapResetFile = "acl-bootstrap-reset";

@@ -16,7 +16,7 @@ import { SerfCore } from "../gossip/serf.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/logger.ts";
 import { fuzzSeeds, mutateBytes, mutateText, replayHint } from "../sim/fuzz.ts";
 import { Rng } from "../sim/rng.ts";
-import { formatSerfSnapshot, parseSerfSnapshot, readSerfSnapshot } from "./serf_snapshot_node.ts";
+import { formatSerfSnapshot, parseSerfSnapshot, readSerfSnapshot } from "../pool/serf_snapshot_node.ts";
 import { readOrCreateNodeId } from "./server_node.ts";
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {

@@ -10,8 +10,8 @@ import { testBackends } from "../http/_test_env.ts";
 import { makeRequest } from "../http/types.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
-import { FakeCatalogRpc } from "./local/_fake_catalog_rpc.ts";
-import { LocalAgent } from "./local/local_agent.ts";
+import { FakeCatalogRpc } from "../local/_fake_catalog_rpc.ts";
+import { LocalAgent } from "../local/local_agent.ts";
 
 test("agent acl: a service:write \"web\" token registers web only, and sees only web", async () => {
   const clock = new SimClock();

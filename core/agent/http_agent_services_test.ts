@@ -7,8 +7,8 @@ import { testBackends } from "../http/_test_env.ts";
 import { makeRequest, type HttpResponse } from "../http/types.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
-import { FakeCatalogRpc } from "./local/_fake_catalog_rpc.ts";
-import { LocalAgent } from "./local/local_agent.ts";
+import { FakeCatalogRpc } from "../local/_fake_catalog_rpc.ts";
+import { LocalAgent } from "../local/local_agent.ts";
 
 function setup(options: { enableScriptChecks?: boolean; reload?: () => Promise<void> } = {}) {
   const clock = new SimClock();

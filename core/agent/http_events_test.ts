@@ -10,8 +10,8 @@ import { fakeGossip } from "../http/_fake_gossip.ts";
 import { testBackends } from "../http/_test_env.ts";
 import { makeRequest } from "../http/types.ts";
 import { nullLogger } from "../log/mod.ts";
-import { KeyringInputError } from "./gossip/mod.ts";
-import { UserEventError, UserEventStore } from "./user_events.ts";
+import { KeyringInputError } from "../pool/mod.ts";
+import { UserEventError, UserEventStore } from "../pool/user_events.ts";
 
 // A real clock whose timers keep the test process alive (systemClock's are unref'd).
 const clock: Clock = {

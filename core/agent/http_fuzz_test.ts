@@ -24,7 +24,7 @@ import { fuzzSeeds, hex, mutateBytes, mutateText, mutateValue, oddChars, replayH
 import { Rng } from "../sim/rng.ts";
 import { drainMicrotasks, SimClock } from "../sim/sim_clock.ts";
 import { tableList } from "../state/schema.ts";
-import { LocalAgent } from "./local/local_agent.ts";
+import { LocalAgent } from "../local/local_agent.ts";
 
 interface Sample {
   method: string;

@@ -7,7 +7,7 @@ import type { Clock } from "../clock/clock.ts";
 import type { AgentConfig } from "../config/mod.ts";
 import { Metrics, type GaugeReading } from "../metrics/metrics.ts";
 import type { Fsm } from "../server/fsm.ts";
-import type { GossipPool } from "./gossip/mod.ts";
+import type { GossipPool } from "../pool/mod.ts";
 
 export interface AgentMetrics {
   metrics: Metrics;

@@ -4,7 +4,7 @@ export { callRaftOperator, createClientRpc, operatorMethods, readOrCreateNodeId,
 export type { DevNode, RaftConfigurationReply, RaftServerInfo, ServerNodeOptions } from "./server_node.ts";
 export { blockingWaitMs, RpcRouter } from "../rpc/forward.ts";
 export type { LocalHandler, RemoteCaller, RpcRouterOptions, RpcRouterStats } from "../rpc/forward.ts";
-export { aliveServers, bootstrapConfiguration, decideBootstrap, parsePeersJson, reconcileAction, serverFromMember } from "./bootstrap.ts";
-export type { BootstrapDecision, LanPoolLike, MemberLike, ReconcileAction, ServerMeta } from "./bootstrap.ts";
+export { aliveServers, bootstrapConfiguration, decideBootstrap, parsePeersJson, reconcileAction, serverFromMember } from "../server/bootstrap.ts";
+export type { BootstrapDecision, LanPoolLike, MemberLike, ReconcileAction, ServerMeta } from "../server/bootstrap.ts";
 export { consulServiceId, consulServiceName, consulServiceOf, defaultLeaderTickMs, defaultReconcileIntervalMs, Leader, memberAction } from "../server/leader/mod.ts";
 export type { CatalogNodeView, LeaderOptions, LeaderEndpoints, MemberAction } from "../server/leader/mod.ts";

@@ -39,17 +39,17 @@ import {
   parsePeersJson,
   serverFromMember,
   type LanPoolLike,
-} from "./bootstrap.ts";
+} from "../server/bootstrap.ts";
 import { RpcRouter } from "../rpc/forward.ts";
 import { datacentersByDistance, WanRoutes, type WanServer } from "../rpc/wan_routes.ts";
 import { distanceSeconds } from "../gossip/coordinate.ts";
 import { coordinateListDatacentersMethod, wanDatacenterMaps } from "../http/coordinate.ts";
 import type { PoolMember } from "../http/backends.ts";
 import { writeFileDurable, writeFileDurableSync } from "../durable_node.ts";
-import { randomUUID } from "./random_node.ts";
+import { randomUUID } from "../random_node.ts";
 import type { RpcTls } from "./rpc_tls.ts";
 import { aclServerConfig } from "./acl_node.ts";
-import { userEventPrefix } from "./user_events.ts";
+import { userEventPrefix } from "../pool/user_events.ts";
 
 const mkdir = lazyFsPromises("mkdir");
 const readFile = lazyFsPromises("readFile");

@@ -15,7 +15,7 @@ import { Leader } from "../server/leader/leader.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/logger.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
-import type { LanPoolLike, MemberLike } from "./bootstrap.ts";
+import type { LanPoolLike, MemberLike } from "../server/bootstrap.ts";
 import { operatorMethods, startServerNode, type RaftConfigurationReply, type ServerNode } from "./server_node.ts";
 import { createRpcServer } from "../rpc/transport_node.ts";
 

@@ -281,7 +281,7 @@ function decodeObject(ctx: Ctx, table: KeyTable, obj: Record<string, unknown>, w
 
 /**
  * `service`, `services`, `check`, `checks`: the definitions are kept as
- * written (core/agent/local decodes them), after checking their keys and
+ * written (core/local decodes them), after checking their keys and
  * making a single `checks` block a list.
  */
 function decodeDefinitions(

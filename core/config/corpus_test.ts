@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { decodeConfigDefinitions } from "../agent/local/mod.ts";
+import { decodeConfigDefinitions } from "../local/mod.ts";
 import { buildConfig, formatForFile, parseConfigSource, validateConfig } from "./mod.ts";
 
 const dir = join(import.meta.dirname, "testdata/consul_corpus");

@@ -253,7 +253,7 @@ export interface AgentConfig {
   services: Record<string, unknown>[];
   /** Check definitions exactly as written (`check` and `checks`). */
   checks: Record<string, unknown>[];
-  /** The `watches` list, checked and typed (core/agent/watches.ts runs them). */
+  /** The `watches` list, checked and typed (core/watch/agent_watches.ts runs them). */
   watches: WatchConfig[];
   /** Files that contributed, in the order they were applied. */
   configFiles: string[];

@@ -67,7 +67,7 @@ export interface HttpBackends {
 }
 
 // ---------------------------------------------------------------------------
-// The local agent (core/agent/local/local_agent.ts LocalAgent fits)
+// The local agent (core/local/local_agent.ts LocalAgent fits)
 
 /** Read side of the agent's local state. */
 export interface LocalStateView {
@@ -98,7 +98,7 @@ export interface LocalAgentBackend {
 }
 
 // ---------------------------------------------------------------------------
-// Gossip (core/agent/gossip/ AgentGossip fits)
+// Gossip (core/pool/ AgentGossip fits)
 
 export type PoolMemberStatus = "alive" | "leaving" | "left" | "failed";
 
@@ -166,7 +166,7 @@ export interface GossipBackend {
 }
 
 // ---------------------------------------------------------------------------
-// User events (core/agent/user_events.ts UserEventStore fits)
+// User events (core/pool/user_events.ts UserEventStore fits)
 
 /** Consul's UserEvent. */
 export interface UserEvent {

@@ -3,7 +3,7 @@
 // service, checks, event) read by blocking queries against an agent's HTTP
 // API, and a handler called with the view's JSON once at start and again
 // every time it changes. Shared by `cairn watch` (cli/watch.ts) and the
-// agent's configured watches (core/agent/watches.ts).
+// agent's configured watches (core/watch/agent_watches.ts).
 //
 // The loop (plan.go `RunWithClientAndHclog`): an unchanged index after a
 // wait timeout is no change; a new index with the same data is no change

@@ -1,9 +1,9 @@
 // What leader duties and server discovery read of a gossip pool: members
 // with their status and tags, and a way to hear of changes. The agent's
-// pools (core/agent/gossip/) fit; tests use a fake. Pure.
+// pools (core/pool/) fit; tests use a fake. Pure.
 import type { Coordinate } from "../../gossip/coordinate.ts";
 
-/** The part of a gossip member this layer reads (core/agent/gossip/ `PoolMember` fits). */
+/** The part of a gossip member this layer reads (core/pool/ `PoolMember` fits). */
 export interface MemberLike {
   name: string;
   addr: string;
@@ -12,7 +12,7 @@ export interface MemberLike {
   status: string;
 }
 
-/** The part of a gossip pool this layer reads (core/agent/gossip/ `GossipPool` fits). */
+/** The part of a gossip pool this layer reads (core/pool/ `GossipPool` fits). */
 export interface LanPoolLike {
   members(): MemberLike[];
   /** Members' Vivaldi coordinates (prepared queries sort by them). */
