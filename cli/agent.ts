@@ -1,6 +1,6 @@
 // `cairn agent`: flags → AgentConfig (files from -config-file/-config-dir in
 // the order given, flags on top), validation, then the agent runtime.
-import { consulTags } from "../core/agent/gossip/mod.ts";
+import { consulTags } from "../core/pool/mod.ts";
 import { runAgent } from "../core/agent/mod.ts";
 import { configFormats, keyRows, validateConfig } from "../core/config/mod.ts";
 import type { AgentConfig, ConfigFormat, ConfigLayer } from "../core/config/mod.ts";

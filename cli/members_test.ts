@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { systemClock } from "../core/clock/mod.ts";
 import { nullLogger } from "../core/log/mod.ts";
-import { UserEventStore } from "../core/agent/user_events.ts";
+import { UserEventStore } from "../core/pool/user_events.ts";
 import { fakeGossip, fakeMember } from "../core/http/_fake_gossip.ts";
 import { testBackends } from "../core/http/_test_env.ts";
 import { createRoutes } from "../core/http/routes.ts";

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { LocalAgent } from "../core/agent/local/local_agent.ts";
+import { LocalAgent } from "../core/local/local_agent.ts";
 import { testBackends } from "../core/http/_test_env.ts";
 import { createRoutes } from "../core/http/routes.ts";
 import { makeRequest } from "../core/http/types.ts";

@@ -1,6 +1,6 @@
 // `cairn validate`, as consul command/validate: load config files and
 // directories the way the agent would, and report every problem.
-import { decodeConfigDefinitions } from "../core/agent/local/local_agent.ts";
+import { decodeConfigDefinitions } from "../core/local/local_agent.ts";
 import { buildConfig, configFormats, validateConfig } from "../core/config/mod.ts";
 import type { ConfigFormat, ConfigWarning } from "../core/config/mod.ts";
 import { readConfigSources, type ConfigPath } from "../core/config/load_node.ts";
