@@ -27,8 +27,6 @@ import { servicesDeregister } from "./services_deregister.ts";
 import { servicesRegister } from "./services_register.ts";
 import { validateCommand } from "./validate.ts";
 import { versionCommand } from "./version.ts";
-import { debugCommand } from "./debug.ts";
-import { doctorCommand } from "./doctor.ts";
 import { eventCommand } from "./event.ts";
 import { forceLeaveCommand } from "./force_leave.ts";
 import { infoCommand } from "./info.ts";
@@ -39,18 +37,55 @@ import { leaveCommand } from "./leave.ts";
 import { membersCommand } from "./members.ts";
 import { monitorCommand } from "./monitor.ts";
 import { rttCommand } from "./rtt.ts";
-import { snapshotInspect, snapshotRestore, snapshotSave } from "./snapshot.ts";
-import { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP, tlsCaCreate, tlsCertCreate } from "./tls.ts";
+import { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP } from "./tls_help.ts";
 import { lockCommand } from "./lock.ts";
-import { aclBootstrap } from "./acl_bootstrap.ts";
-import { aclPolicyCreate, aclPolicyDelete, aclPolicyList, aclPolicyRead } from "./acl_policy.ts";
-import { aclSetAgentToken } from "./acl_set_agent_token.ts";
-import { aclTokenCreate, aclTokenDelete, aclTokenList, aclTokenRead } from "./acl_token.ts";
 import { watchCommand } from "./watch.ts";
-import { syncCommand, syncStartCommand } from "./sync.ts";
-import { syncTaskCommands } from "./sync_task.ts";
 
 const readFile = lazyFsPromises("readFile");
+
+/**
+ * A command whose module loads only when it runs (or prints its help). Every
+ * agent carries the one bundle and runs each module's top-level code at
+ * start: the commands an agent never runs (sync, doctor, debug, tls, acl,
+ * snapshot) wait until someone types them (docs/performance.md, idle RSS).
+ */
+function lazyCommand(name: string, synopsis: string, load: () => Promise<Command>): Command {
+  return {
+    name,
+    synopsis,
+    help: () => synopsis,
+    loadHelp: async () => (await load()).help(),
+    run: async (args, io) => (await load()).run(args, io),
+  };
+}
+
+const debugCommand = lazyCommand("debug", "Records a debugging archive for operators", async () => (await import("./debug.ts")).debugCommand);
+const doctorCommand = lazyCommand("doctor", "Finds what is wrong with a cluster and says how to fix it", async () => (await import("./doctor.ts")).doctorCommand);
+const snapshotInspect = lazyCommand("snapshot inspect", "Displays information about a Cairn snapshot file", async () => (await import("./snapshot.ts")).snapshotInspect);
+const snapshotRestore = lazyCommand("snapshot restore", "Restores snapshot of Cairn server state", async () => (await import("./snapshot.ts")).snapshotRestore);
+const snapshotSave = lazyCommand("snapshot save", "Saves snapshot of Cairn server state", async () => (await import("./snapshot.ts")).snapshotSave);
+const tlsCaCreate = lazyCommand("tls ca create", "Create a new consul CA", async () => (await import("./tls.ts")).tlsCaCreate);
+const tlsCertCreate = lazyCommand("tls cert create", "Create a new certificate", async () => (await import("./tls.ts")).tlsCertCreate);
+const aclBootstrap = lazyCommand("acl bootstrap", "Bootstrap Cairn's ACL system", async () => (await import("./acl_bootstrap.ts")).aclBootstrap);
+const aclPolicyCreate = lazyCommand("acl policy create", "Create an ACL policy", async () => (await import("./acl_policy.ts")).aclPolicyCreate);
+const aclPolicyDelete = lazyCommand("acl policy delete", "Delete an ACL policy", async () => (await import("./acl_policy.ts")).aclPolicyDelete);
+const aclPolicyList = lazyCommand("acl policy list", "Lists ACL policies", async () => (await import("./acl_policy.ts")).aclPolicyList);
+const aclPolicyRead = lazyCommand("acl policy read", "Read an ACL policy", async () => (await import("./acl_policy.ts")).aclPolicyRead);
+const aclSetAgentToken = lazyCommand("acl set-agent-token", "Assign tokens for the Cairn agent's usage", async () => (await import("./acl_set_agent_token.ts")).aclSetAgentToken);
+const aclTokenCreate = lazyCommand("acl token create", "Create an ACL token", async () => (await import("./acl_token.ts")).aclTokenCreate);
+const aclTokenDelete = lazyCommand("acl token delete", "Delete an ACL token", async () => (await import("./acl_token.ts")).aclTokenDelete);
+const aclTokenList = lazyCommand("acl token list", "List ACL tokens", async () => (await import("./acl_token.ts")).aclTokenList);
+const aclTokenRead = lazyCommand("acl token read", "Read an ACL token", async () => (await import("./acl_token.ts")).aclTokenRead);
+const syncCommand = lazyCommand("sync", "Consul-Terraform-Sync: run network automation tasks on catalog changes", async () => (await import("./sync.ts")).syncCommand);
+const syncStartCommand = lazyCommand("sync start", "Run Consul-Terraform-Sync's daemon (tasks driven by catalog changes)", async () => (await import("./sync.ts")).syncStartCommand);
+const syncTaskCommands: Command[] = [
+  ["sync task enable", "Enable a sync task (it runs once now)"],
+  ["sync task disable", "Disable a sync task (its watchers stay)"],
+  ["sync task create", "Create a sync task from a task file (HCL or JSON)"],
+  ["sync task delete", "Delete a sync task"],
+  ["sync task list", "List sync tasks and their status"],
+].map(([name, synopsis], i) => lazyCommand(name!, synopsis!, async () => (await import("./sync_task.ts")).syncTaskCommands[i]!));
+
 
 /** A command that only groups subcommands (`cairn kv`). */
 function parentCommand(name: string, synopsis: string, text: string): Command {
@@ -365,7 +400,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const dashDash = found.args.indexOf("--");
   const beforeDashDash = dashDash >= 0 ? found.args.slice(0, dashDash) : found.args;
   if (beforeDashDash.some((a) => HELP_FLAGS.has(a))) {
-    io.stdout(found.command.help());
+    io.stdout(found.command.loadHelp ? await found.command.loadHelp() : found.command.help());
     return 0;
   }
   try {

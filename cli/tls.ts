@@ -14,58 +14,7 @@ import { bool, formatHelp, list, num, str } from "./_flags.ts";
 import type { FlagSpec } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 
-export const TLS_HELP = `
-Usage: cairn tls <subcommand> <subcommand> [options]
-
-  This command has subcommands for interacting with Cairn TLS: a CA and
-  certificates for agents, in the files and with the names Consul's
-  "consul tls" makes.
-
-  Here are some simple examples, and more detailed examples are available
-  in the subcommands or the documentation.
-
-  Create a CA
-
-    $ cairn tls ca create
-
-  Create a server certificate
-
-    $ cairn tls cert create -server
-
-  Create a client certificate
-
-    $ cairn tls cert create -client
-
-  For more examples, ask for subcommand help or view the documentation.
-`;
-
-export const TLS_CA_HELP = `
-Usage: cairn tls ca <subcommand> [options]
-
-  This command has subcommands for interacting with Certificate Authorities.
-
-  Create a CA
-
-    $ cairn tls ca create
-    ==> Saved consul-agent-ca.pem
-    ==> Saved consul-agent-ca-key.pem
-`;
-
-export const TLS_CERT_HELP = `
-Usage: cairn tls cert <subcommand> [options]
-
-  This command has subcommands for interacting with certificates.
-
-  Create a certificate
-
-    $ cairn tls cert create -server
-    ==> Saved dc1-server-consul-0.pem
-    ==> Saved dc1-server-consul-0-key.pem
-
-  Create a certificate with your own CA:
-
-    $ cairn tls cert create -server -ca my-ca.pem -key my-ca-key.pem
-`;
+export { TLS_CA_HELP, TLS_CERT_HELP, TLS_HELP } from "./tls_help.ts";
 
 const SERVER_WARNING = `==> WARNING: Server Certificates grants authority to become a
     server and access all state in the cluster including root keys
