@@ -109,7 +109,10 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
       reply = await this.#o.resolve(secret);
     } catch (err) {
       if (err instanceof AclNotFoundError) {
-        this.#cache.set(secret, { value: "not-found", expiresMs: this.#o.now() + this.#o.tokenTtlMs });
+        // Not remembered (Consul's resolver drops it from its cache too): a token
+        // created a moment later, such as the initial management token a new
+        // leader stores, must work at once, not after token_ttl.
+        this.#cache.delete(secret);
         throw err;
       }
       // No server answered: down_policy.

@@ -36,7 +36,7 @@ function setup(o: { downPolicy?: DownPolicy; defaultToken?: string; enableKeyLis
     { pattern: "/v1/agent/members", methods: ["GET"], handler: async (req) => jsonResponse(req.acl ? req.acl.allowed("node", "read", "n1") : "none"), authz: { resource: "node", access: "list" } },
     { pattern: "/v1/status/leader", methods: ["GET"], handler: async () => jsonResponse(""), authz: { resource: "none" } },
   ], { authorizer: authz, defaultAclPolicy: "deny", defaultToken: () => o.defaultToken ?? "" });
-  return { router, calls, advance: (ms: number) => { now += ms; }, setDown: (d: boolean) => { down = d; } };
+  return { router, calls, tokens, advance: (ms: number) => { now += ms; }, setDown: (d: boolean) => { down = d; } };
 }
 
 const text = (r: { body: Uint8Array | string }) => (typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body));
@@ -128,4 +128,16 @@ test("acl endpoints: 401 ACL support disabled when ACLs are off", async () => {
     assert.deepEqual([r.status, text(r)], [401, "ACL support disabled"], `${method} ${path}`);
     assert.equal(r.headers["X-Consul-Default-ACL-Policy"], undefined);
   }
+});
+
+test("acl edge: an unknown token is not remembered, so a token created a moment later works at once", async () => {
+  const { router, tokens } = setup();
+  const get = () => router.handle(makeRequest("GET", "/v1/kv/app/x", { headers: { "x-consul-token": "late" } }));
+  let r = await get();
+  assert.equal(r.status, 403);
+  assert.equal(text(r), "ACL not found");
+  // The leader stores it (the initial management token, or one just created elsewhere).
+  tokens.late = { accessorId: "acc-late", rules: [`key_prefix "app/" { policy = "read" }`], defaultAllow: false };
+  r = await get();
+  assert.equal(r.status, 200, text(r));
 });

@@ -10,6 +10,8 @@ import { loadConfig } from "../../core/config/load_node.ts";
 import { cairn, cairnBin, freePort, root, startAgentProcess, tempDir, waitFor, type Proc } from "./harness.ts";
 
 const corpus = join(root, "core/config/testdata/consul_corpus");
+const managementToken = "6a1f2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+const auth = { "X-Consul-Token": managementToken };
 
 describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !existsSync(cairnBin) && "dist/cairn is missing: run npm run build" }, () => {
   const dir = tempDir("cairn-e2e-corpus-");
@@ -37,7 +39,8 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
     }
     mkdirSync(join(dir.path, "log"));
     writeFileSync(join(configDir, "server.hcl"), server);
-    const agent = await startAgentProcess([`-config-dir=${configDir}`], { bin: cairnBin, name: "corpus" });
+    // The files turn ACLs on with default deny: the operator's first step is a management token.
+    const agent = await startAgentProcess([`-config-dir=${configDir}`, `-hcl=acl { tokens { initial_management = "${managementToken}" } }`], { bin: cairnBin, name: "corpus" });
     ({ proc, http } = agent);
   });
 
@@ -47,10 +50,14 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
   });
 
   test("it runs the server the files describe and registers the HCL service", async () => {
-    const self = (await (await fetch(`${http}/v1/agent/self`)).json()) as { Config: { NodeName: string; Datacenter: string; Server: boolean } };
+    // The leader creates the initial management token once it is leader: wait for it to work.
+    const self = await (await waitFor(async () => {
+      const r = await fetch(`${http}/v1/agent/self`, { headers: auth });
+      return r.ok ? r : undefined;
+    }, { what: "the initial management token" })).json() as { Config: { NodeName: string; Datacenter: string; Server: boolean } };
     assert.deepEqual([self.Config.NodeName, self.Config.Datacenter, self.Config.Server], ["consul-server-1", "dc1", true]);
     const services = await waitFor(async () => {
-      const s = (await (await fetch(`${http}/v1/agent/services`)).json()) as Record<string, { Service: string; Port: number; Tags: string[] }>;
+      const s = (await (await fetch(`${http}/v1/agent/services`, { headers: auth })).json()) as Record<string, { Service: string; Port: number; Tags: string[] }>;
       return s["web-1"] ? s : undefined;
     }, { what: "service web-1" });
     assert.deepEqual([services["web-1"]!.Service, services["web-1"]!.Port, services["web-1"]!.Tags], ["web", 8080, ["v1", "primary"]]);
@@ -60,7 +67,6 @@ describe("dist/cairn agent -config-dir with Consul's HCL files", { skip: !exists
     const lines = proc.output().split("\n").filter((l) => l.includes("[WARN]") && l.includes("Config key"));
     const file = (name: string) => join(configDir, name);
     const expected = [
-      `Config key "acl" from "${file("server.hcl")}" line 32 has no effect in cairn yet: ACLs are not implemented yet`,
       `Config key "connect" from "${file("server.hcl")}" line 66 has no effect in cairn: the service mesh (Connect) is not part of cairn`,
       `Config key "service.connect" from "${file("web.hcl")}" line 28 has no effect in cairn: the service mesh (Connect) is not part of cairn`,
     ];
