@@ -77,16 +77,25 @@ test("rpc TLS: roll a live cluster from plaintext to mutual TLS, losing nothing;
       await waitForLeader(c, c.servers, { timeoutMs: 30_000 });
     }
   };
+  const ackedByStage: number[] = [];
+  const settle = async () => {
+    const before = acked.length;
+    await waitFor(() => acked.length >= before + 10, { timeoutMs: 30_000, what: "ten more acknowledged writes" });
+    ackedByStage.push(acked.length - before);
+  };
+  await settle();
   // Step 1: dial with TLS (and check server.dc1.consul), still accept plaintext.
   stage({ verify_outgoing: true, verify_server_hostname: true });
   await restartAll();
+  await settle();
   // Step 2: refuse plaintext and certificate-less connections.
   stage({ verify_outgoing: true, verify_server_hostname: true, verify_incoming: true });
   await restartAll();
-  await new Promise((r) => setTimeout(r, 1_000));
+  await settle();
   stop = true;
   await writer;
-  assert.ok(acked.length > 50, `the writer kept going through the roll (${acked.length} acknowledged, ${failed} not)`);
+  // A quiet machine rolls in a few seconds: what matters is that writes were acknowledged in every stage.
+  assert.ok(ackedByStage.every((n) => n > 0), `the writer kept going through the roll (acknowledged per stage: ${ackedByStage.join(", ")}; ${failed} not acknowledged)`);
 
   // Every acknowledged write is there.
   const leader = await waitForLeader(c, c.servers);
