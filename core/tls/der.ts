@@ -20,7 +20,8 @@ export const TAG = {
   set: 0x31,
 } as const;
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
+/** The parts end to end. */
+export function concat(parts: readonly Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let off = 0;
   for (const p of parts) {
@@ -216,4 +217,3 @@ export function readTime(e: Element): number {
   return Date.UTC(year, Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
 }
 
-export { concat };

@@ -9,6 +9,7 @@ import {
   bitString,
   boolean,
   children,
+  concat,
   context,
   DerError,
   directoryString,
@@ -158,17 +159,7 @@ function ia5Body(s: string): Uint8Array {
 /** Permitted DNS subtrees (RFC 5280 §4.2.1.10), as Go writes PermittedDNSDomains. */
 export function nameConstraintsExtension(permittedDnsDomains: readonly string[], critical: boolean): Uint8Array {
   const subtrees = permittedDnsDomains.map((d) => sequence(context(2, ia5Body(d), false)));
-  return extension(OID.nameConstraints, critical, sequence(context(0, concatAll(subtrees), true)));
-}
-
-function concatAll(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return extension(OID.nameConstraints, critical, sequence(context(0, concat(subtrees), true)));
 }
 
 export interface TbsTemplate {
