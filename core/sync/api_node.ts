@@ -12,7 +12,7 @@
 import { createServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { randomUUID } from "node:crypto";
-import { ConfigError } from "../errors.ts";
+import { ConfigError, errorMessage } from "../errors.ts";
 import { formatDuration } from "../config/duration.ts";
 import { parseTaskDocument } from "./config.ts";
 import type { TaskConfig } from "./config.ts";
@@ -253,7 +253,7 @@ export function serveSyncApi(handle: ReturnType<typeof syncApiHandler>, options:
     });
     req.on("end", () => {
       handle(req.method ?? "GET", req.url ?? "/", Buffer.concat(chunks).toString("utf8"))
-        .catch((e: unknown) => err(500, String((e as Error)?.message ?? e)))
+        .catch((e: unknown) => err(500, errorMessage(e)))
         .then((a) => {
           res.writeHead(a.status, { "content-type": "application/json", ...(a.headers ?? {}) });
           res.end(JSON.stringify(a.body));

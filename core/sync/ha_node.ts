@@ -9,6 +9,7 @@
 import type { ApiClient } from "../api/client.ts";
 import { decodeBase64 } from "../api/base64.ts";
 import type { Clock, Timer } from "../clock/clock.ts";
+import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 
 export interface ElectorOptions {
@@ -82,7 +83,7 @@ export class SyncElector {
           this.#lastRenewOk = this.#o.clock.now();
         }
       } catch (err) {
-        this.#o.logger.warn("session renew failed", { error: String((err as Error)?.message ?? err) });
+        this.#o.logger.warn("session renew failed", { error: errorMessage(err) });
       }
       if (this.#isLeader && this.#o.clock.now() - this.#lastRenewOk > this.#o.ttlMs / 2) this.#stepDown("session not renewed for TTL/2");
     }
@@ -118,7 +119,7 @@ export class SyncElector {
         else await this.#sleep(500); // lock delay or a race: look again shortly
       } catch (err) {
         if (this.#stop.signal.aborted) return;
-        this.#o.logger.warn("leader election: request failed, retrying", { error: String((err as Error)?.message ?? err) });
+        this.#o.logger.warn("leader election: request failed, retrying", { error: errorMessage(err) });
         if (String((err as Error)?.message ?? "").includes("invalid session") || String(err).includes("Session")) this.#session = undefined;
         await this.#sleep(1_000);
       }

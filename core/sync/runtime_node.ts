@@ -14,6 +14,7 @@ import { ApiError } from "../api/client.ts";
 import type { ApiClient } from "../api/client.ts";
 import { decodeBase64 } from "../api/base64.ts";
 import type { Clock, Timer } from "../clock/clock.ts";
+import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { parseTaskDocument } from "./config.ts";
 import type { SyncConfig, TaskConfig } from "./config.ts";
@@ -397,7 +398,7 @@ export class SyncRuntime {
         // 429 (too many connections) passes quickly: retry soon rather than back off far.
         const busy = err instanceof ApiError && err.status === 429;
         const waitMs = busy ? 250 * Math.min(failures, 4) : Math.min(1_000 * 2 ** Math.min(failures - 1, 5), 30_000);
-        log.warn("blocking query failed, retrying", { error: err instanceof ApiError ? `${err.status} ${err.message}` : String((err as Error)?.message ?? err), retryMs: waitMs });
+        log.warn("blocking query failed, retrying", { error: err instanceof ApiError ? `${err.status} ${err.message}` : errorMessage(err), retryMs: waitMs });
         await new Promise<void>((r) => {
           const t = this.#o.clock.setTimer(waitMs, r);
           signal.addEventListener("abort", () => { t.cancel(); r(); }, { once: true });
@@ -460,7 +461,7 @@ export class SyncRuntime {
       try {
         result = await this.#o.driver.apply({ runId: id, task: entry.config, trigger: order.trigger, inputs: variables }, ctl.signal);
       } catch (err) {
-        result = { ok: false, exitCode: -1, outputTail: "", error: String((err as Error)?.message ?? err) };
+        result = { ok: false, exitCode: -1, outputTail: "", error: errorMessage(err) };
       }
       rec.status = result.ok ? "successful" : "errored";
       rec.endTime = new Date(this.#o.clock.wallNow()).toISOString();
@@ -490,7 +491,7 @@ export class SyncRuntime {
       await res.arrayBuffer();
       if (!res.ok) this.#log.warn("webhook answered an error", { status: res.status });
     } catch (err) {
-      this.#log.warn("webhook failed", { error: String((err as Error)?.message ?? err) });
+      this.#log.warn("webhook failed", { error: errorMessage(err) });
     }
   }
 
@@ -503,7 +504,7 @@ export class SyncRuntime {
       const v = JSON.parse(textDecoder.decode(pair.Value)) as { enabled?: unknown; appliedHash?: unknown };
       return { enabled: v.enabled !== false, ...(typeof v.appliedHash === "string" ? { appliedHash: v.appliedHash } : {}) };
     } catch (err) {
-      this.#log.warn("cannot read task state", { task: name, error: String((err as Error)?.message ?? err) });
+      this.#log.warn("cannot read task state", { task: name, error: errorMessage(err) });
       return undefined;
     }
   }
@@ -516,7 +517,7 @@ export class SyncRuntime {
         try {
           out.push(parseTaskDocument({ file: `KV ${p.Key}`, text: textDecoder.decode(p.Value ?? new Uint8Array()) }, this.#o.config));
         } catch (err) {
-          this.#log.warn("skipping an unreadable task definition in KV", { key: p.Key, error: String((err as Error)?.message ?? err) });
+          this.#log.warn("skipping an unreadable task definition in KV", { key: p.Key, error: errorMessage(err) });
         }
       }
       return out;
@@ -590,7 +591,7 @@ export class SyncRuntime {
     try {
       await this.#kvSlot(() => this.#o.client.kv.put(key, value));
     } catch (err) {
-      this.#log.warn("cannot write to KV", { key, error: String((err as Error)?.message ?? err) });
+      this.#log.warn("cannot write to KV", { key, error: errorMessage(err) });
     }
   }
 
@@ -598,7 +599,7 @@ export class SyncRuntime {
     try {
       await this.#kvSlot(() => this.#o.client.kv.delete(key));
     } catch (err) {
-      this.#log.warn("cannot delete from KV", { key, error: String((err as Error)?.message ?? err) });
+      this.#log.warn("cannot delete from KV", { key, error: errorMessage(err) });
     }
   }
 }
