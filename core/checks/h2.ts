@@ -2,7 +2,7 @@
 // agent/checks CheckH2PING and GrpcHealthProbe). node:http2 is loaded on the
 // first such check, so an agent without one never carries it.
 import type { ClientHttp2Session, SecureClientSessionOptions } from "node:http2";
-import type { ProbeResult } from "./runner.ts";
+import { settleOnce, type ProbeResult } from "./runner.ts";
 
 function http2(): typeof import("node:http2") {
   return process.getBuiltinModule("node:http2");
@@ -15,34 +15,29 @@ export interface H2Target {
   tlsServerName: string;
 }
 
+type Dialed = { session: ClientHttp2Session } | { error: string };
+
 /** Open a session to the target; resolves once connected, or with the dial error text. */
-function connect(t: H2Target, signal: AbortSignal): Promise<{ session: ClientHttp2Session } | { error: string }> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const url = `${t.useTls ? "https" : "http"}://${t.address}`;
-    const options: SecureClientSessionOptions = t.useTls
-      ? { rejectUnauthorized: !t.tlsSkipVerify, ...(t.tlsServerName ? { servername: t.tlsServerName } : {}) }
-      : {};
-    let session: ClientHttp2Session;
-    try {
-      session = http2().connect(url, options);
-    } catch (err) {
-      return resolve({ error: (err as Error).message });
-    }
-    const finish = (r: { session: ClientHttp2Session } | { error: string }) => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener("abort", onAbort);
-      if ("error" in r) session.destroy();
-      resolve(r);
-    };
-    const onAbort = () => finish({ error: "i/o timeout" });
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
+function connect(t: H2Target, signal: AbortSignal): Promise<Dialed> {
+  const url = `${t.useTls ? "https" : "http"}://${t.address}`;
+  const options: SecureClientSessionOptions = t.useTls
+    ? { rejectUnauthorized: !t.tlsSkipVerify, ...(t.tlsServerName ? { servername: t.tlsServerName } : {}) }
+    : {};
+  let session: ClientHttp2Session;
+  try {
+    session = http2().connect(url, options);
+  } catch (err) {
+    return Promise.resolve({ error: (err as Error).message });
+  }
+  return settleOnce<Dialed>(signal, () => ({ error: "i/o timeout" }), (finish) => {
     session.once("connect", () => finish({ session }));
     session.once("error", (err: Error & { code?: string }) => {
       finish({ error: err.code === "ECONNREFUSED" ? `dial tcp ${t.address}: connect: connection refused` : err.message });
     });
+    // A connected session goes on to the probe; one that failed goes now.
+    return (r) => {
+      if ("error" in r) session.destroy();
+    };
   });
 }
 
@@ -52,24 +47,14 @@ export async function h2pingProbe(t: H2Target, signal: AbortSignal): Promise<Pro
   if ("error" in c) return { status: "critical", output: `Failed to dial to ${t.address}: ${c.error}` };
   const { session } = c;
   session.on("error", () => {});
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = (r: ProbeResult) => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener("abort", onAbort);
-      session.destroy();
-      resolve(r);
-    };
-    const onAbort = () => finish({ status: "critical", output: "HTTP2 ping failed: context deadline exceeded" });
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
+  return settleOnce<ProbeResult>(signal, () => ({ status: "critical", output: "HTTP2 ping failed: context deadline exceeded" }), (finish) => {
     const sent = session.ping((err) => {
       if (err) finish({ status: "critical", output: `HTTP2 ping failed: ${err.message}` });
       else finish({ status: "passing", output: "HTTP2 ping was successful" });
     });
     if (!sent) finish({ status: "critical", output: "HTTP2 ping failed: too many pings in flight" });
     session.once("close", () => finish({ status: "critical", output: "HTTP2 ping failed: connection closed" }));
+    return () => session.destroy();
   });
 }
 
@@ -149,22 +134,11 @@ export async function grpcProbe(target: string, t: Omit<H2Target, "address">, si
   if ("error" in c) return { status: "critical", output: `rpc error: code = Unavailable desc = connection error: ${c.error}` };
   const { session } = c;
   session.on("error", () => {});
-  return new Promise((resolve) => {
-    let settled = false;
+  return settleOnce<ProbeResult>(signal, () => ({ status: "critical", output: "rpc error: code = DeadlineExceeded desc = context deadline exceeded" }), (finish) => {
     const chunks: Uint8Array[] = [];
     let size = 0;
     let headerStatus: string | undefined;
     let headerMessage: string | undefined;
-    const finish = (r: ProbeResult) => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener("abort", onAbort);
-      session.destroy();
-      resolve(r);
-    };
-    const onAbort = () => finish({ status: "critical", output: "rpc error: code = DeadlineExceeded desc = context deadline exceeded" });
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
     const req = session.request({
       ":method": "POST",
       ":path": "/grpc.health.v1.Health/Check",
@@ -209,5 +183,6 @@ export async function grpcProbe(target: string, t: Omit<H2Target, "address">, si
       finish({ status: "passing", output: `gRPC check ${target}: success` });
     });
     req.end(grpcHealthRequest(service));
+    return () => session.destroy();
   });
 }

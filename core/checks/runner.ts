@@ -32,6 +32,38 @@ export interface ProbeResult {
 /** One probe: HTTP request, TCP connect, script run. Must settle soon after `signal` aborts. */
 export type Probe = (signal: AbortSignal) => Promise<ProbeResult>;
 
+/** "host:port" or "[v6]:port" of a TCP, UDP or HTTP/2 check. */
+export function splitHostPort(address: string): { host: string; port: number } {
+  const at = address.lastIndexOf(":");
+  return { host: address.slice(0, at).replace(/^\[(.*)\]$/, "$1"), port: Number(address.slice(at + 1)) };
+}
+
+/**
+ * What every socket probe shares: the first result wins, the abort listener
+ * goes, and `run`'s clean-up (closing its socket) runs with that result; an
+ * abort settles with `onAbort()`. `run` starts the probe and returns the
+ * clean-up.
+ */
+export function settleOnce<T>(signal: AbortSignal, onAbort: () => T, run: (finish: (value: T) => void) => (value: T) => void): Promise<T> {
+  return new Promise((resolve) => {
+    let settled: { value: T } | undefined;
+    let cleanup: ((value: T) => void) | undefined;
+    const finish = (value: T): void => {
+      if (settled) return;
+      settled = { value };
+      signal.removeEventListener("abort", abort);
+      cleanup?.(value);
+      resolve(value);
+    };
+    const abort = (): void => finish(onAbort());
+    if (signal.aborted) return abort();
+    signal.addEventListener("abort", abort, { once: true });
+    cleanup = run(finish);
+    // `run` may have finished before it handed its clean-up back.
+    if (settled) cleanup(settled.value);
+  });
+}
+
 /** Consul's truncation: the first `max` bytes and a note of how much there was. */
 export function capOutput(output: string, max = defaultOutputMaxSize): string {
   const bytes = new TextEncoder().encode(output);
