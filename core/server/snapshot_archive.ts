@@ -40,14 +40,15 @@ function octal(value: number, width: number): string {
   return value.toString(8).padStart(width - 1, "0") + "\0";
 }
 
-function tarEntry(name: string, data: Uint8Array, mtimeS: number): Uint8Array {
+/** A ustar header for a regular file of `size` bytes. */
+export function tarHeader(name: string, size: number, mtimeS: number): Uint8Array {
   const header = new Uint8Array(block);
   const put = (text: string, offset: number) => header.set(encoder.encode(text), offset);
   put(name, 0);
   put(octal(0o644, 8), 100);
   put(octal(0, 8), 108);
   put(octal(0, 8), 116);
-  put(octal(data.length, 12), 124);
+  put(octal(size, 12), 124);
   put(octal(mtimeS, 12), 136);
   put("        ", 148);
   put("0", 156);
@@ -56,11 +57,27 @@ function tarEntry(name: string, data: Uint8Array, mtimeS: number): Uint8Array {
   let sum = 0;
   for (const b of header) sum += b;
   put(`${sum.toString(8).padStart(6, "0")}\0 `, 148);
+  return header;
+}
+
+function tarEntry(name: string, data: Uint8Array, mtimeS: number): Uint8Array {
   const padded = Math.ceil(data.length / block) * block;
   const out = new Uint8Array(block + padded);
-  out.set(header, 0);
+  out.set(tarHeader(name, data.length, mtimeS), 0);
   out.set(data, block);
   return out;
+}
+
+/** A tar header's name and size (NaN when unreadable), and whether its checksum holds. */
+export function parseTarHeader(header: Uint8Array): { name: string; size: number; checksumOk: boolean } {
+  const field = (start: number, len: number) => {
+    const raw = header.subarray(start, start + len);
+    const end = raw.indexOf(0);
+    return decoder.decode(end < 0 ? raw : raw.subarray(0, end)).trim();
+  };
+  let sum = 0;
+  for (let i = 0; i < block; i++) sum += i >= 148 && i < 156 ? 0x20 : header[i]!;
+  return { name: field(0, 100), size: Number.parseInt(field(124, 12), 8), checksumOk: Number.parseInt(field(148, 8), 8) === sum };
 }
 
 function readTar(tar: Uint8Array): Map<string, Uint8Array> {
@@ -69,16 +86,8 @@ function readTar(tar: Uint8Array): Map<string, Uint8Array> {
   while (off + block <= tar.length) {
     const header = tar.subarray(off, off + block);
     if (header.every((b) => b === 0)) break;
-    const field = (start: number, len: number) => {
-      const raw = header.subarray(start, start + len);
-      const end = raw.indexOf(0);
-      return decoder.decode(end < 0 ? raw : raw.subarray(0, end)).trim();
-    };
-    let sum = 0;
-    for (let i = 0; i < block; i++) sum += i >= 148 && i < 156 ? 0x20 : header[i]!;
-    if (Number.parseInt(field(148, 8), 8) !== sum) throw new CorruptionError("Snapshot archive has a bad tar header checksum", { offset: off });
-    const name = field(0, 100);
-    const size = Number.parseInt(field(124, 12), 8);
+    const { name, size, checksumOk } = parseTarHeader(header);
+    if (!checksumOk) throw new CorruptionError("Snapshot archive has a bad tar header checksum", { offset: off });
     if (!Number.isSafeInteger(size) || size < 0 || off + block + size > tar.length) {
       throw new CorruptionError(`Snapshot archive entry ${JSON.stringify(name)} is truncated`, { offset: off });
     }
@@ -86,6 +95,32 @@ function readTar(tar: Uint8Array): Map<string, Uint8Array> {
     off += block + Math.ceil(size / block) * block;
   }
   return files;
+}
+
+/** SHA256SUMS (`<hex>  <name>` lines) as name → hex digest. */
+export function parseSha256Sums(sums: Uint8Array): Map<string, string> {
+  const want = new Map<string, string>();
+  for (const line of decoder.decode(sums).split("\n")) {
+    const m = /^([0-9a-f]{64}) {2}(\S+)$/.exec(line);
+    if (m) want.set(m[2]!, m[1]!);
+  }
+  return want;
+}
+
+/** meta.json, checked for the fields every archive has and for this version. Throws CorruptionError. */
+export function parseArchiveMeta(metaBytes: Uint8Array): Partial<SnapshotArchiveMeta> & Pick<SnapshotArchiveMeta, "Version" | "ID" | "Index"> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(metaBytes));
+  } catch {
+    throw new CorruptionError("Snapshot archive meta.json is not valid JSON");
+  }
+  const m = raw as Partial<SnapshotArchiveMeta> | null;
+  if (typeof m !== "object" || m === null || typeof m.Version !== "number" || typeof m.Index !== "number" || typeof m.ID !== "string") {
+    throw new CorruptionError("Snapshot archive meta.json lacks Version, ID or Index");
+  }
+  if (m.Version !== archiveVersion) throw new CorruptionError(`Snapshot archive version ${m.Version} is not supported (want ${archiveVersion})`);
+  return m as Partial<SnapshotArchiveMeta> & Pick<SnapshotArchiveMeta, "Version" | "ID" | "Index">;
 }
 
 /** Build the archive around a state snapshot. */
@@ -117,24 +152,10 @@ export async function readSnapshotArchive(archive: Uint8Array): Promise<{ meta: 
   const state = files.get("state.bin");
   const sums = files.get("SHA256SUMS");
   if (!metaBytes || !state || !sums) throw new CorruptionError("Snapshot archive must hold meta.json, state.bin and SHA256SUMS");
-  const want = new Map<string, string>();
-  for (const line of decoder.decode(sums).split("\n")) {
-    const m = /^([0-9a-f]{64}) {2}(\S+)$/.exec(line);
-    if (m) want.set(m[2]!, m[1]!);
-  }
+  const want = parseSha256Sums(sums);
   for (const [name, data] of [["meta.json", metaBytes], ["state.bin", state]] as const) {
     if (want.get(name) !== (await sha256Hex(data))) throw new CorruptionError(`Snapshot archive checksum mismatch for ${name}`);
   }
-  let meta: unknown;
-  try {
-    meta = JSON.parse(decoder.decode(metaBytes));
-  } catch {
-    throw new CorruptionError("Snapshot archive meta.json is not valid JSON");
-  }
-  const m = meta as Partial<SnapshotArchiveMeta> | null;
-  if (typeof m !== "object" || m === null || typeof m.Version !== "number" || typeof m.Index !== "number" || typeof m.ID !== "string") {
-    throw new CorruptionError("Snapshot archive meta.json lacks Version, ID or Index");
-  }
-  if (m.Version !== archiveVersion) throw new CorruptionError(`Snapshot archive version ${m.Version} is not supported (want ${archiveVersion})`);
+  const m = parseArchiveMeta(metaBytes);
   return { meta: { Version: m.Version, ID: m.ID, Index: m.Index, Size: state.length }, state };
 }

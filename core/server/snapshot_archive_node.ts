@@ -27,11 +27,10 @@ const createHash = (algorithm: string): NodeCrypto.Hash => crypto().createHash(a
 const createGunzip = (): NodeZlib.Gunzip => zlib().createGunzip();
 import { CorruptionError, errorMessage } from "../errors.ts";
 import { crc32Update } from "../raft/log_store_file_node.ts";
-import { archiveVersion, type SnapshotArchiveMeta } from "./snapshot_archive.ts";
+import { archiveVersion, parseArchiveMeta, parseSha256Sums, parseTarHeader, type SnapshotArchiveMeta, tarHeader } from "./snapshot_archive.ts";
 
 const block = 512;
 const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 /** meta.json and SHA256SUMS are small; anything bigger is not our archive. */
 const maxSmallFileBytes = 1024 * 1024;
 /**
@@ -102,29 +101,6 @@ export async function* gzipAdaptive(source: AsyncIterable<Uint8Array>): AsyncGen
   view.setUint32(0, crc >>> 0, true);
   view.setUint32(4, size >>> 0, true); // ISIZE: the size modulo 2^32
   yield trailer;
-}
-
-function octal(value: number, width: number): string {
-  return value.toString(8).padStart(width - 1, "0") + "\0";
-}
-
-function tarHeader(name: string, size: number, mtimeS: number): Uint8Array {
-  const header = new Uint8Array(block);
-  const put = (text: string, offset: number) => header.set(encoder.encode(text), offset);
-  put(name, 0);
-  put(octal(0o644, 8), 100);
-  put(octal(0, 8), 108);
-  put(octal(0, 8), 116);
-  put(octal(size, 12), 124);
-  put(octal(mtimeS, 12), 136);
-  put("        ", 148);
-  put("0", 156);
-  put("ustar\0", 257);
-  put("00", 263);
-  let sum = 0;
-  for (const b of header) sum += b;
-  put(`${sum.toString(8).padStart(6, "0")}\0 `, 148);
-  return header;
 }
 
 function padding(size: number): Uint8Array {
@@ -262,16 +238,8 @@ class TarWalker {
       this.#ended = true;
       return;
     }
-    const field = (start: number, len: number) => {
-      const raw = header.subarray(start, start + len);
-      const end = raw.indexOf(0);
-      return decoder.decode(end < 0 ? raw : raw.subarray(0, end)).trim();
-    };
-    let sum = 0;
-    for (let i = 0; i < block; i++) sum += i >= 148 && i < 156 ? 0x20 : header[i]!;
-    if (Number.parseInt(field(148, 8), 8) !== sum) throw new CorruptionError("Snapshot archive is not a valid tar: bad header checksum", { offset: this.#offset });
-    const name = field(0, 100);
-    const size = Number.parseInt(field(124, 12), 8);
+    const { name, size, checksumOk } = parseTarHeader(header);
+    if (!checksumOk) throw new CorruptionError("Snapshot archive is not a valid tar: bad header checksum", { offset: this.#offset });
     if (!Number.isSafeInteger(size) || size < 0) throw new CorruptionError(`Snapshot archive entry ${JSON.stringify(name)} has a bad size`, { offset: this.#offset });
     if (this.seen.has(name)) throw new CorruptionError(`Snapshot archive holds ${JSON.stringify(name)} twice`);
     this.seen.add(name);
@@ -354,24 +322,10 @@ export async function readSnapshotArchiveStream(
   if (!metaBytes || !walker.seen.has("state.bin") || !sums) {
     throw new CorruptionError("Snapshot archive must hold meta.json, state.bin and SHA256SUMS");
   }
-  const want = new Map<string, string>();
-  for (const line of decoder.decode(sums).split("\n")) {
-    const m = /^([0-9a-f]{64}) {2}(\S+)$/.exec(line);
-    if (m) want.set(m[2]!, m[1]!);
-  }
+  const want = parseSha256Sums(sums);
   if (want.get("meta.json") !== createHash("sha256").update(metaBytes).digest("hex")) throw new CorruptionError("Snapshot archive checksum mismatch for meta.json");
   if (want.get("state.bin") !== hash.digest("hex")) throw new CorruptionError("Snapshot archive checksum mismatch for state.bin");
-  let raw: unknown;
-  try {
-    raw = JSON.parse(decoder.decode(metaBytes));
-  } catch {
-    throw new CorruptionError("Snapshot archive meta.json is not valid JSON");
-  }
-  const m = raw as Partial<SnapshotArchiveMeta> | null;
-  if (typeof m !== "object" || m === null || typeof m.Version !== "number" || typeof m.Index !== "number" || typeof m.ID !== "string") {
-    throw new CorruptionError("Snapshot archive meta.json lacks Version, ID or Index");
-  }
-  if (m.Version !== archiveVersion) throw new CorruptionError(`Snapshot archive version ${m.Version} is not supported (want ${archiveVersion})`);
+  const m = parseArchiveMeta(metaBytes);
   if (typeof m.Size === "number" && m.Size !== walker.stateBytes) {
     throw new CorruptionError(`Snapshot archive meta.json says state.bin holds ${m.Size} bytes, it holds ${walker.stateBytes}`);
   }
