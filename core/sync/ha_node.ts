@@ -11,6 +11,7 @@ import { decodeBase64 } from "../api/base64.ts";
 import type { Clock, Timer } from "../clock/clock.ts";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
+import { sleep } from "./_sleep.ts";
 
 export interface ElectorOptions {
   client: ApiClient;
@@ -134,9 +135,6 @@ export class SyncElector {
   }
 
   #sleep(ms: number): Promise<void> {
-    return new Promise((r) => {
-      const t = this.#o.clock.setTimer(ms, r);
-      this.#stop.signal.addEventListener("abort", () => { t.cancel(); r(); }, { once: true });
-    });
+    return sleep(this.#o.clock, ms, this.#stop.signal);
   }
 }

@@ -22,6 +22,7 @@ import type { DriverResult, SyncDriver } from "./driver.ts";
 import { renderHealthEntries, renderKvEntries } from "./render.ts";
 import type { RenderedInputs, RenderedService } from "./render.ts";
 import { SyncScheduler } from "./scheduler.ts";
+import { sleep } from "./_sleep.ts";
 import type { RunOrder, Trigger } from "./scheduler.ts";
 import { moduleVariables, taskDependencies, taskSpec } from "./task.ts";
 import type { Dependency } from "./task.ts";
@@ -399,10 +400,7 @@ export class SyncRuntime {
         const busy = err instanceof ApiError && err.status === 429;
         const waitMs = busy ? 250 * Math.min(failures, 4) : Math.min(1_000 * 2 ** Math.min(failures - 1, 5), 30_000);
         log.warn("blocking query failed, retrying", { error: err instanceof ApiError ? `${err.status} ${err.message}` : errorMessage(err), retryMs: waitMs });
-        await new Promise<void>((r) => {
-          const t = this.#o.clock.setTimer(waitMs, r);
-          signal.addEventListener("abort", () => { t.cancel(); r(); }, { once: true });
-        });
+        await sleep(this.#o.clock, waitMs, signal);
       }
     }
   }
