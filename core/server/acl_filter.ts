@@ -15,14 +15,20 @@ const nodeOk = (a: Authorizer, n: Node) => a.allowed("node", "read", n.node);
 const instanceOk = (a: Authorizer, sn: { node: Node; service: { service: string } }) => nodeOk(a, sn.node) && a.allowed("service", "read", sn.service.service);
 const checkOk = (a: Authorizer, c: HealthCheck) => (c.serviceName ? a.allowed("service", "read", c.serviceName) : a.allowed("node", "read", c.node));
 
-/** Filter `reply[field]` (a list) in place of a copy; true when something was left out. */
+/**
+ * Filter `reply[field]` (a list) of the reply's copy; true when something was
+ * left out. When nothing is, the list stays the very array the endpoint gave:
+ * a shared frozen answer (read_cache.ts) keeps its one encoding
+ * (core/http/encoded_cache.ts). The list itself is never changed in place.
+ */
 function list<T>(field: string, ok: (a: Authorizer, item: T) => boolean): Filter {
   return (a, reply) => {
-    const items = reply[field] as T[] | undefined;
+    const items = reply[field] as readonly T[] | undefined;
     if (!Array.isArray(items)) return false;
-    const kept = items.filter((x) => ok(a, x));
-    reply[field] = kept;
-    return kept.length < items.length;
+    const first = items.findIndex((x) => !ok(a, x));
+    if (first < 0) return false;
+    reply[field] = [...items.slice(0, first), ...items.slice(first + 1).filter((x) => ok(a, x))];
+    return true;
   };
 }
 
@@ -37,11 +43,12 @@ const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
       if (a.allowed("service", "read", name)) kept[name] = tags;
       else dropped = true;
     }
+    if (!dropped) return false;
     reply.services = kept;
     // The instance counts (web UI) of the services left out go too.
     const instances = reply.instances as Record<string, number> | undefined;
     if (instances) reply.instances = Object.fromEntries(Object.entries(instances).filter(([name]) => name in kept));
-    return dropped;
+    return true;
   },
   "Catalog.ServiceNodes": list<ServiceNode>("serviceNodes", instanceOk),
   "Catalog.NodeServices": (a, reply) => {
@@ -52,8 +59,9 @@ const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
       return true;
     }
     const kept = ns.services.filter((s) => a.allowed("service", "read", s.service));
+    if (kept.length === ns.services.length) return false;
     reply.nodeServices = { ...ns, services: kept };
-    return kept.length < ns.services.length;
+    return true;
   },
   "Health.NodeChecks": list<HealthCheck>("checks", checkOk),
   "Health.ServiceChecks": list<HealthCheck>("checks", checkOk),

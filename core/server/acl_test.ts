@@ -162,3 +162,16 @@ test("acl server: a token with an expiration TTL is not found once it expired", 
   await assert.rejects(rpc.call("KVS.Get", { key: "k", query: { ...q(), token: secret } }), AclNotFoundError);
   await assert.rejects(rpc.call("ACL.Resolve", { secret }), AclNotFoundError);
 });
+
+test("acl server: a token that may read every instance gets the shared answer itself, not a copy", async () => {
+  const root = "11111111-2222-3333-4444-555555555555";
+  const { rpc } = await aclServer({ initialManagement: root });
+  await rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "web", port: 80 }, token: root });
+  const query = { ...q(), token: root };
+  const a = await rpc.call("Health.ServiceNodes", { serviceName: "web", query });
+  const b = await rpc.call("Health.ServiceNodes", { serviceName: "web", query });
+  assert.equal(a.nodes.length, 1);
+  assert.ok(Object.isFrozen(a.nodes));
+  assert.equal(a.nodes, b.nodes);
+  assert.equal(a.meta.resultsFilteredByAcls, undefined);
+});
