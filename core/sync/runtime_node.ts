@@ -14,6 +14,7 @@ import { ApiError } from "../api/client.ts";
 import type { ApiClient } from "../api/client.ts";
 import { decodeBase64 } from "../api/base64.ts";
 import type { Clock, Timer } from "../clock/clock.ts";
+import { isoTimestamp } from "../clock/utc_text.ts";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { parseTaskDocument } from "./config.ts";
@@ -443,7 +444,7 @@ export class SyncRuntime {
       task: order.task,
       trigger,
       status: "running",
-      startTime: new Date(wall).toISOString(),
+      startTime: isoTimestamp(wall),
       changedInputs: order.changed,
       inputsHash: order.hash,
     };
@@ -462,7 +463,7 @@ export class SyncRuntime {
         result = { ok: false, exitCode: -1, outputTail: "", error: errorMessage(err) };
       }
       rec.status = result.ok ? "successful" : "errored";
-      rec.endTime = new Date(this.#o.clock.wallNow()).toISOString();
+      rec.endTime = isoTimestamp(this.#o.clock.wallNow());
       rec.exitCode = result.exitCode;
       rec.outputTail = result.outputTail;
       if (result.error !== undefined) rec.error = result.error;
