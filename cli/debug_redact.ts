@@ -4,6 +4,7 @@
 // any string field whose name says it holds a secret, and every such value,
 // plus the token the command itself used, wherever else it appears (log
 // lines, metrics labels).
+import { replaceAcrossChunks } from "../core/http/agent_debug.ts";
 
 /** Field names that hold secrets in Consul's and cairn's JSON (tokens, gossip keys, TLS keys, passwords). */
 const secretField = /token|secret|password|passwd|encrypt|private.?key|credential|signing.?key/i;
@@ -71,28 +72,6 @@ function needlesOf(secrets: Iterable<string>): string[] {
  * split between two chunks included: each step keeps back the last
  * (longest needle - 1) characters. `seen.replaced` tells whether anything was.
  */
-export function* scrubChunks(chunks: Iterable<string>, secrets: Iterable<string>, seen: { replaced: boolean } = { replaced: false }): Generator<string> {
-  const needles = needlesOf(secrets);
-  if (needles.length === 0) {
-    yield* chunks;
-    return;
-  }
-  const keep = Math.max(...needles.map((n) => n.length)) - 1;
-  const replace = (text: string) =>
-    needles.reduce((t, n) => {
-      if (!t.includes(n)) return t;
-      seen.replaced = true;
-      return t.split(n).join(hidden);
-    }, text);
-  let carry = "";
-  for (const chunk of chunks) {
-    const text = replace(carry + chunk);
-    if (text.length <= keep) {
-      carry = text;
-      continue;
-    }
-    yield text.slice(0, text.length - keep);
-    carry = text.slice(text.length - keep);
-  }
-  if (carry !== "") yield replace(carry);
+export function scrubChunks(chunks: Iterable<string>, secrets: Iterable<string>, seen: { replaced: boolean } = { replaced: false }): Generator<string> {
+  return replaceAcrossChunks(chunks, needlesOf(secrets), hidden, seen);
 }

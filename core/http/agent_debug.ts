@@ -105,15 +105,21 @@ export function agentDebugHeapHandler(debug: AgentDebugBackend): Handler {
  * Every occurrence of each needle replaced across a sequence of chunks, a
  * needle split between two chunks included: each step keeps back the last
  * (longest needle - 1) characters, which may be the start of one.
+ * `seen.replaced` tells whether anything was.
  */
-export function* replaceAcrossChunks(chunks: Iterable<string>, needles: readonly string[], replacement: string): Generator<string> {
+export function* replaceAcrossChunks(chunks: Iterable<string>, needles: readonly string[], replacement: string, seen: { replaced: boolean } = { replaced: false }): Generator<string> {
   const list = [...new Set(needles.filter((n) => n !== ""))];
   if (list.length === 0) {
     yield* chunks;
     return;
   }
   const keep = Math.max(...list.map((n) => n.length)) - 1;
-  const replaceAll = (text: string) => list.reduce((t, n) => (t.includes(n) ? t.split(n).join(replacement) : t), text);
+  const replaceAll = (text: string) =>
+    list.reduce((t, n) => {
+      if (!t.includes(n)) return t;
+      seen.replaced = true;
+      return t.split(n).join(replacement);
+    }, text);
   let carry = "";
   for (const chunk of chunks) {
     const text = replaceAll(carry + chunk);
