@@ -31,6 +31,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { cairn as cairnCli, freePort, makeCluster, startProcess, tempDir, waitFor, waitForLeader, type Cluster, type Proc } from "../e2e/harness.ts";
+import { type LoadResult, type Op, slice, Tally } from "./_load.ts";
 
 const withTls = process.argv.includes("--tls");
 const withAcl = process.argv.includes("--acl");
@@ -74,16 +75,7 @@ function httpCall(agent: Agent, target: HttpTarget, method: string, path: string
   });
 }
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-interface Result {
-  opsPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
+interface Result extends LoadResult {
   /** CPU time (user + system) of all three servers per operation, microseconds. */
   serverCpuUsPerOp: number;
 }
@@ -101,54 +93,23 @@ function cpuMicros(pids: number[]): number {
   return (ticks * 1_000_000) / 100; // USER_HZ
 }
 
-/** One phase's figures for one target, summed over its slices. */
-class Tally {
-  latencies: number[] = [];
-  errors = 0;
-  seconds = 0;
+/** A phase's figures with the servers' CPU time over its slices. */
+class CpuTally extends Tally {
   cpuMicros = 0;
-  /** Each worker's next operation number, carried from slice to slice. */
-  next: number[];
-  readonly agent: Agent;
-  constructor(readonly conns: number, https = false) {
-    this.agent = https ? (new HttpsAgent({ keepAlive: true, maxSockets: conns }) as unknown as Agent) : new Agent({ keepAlive: true, maxSockets: conns });
-    this.next = Array.from({ length: conns }, (_, w) => w);
+  constructor(conns: number, https = false) {
+    super(conns, https ? (new HttpsAgent({ keepAlive: true, maxSockets: conns }) as unknown as Agent) : undefined);
   }
 
-  result(): Result {
-    this.agent.destroy();
-    const sorted = Float64Array.from(this.latencies).sort();
-    const n = sorted.length;
-    return {
-      opsPerSec: n / this.seconds,
-      p50Ms: percentile(sorted, 50),
-      p99Ms: percentile(sorted, 99),
-      errors: this.errors,
-      serverCpuUsPerOp: n > 0 ? this.cpuMicros / n : NaN,
-    };
+  override result(): Result {
+    const n = this.latencies.length;
+    return { ...super.result(), serverCpuUsPerOp: n > 0 ? this.cpuMicros / n : NaN };
   }
 }
 
-/** `tally.conns` workers issuing `op(i)` back to back for `secs`; `pids` are the servers'. */
-async function slice(tally: Tally, op: (agent: Agent, i: number) => Promise<boolean>, pids: number[], secs: number): Promise<void> {
+/** A slice of load (`slice`) with the CPU time of `pids`, the servers'. */
+async function cpuSlice(tally: CpuTally, op: Op, pids: number[], secs: number): Promise<void> {
   const cpu0 = cpuMicros(pids);
-  const t0 = performance.now();
-  const end = t0 + secs * 1000;
-  await Promise.all(tally.next.map(async (first, w) => {
-    let i = first;
-    while (performance.now() < end) {
-      const s = performance.now();
-      try {
-        if (!(await op(tally.agent, i))) tally.errors++;
-      } catch {
-        tally.errors++;
-      }
-      tally.latencies.push(performance.now() - s);
-      i += tally.conns;
-    }
-    tally.next[w] = i;
-  }));
-  tally.seconds += (performance.now() - t0) / 1000;
+  await slice(tally, op, secs);
   tally.cpuMicros += cpuMicros(pids) - cpu0;
 }
 
@@ -199,18 +160,16 @@ function etcdTarget(t: HttpTarget, pids: number[], name = "etcd"): Target {
   };
 }
 
-type Op = (agent: Agent, i: number) => Promise<boolean>;
-
 /**
  * One phase for every target, in `rounds` slices each, alternating which
  * target goes first (ABBA), so that a shared machine's changing load falls
  * on all of them alike instead of on whichever ran later.
  */
 async function interleaved(label: string, conns: number, targets: Target[], op: (t: Target) => Op): Promise<Result[]> {
-  const tallies = targets.map((t) => new Tally(conns, t.https));
+  const tallies = targets.map((t) => new CpuTally(conns, t.https));
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => targets.length - 1 - k);
-    for (const k of order) await slice(tallies[k]!, op(targets[k]!), targets[k]!.pids, seconds / rounds);
+    for (const k of order) await cpuSlice(tallies[k]!, op(targets[k]!), targets[k]!.pids, seconds / rounds);
   }
   const results = tallies.map((t) => t.result());
   targets.forEach((t, k) => console.log(`  ${t.name.padEnd(9)} ${label} ${fmt(results[k]!)}`));
@@ -221,8 +180,8 @@ async function runAll(targets: Target[]): Promise<Array<Map<string, Result>>> {
   const out = targets.map(() => new Map<string, Result>());
   if (warmupSeconds > 0) {
     for (const t of targets) {
-      const warm = new Tally(16, t.https);
-      await slice(warm, t.put, t.pids, warmupSeconds);
+      const warm = new CpuTally(16, t.https);
+      await cpuSlice(warm, t.put, t.pids, warmupSeconds);
       warm.agent.destroy();
     }
   }

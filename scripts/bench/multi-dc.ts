@@ -18,6 +18,7 @@ import { Agent } from "node:http";
 import { startTwoDcs } from "../e2e/_two_dcs.ts";
 import { until } from "../../core/testing/until.ts";
 import { httpCall } from "./_http.ts";
+import { type LoadResult, type Op, slice, Tally } from "./_load.ts";
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 4);
 const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
@@ -26,55 +27,7 @@ const conns = 16;
 const keyCount = 1_000;
 const value = Buffer.alloc(64, "v");
 
-function percentile(sorted: Float64Array, p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-interface Result {
-  opsPerSec: number;
-  p50Ms: number;
-  p99Ms: number;
-  errors: number;
-}
-
-class Tally {
-  latencies: number[] = [];
-  errors = 0;
-  seconds = 0;
-  next = Array.from({ length: conns }, (_, w) => w);
-  readonly agent = new Agent({ keepAlive: true, maxSockets: conns });
-
-  result(): Result {
-    this.agent.destroy();
-    const sorted = Float64Array.from(this.latencies).sort();
-    return { opsPerSec: sorted.length / this.seconds, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), errors: this.errors };
-  }
-}
-
-type Op = (agent: Agent, i: number) => Promise<boolean>;
-
-async function slice(tally: Tally, op: Op, secs: number): Promise<void> {
-  const t0 = performance.now();
-  const end = t0 + secs * 1000;
-  await Promise.all(tally.next.map(async (first, w) => {
-    let i = first;
-    while (performance.now() < end) {
-      const s = performance.now();
-      try {
-        if (!(await op(tally.agent, i))) tally.errors++;
-      } catch {
-        tally.errors++;
-      }
-      tally.latencies.push(performance.now() - s);
-      i += conns;
-    }
-    tally.next[w] = i;
-  }));
-  tally.seconds += (performance.now() - t0) / 1000;
-}
-
-const fmt = (r: Result) =>
+const fmt = (r: LoadResult) =>
   `${r.opsPerSec.toFixed(0).padStart(6)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms${r.errors ? `  errors ${r.errors}` : ""}`;
 
 async function main(): Promise<void> {
@@ -102,13 +55,13 @@ async function main(): Promise<void> {
     for (const ph of phases) {
       if (warmupSeconds > 0) {
         for (const op of [ph.local, ph.cross]) {
-          const warm = new Tally();
+          const warm = new Tally(conns);
           await slice(warm, op, warmupSeconds / 2);
           warm.agent.destroy();
         }
       }
-      const local = new Tally();
-      const cross = new Tally();
+      const local = new Tally(conns);
+      const cross = new Tally(conns);
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? [local, cross] : [cross, local];
         for (const tally of order) await slice(tally, tally === local ? ph.local : ph.cross, seconds / rounds);
