@@ -214,7 +214,7 @@ export const syncStartCommand: Command = {
       }
       logger.info("api listening", { port: api.port });
       if (ha) {
-        const key = `${cfg.consul.kvPath.replace(/^\/+/, "").replace(/\/*$/, "/")}leader/${ha.clusterName}`;
+        const key = `${runtime.kvPath}leader/${ha.clusterName}`;
         const address = ha.instanceAddress || `http://${bind === "0.0.0.0" ? hostname() : bind}:${api.port}`;
         elector = new SyncElector({
           client,

@@ -104,6 +104,11 @@ export class SyncRuntime {
     return this.#o.config;
   }
 
+  /** consul.kv_path as a key prefix: no leading slash, one trailing slash. */
+  get kvPath(): string {
+    return this.#kvPath;
+  }
+
   async start(): Promise<void> {
     for (const t of this.#o.config.tasks) await this.addTask(t, { persist: false });
     for (const t of await this.#readTaskDefs()) if (!this.#tasks.has(t.name)) await this.addTask(t, { persist: false });
