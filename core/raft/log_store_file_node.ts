@@ -86,10 +86,14 @@ export function crc32Js(bytes: Uint8Array, seed = 0): number {
   return ~crc >>> 0;
 }
 
-let crc32Impl: ((bytes: Uint8Array) => number) | undefined;
 let crc32UpdateImpl: ((crc: number, bytes: Uint8Array) => number) | undefined;
 
-/** CRC-32 continued over more bytes: crc32Update(crc32(a), b) === crc32(a ++ b); start from 0. */
+/**
+ * CRC-32 (IEEE, as zlib and gzip) continued over more bytes:
+ * crc32Update(crc32(a), b) === crc32(a ++ b); start from 0. Native
+ * `zlib.crc32` (Node >= 20.15, Deno 2) when present. node:zlib is loaded on
+ * the first call (see lazy_builtins_node.ts).
+ */
 export function crc32Update(crc: number, bytes: Uint8Array): number {
   if (!crc32UpdateImpl) {
     const native = (process.getBuiltinModule("node:zlib") as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
@@ -98,16 +102,9 @@ export function crc32Update(crc: number, bytes: Uint8Array): number {
   return crc32UpdateImpl(crc, bytes);
 }
 
-/**
- * CRC-32 (IEEE, as zlib and gzip): native `zlib.crc32` (Node >= 20.15, Deno 2)
- * when present. node:zlib is loaded on the first call (see lazy_builtins_node.ts).
- */
+/** CRC-32 of `bytes` (see crc32Update). */
 export function crc32(bytes: Uint8Array): number {
-  if (!crc32Impl) {
-    const native = (process.getBuiltinModule("node:zlib") as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
-    crc32Impl = typeof native === "function" ? (b) => native(b) >>> 0 : (b) => crc32Js(b);
-  }
-  return crc32Impl(bytes);
+  return crc32Update(0, bytes);
 }
 
 // ---------------------------------------------------------------- records

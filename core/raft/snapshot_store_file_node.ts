@@ -188,18 +188,22 @@ export class FileSnapshotStore implements SnapshotStore {
     await this.#chain;
   }
 
+  /** A new snapshot's file name (without extension): index, term, then a sequence number. */
+  #nextName(meta: SnapshotMeta): string {
+    this.#seq++;
+    return `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
+  }
+
   /** A sink's finished temp file becomes a stored snapshot. */
   async #adopt(meta: SnapshotMeta, tmp: string, dataBytes: number, dataCrc: number): Promise<void> {
-    this.#seq++;
-    const name = `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
+    const name = this.#nextName(meta);
     await rename(tmp, join(this.dir, `${name}.snap`));
     await syncDir(this.dir);
     await this.#record(name, meta, dataBytes, dataCrc);
   }
 
   async #create(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
-    this.#seq++;
-    const name = `${String(meta.index).padStart(20, "0")}-${String(meta.term).padStart(20, "0")}-${String(this.#seq).padStart(10, "0")}`;
+    const name = this.#nextName(meta);
     const dataCrc = crc32(data);
     await writeFileDurable(join(this.dir, `${name}.snap`), data);
     await this.#record(name, meta, data.length, dataCrc);
