@@ -8,7 +8,7 @@ import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
 
 /** Consul's helpers.LoadDataSource: `@file` reads a file, `-` reads stdin, anything else is the value. */
-export async function loadDataSource(value: string, io: CliIo): Promise<string> {
+async function loadDataSource(value: string, io: CliIo): Promise<string> {
   if (value === "-") return new TextDecoder().decode(await io.stdin());
   if (value.startsWith("@")) return new TextDecoder().decode(await io.readFile(value.slice(1)));
   return value;
@@ -29,7 +29,7 @@ const idFlag: FlagSpec = { name: "id", kind: "string", valueName: "value", usage
 const nameFlag: FlagSpec = { name: "name", kind: "string", valueName: "value", usage: "The name of the policy." };
 
 /** A policy ID from -id (exact or a unique prefix) or -name. */
-async function policyId(acl: Acl, p: ParsedFlags): Promise<string> {
+async function findPolicyId(acl: Acl, p: ParsedFlags): Promise<string> {
   const name = str(p, "name");
   if (name) return (await acl.policyReadByName(name)).ID;
   const id = str(p, "id");
@@ -39,6 +39,16 @@ async function policyId(acl: Acl, p: ParsedFlags): Promise<string> {
   if (matches.length === 0) throw new Error(`No such policy ID with prefix: ${id}`);
   if (matches.length > 1) throw new Error(`Multiple policies with ID prefix: ${id}`);
   return matches[0]!.ID;
+}
+
+/** The policy ID the flags name, or undefined once the reason is on stderr. */
+async function policyId(acl: Acl, p: ParsedFlags, io: CliIo): Promise<string | undefined> {
+  try {
+    return await findPolicyId(acl, p);
+  } catch (err) {
+    io.stderr(`Error determining policy ID: ${apiErrorText(err)}\n`);
+    return undefined;
+  }
 }
 
 const createFlags: readonly FlagSpec[] = [
@@ -116,13 +126,8 @@ Usage: cairn acl policy read [options] POLICY
     const format = formatOf(p, io);
     if (!format) return 1;
     const acl = new Acl(apiClientFromFlags(p, io));
-    let id: string;
-    try {
-      id = await policyId(acl, p);
-    } catch (err) {
-      io.stderr(`Error determining policy ID: ${apiErrorText(err)}\n`);
-      return 1;
-    }
+    const id = await policyId(acl, p, io);
+    if (id === undefined) return 1;
     try {
       show(io, format, await acl.policyRead(id));
       return 0;
@@ -185,13 +190,8 @@ Usage: cairn acl policy delete [options] -id POLICY
     const p = parseCommandFlags(aclPolicyDelete, args, deleteFlags, io);
     if (typeof p === "number") return p;
     const acl = new Acl(apiClientFromFlags(p, io));
-    let id: string;
-    try {
-      id = await policyId(acl, p);
-    } catch (err) {
-      io.stderr(`Error determining policy ID: ${apiErrorText(err)}\n`);
-      return 1;
-    }
+    const id = await policyId(acl, p, io);
+    if (id === undefined) return 1;
     try {
       await acl.policyDelete(id);
     } catch (err) {

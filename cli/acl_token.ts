@@ -19,13 +19,24 @@ function show(io: CliIo, format: "pretty" | "json", t: AclTokenJson): void {
 }
 
 /** An AccessorID from -accessor-id / -id: exact, or a unique prefix. */
-async function accessorId(acl: Acl, given: string): Promise<string> {
+async function findAccessorId(acl: Acl, given: string): Promise<string> {
   if (given === "") throw new Error("Must specify the -accessor-id parameter");
-  if (given.length === 36 || given === "anonymous") return given === "anonymous" ? "00000000-0000-0000-0000-000000000002" : given;
+  if (given === "anonymous") return "00000000-0000-0000-0000-000000000002";
+  if (given.length === 36) return given;
   const matches = (await acl.tokenList()).filter((t) => t.AccessorID.startsWith(given));
   if (matches.length === 0) throw new Error(`No such token ID with prefix: ${given}`);
   if (matches.length > 1) throw new Error(`Multiple tokens with ID prefix: ${given}`);
   return matches[0]!.AccessorID;
+}
+
+/** The AccessorID the flags name, or undefined once the reason is on stderr. */
+async function accessorId(acl: Acl, p: ParsedFlags, io: CliIo): Promise<string | undefined> {
+  try {
+    return await findAccessorId(acl, str(p, "accessor-id") || str(p, "id"));
+  } catch (err) {
+    io.stderr(`Error determining token ID: ${apiErrorText(err)}\n`);
+    return undefined;
+  }
 }
 
 const accessorFlags: FlagSpec[] = [
@@ -137,13 +148,8 @@ Usage: cairn acl token read [options] -accessor-id TOKENID
         return 1;
       }
     }
-    let id: string;
-    try {
-      id = await accessorId(acl, str(p, "accessor-id") || str(p, "id"));
-    } catch (err) {
-      io.stderr(`Error determining token ID: ${apiErrorText(err)}\n`);
-      return 1;
-    }
+    const id = await accessorId(acl, p, io);
+    if (id === undefined) return 1;
     try {
       show(io, format, await acl.tokenRead(id));
       return 0;
@@ -204,13 +210,8 @@ Usage: cairn acl token delete [options] -accessor-id TOKEN
     const p = parseCommandFlags(aclTokenDelete, args, deleteFlags, io);
     if (typeof p === "number") return p;
     const acl = new Acl(apiClientFromFlags(p, io));
-    let id: string;
-    try {
-      id = await accessorId(acl, str(p, "accessor-id") || str(p, "id"));
-    } catch (err) {
-      io.stderr(`Error determining token ID: ${apiErrorText(err)}\n`);
-      return 1;
-    }
+    const id = await accessorId(acl, p, io);
+    if (id === undefined) return 1;
     try {
       await acl.tokenDelete(id);
     } catch (err) {
