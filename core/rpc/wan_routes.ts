@@ -35,9 +35,10 @@ export type WanRoute =
 
 export class WanRoutes {
   readonly #o: WanRoutesOptions;
-  #byDc: Map<string, { known: boolean; order: string[] }> | undefined;
+  /** Each datacenter the pool knows, with its live servers in the order to try them. */
+  #byDc: Map<string, string[]> | undefined;
   /** The lists before the last invalidate: kept servers keep their place. */
-  #prev: Map<string, { known: boolean; order: string[] }> | undefined;
+  #prev: Map<string, string[]> | undefined;
 
   constructor(options: WanRoutesOptions) {
     this.#o = options;
@@ -51,19 +52,20 @@ export class WanRoutes {
 
   /** Servers of `dc` to try, in order (the first is the one to use). */
   route(dc: string): WanRoute {
-    const entry = this.#table().get(dc);
-    if (!entry) return { kind: "unknown" };
-    if (entry.order.length === 0) return { kind: "unavailable" };
-    return { kind: "servers", addresses: entry.order };
+    const order = this.#table().get(dc);
+    if (!order) return { kind: "unknown" };
+    if (order.length === 0) return { kind: "unavailable" };
+    return { kind: "servers", addresses: order };
   }
 
   /** A call to `address` in `dc` failed: try it last from now on. */
   failed(dc: string, address: string): void {
-    const entry = this.#table().get(dc);
-    if (!entry) return;
-    const i = entry.order.indexOf(address);
-    if (i < 0 || i === entry.order.length - 1) return;
-    entry.order = [...entry.order.slice(0, i), ...entry.order.slice(i + 1), address];
+    const table = this.#table();
+    const order = table.get(dc);
+    if (!order) return;
+    const i = order.indexOf(address);
+    if (i < 0 || i === order.length - 1) return;
+    table.set(dc, [...order.slice(0, i), ...order.slice(i + 1), address]);
   }
 
   /** The datacenter of a server address the WAN pool knows (TLS checks its certificate against server.<dc>.<domain>). */
@@ -79,13 +81,13 @@ export class WanRoutes {
     return [...out];
   }
 
-  #table(): Map<string, { known: boolean; order: string[] }> {
+  #table(): Map<string, string[]> {
     if (this.#byDc) return this.#byDc;
-    const table = new Map<string, { known: boolean; order: string[] }>();
+    const table = new Map<string, string[]>();
     const live = new Map<string, string[]>();
     for (const s of this.#o.servers()) {
       if (s.datacenter === "") continue;
-      if (!table.has(s.datacenter)) table.set(s.datacenter, { known: true, order: [] });
+      if (!table.has(s.datacenter)) table.set(s.datacenter, []);
       // A suspect server may still answer: Consul's router drops a server only once Serf says failed or left.
       if (s.status === "alive" || s.status === "suspect") {
         const list = live.get(s.datacenter) ?? [];
@@ -94,11 +96,11 @@ export class WanRoutes {
       }
     }
     for (const [dc, addresses] of live) {
-      const kept = (this.#prev?.get(dc)?.order ?? []).filter((a) => addresses.includes(a));
+      const kept = (this.#prev?.get(dc) ?? []).filter((a) => addresses.includes(a));
       const fresh = this.#o.rng.shuffle(addresses.filter((a) => !kept.includes(a)));
       const order = [...kept];
       for (const a of fresh) order.splice(this.#o.rng.int(order.length + 1), 0, a);
-      table.get(dc)!.order = order;
+      table.set(dc, order);
     }
     this.#prev = undefined;
     this.#byDc = table;
