@@ -158,6 +158,16 @@ function labelled(ctx: Ctx, parent: Obj, key: string, field: string): [string, O
   return out;
 }
 
+/** HCL or JSON text → its document; a syntax error is a ConfigError naming file:line. */
+function parseSource(src: ConfigSource): ParsedDocument<Record<string, unknown>> {
+  try {
+    return parseHcl(src.text, { file: src.file });
+  } catch (err) {
+    if (err instanceof HclSyntaxError) throw new ConfigError(`${src.file}:${err.line}: ${err.reason}`, { file: src.file, line: err.line });
+    throw err;
+  }
+}
+
 function checkKeys(ctx: Ctx, o: Obj, allowed: readonly string[], where: string): void {
   for (const k of Object.keys(o)) {
     if (!allowed.includes(k)) ctx.fail(`Unknown key "${k}" in ${where} (known: ${allowed.join(", ")})`, o, k, `${where}.${k}`);
@@ -419,13 +429,7 @@ export function parseSyncConfig(sources: readonly ConfigSource[], env: Env = {})
   const pendingTasks: { ctx: Ctx; t: Obj; i: number }[] = [];
   let driverSeen = false;
   for (const src of sources) {
-    let doc: ParsedDocument<Record<string, unknown>>;
-    try {
-      doc = parseHcl(src.text, { file: src.file });
-    } catch (err) {
-      if (err instanceof HclSyntaxError) throw new ConfigError(`${src.file}:${err.line}: ${err.reason}`, { file: src.file, line: err.line });
-      throw err;
-    }
+    const doc = parseSource(src);
     const ctx = new Ctx(src.file, doc);
     const o = doc.value;
     checkKeys(ctx, o, topKeys, "the top level");
@@ -534,13 +538,7 @@ export function parseSyncConfig(sources: readonly ConfigSource[], env: Env = {})
  * create`), checked against the running configuration's defaults.
  */
 export function parseTaskDocument(source: ConfigSource, cfg: Pick<SyncConfig, "bufferPeriod">): TaskConfig {
-  let doc: ParsedDocument<Record<string, unknown>>;
-  try {
-    doc = parseHcl(source.text, { file: source.file });
-  } catch (err) {
-    if (err instanceof HclSyntaxError) throw new ConfigError(`${source.file}:${err.line}: ${err.reason}`, { file: source.file, line: err.line });
-    throw err;
-  }
+  const doc = parseSource(source);
   const ctx = new Ctx(source.file, doc);
   const o = doc.value;
   const t = o.task !== undefined ? blocks(ctx, o, "task", "task") : [o];
