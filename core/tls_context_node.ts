@@ -23,36 +23,51 @@ function read(field: string, path: string): Buffer {
   }
 }
 
-/** ca_file, then every .pem/.crt/.cer file of ca_path (consul tlsutil LoadCAs reads the directory the same way). */
-export function loadCas(t: EffectiveTls, label: string): Buffer[] | undefined {
-  const out: Buffer[] = [];
-  if (t.caFile) out.push(read(`tls.${label}.ca_file`, t.caFile));
-  if (t.caPath) {
-    let names: string[];
+/**
+ * `caFile`, then every .pem/.crt/.cer file of `caPath` in name order (consul
+ * tlsutil LoadCAs reads the directory the same way). A file or directory that
+ * does not read goes to `fail` (default: its fs error is thrown).
+ */
+export function readCas(caFile: string, caPath: string, fail: (key: "ca_file" | "ca_path", path: string, err: unknown) => never = (_k, _p, err) => {
+  throw err;
+}): Buffer[] {
+  const readOne = (key: "ca_file" | "ca_path", path: string): Buffer => {
     try {
-      names = readdirSync(t.caPath);
+      return readFileSync(path);
     } catch (err) {
-      throw new ConfigError(`tls.${label}.ca_path: cannot read ${t.caPath}: ${errorMessage(err)}`, { field: `tls.${label}.ca_path` });
+      return fail(key, path, err);
     }
-    for (const name of names.sort()) if (/\.(pem|crt|cer)$/i.test(name)) out.push(read(`tls.${label}.ca_path`, join(t.caPath, name)));
+  };
+  const out = caFile ? [readOne("ca_file", caFile)] : [];
+  if (!caPath) return out;
+  let names: string[];
+  try {
+    names = readdirSync(caPath);
+  } catch (err) {
+    return fail("ca_path", caPath, err);
   }
-  return out.length > 0 ? out : undefined;
+  for (const name of names.sort()) if (/\.(pem|crt|cer)$/i.test(name)) out.push(readOne("ca_path", join(caPath, name)));
+  return out;
 }
 
-/** Certificate, key and CAs checked by OpenSSL now, so a mismatch is a start-up error that names the files. */
-function secureContext(t: EffectiveTls, label: string): { context: SecureContext; ca: Buffer[] | undefined; cert?: Buffer; key?: Buffer } {
-  const ca = loadCas(t, label);
-  const cert = t.certFile ? read(`tls.${label}.cert_file`, t.certFile) : undefined;
-  const key = t.keyFile ? read(`tls.${label}.key_file`, t.keyFile) : undefined;
+/**
+ * A stanza's certificate, key and CAs as node:tls options, checked by
+ * OpenSSL now (the context it built comes along), so a file that does not
+ * read or a key that does not match is a start-up error naming the files.
+ */
+export function tlsMaterial(t: EffectiveTls, label: string): { options: import("node:tls").SecureContextOptions; context: SecureContext } {
+  const ca = readCas(t.caFile, t.caPath, (key, path, err) => {
+    throw new ConfigError(`tls.${label}.${key}: cannot read ${path}: ${errorMessage(err)}`, { field: `tls.${label}.${key}` });
+  });
+  const options: import("node:tls").SecureContextOptions = {
+    ...(ca.length > 0 ? { ca } : {}),
+    ...(t.certFile ? { cert: read(`tls.${label}.cert_file`, t.certFile) } : {}),
+    ...(t.keyFile ? { key: read(`tls.${label}.key_file`, t.keyFile) } : {}),
+    minVersion: t.minVersion,
+    ...(t.ciphers ? { ciphers: t.ciphers } : {}),
+  };
   try {
-    const context = tls().createSecureContext({
-      ...(ca ? { ca } : {}),
-      ...(cert ? { cert } : {}),
-      ...(key ? { key } : {}),
-      minVersion: t.minVersion,
-      ...(t.ciphers ? { ciphers: t.ciphers } : {}),
-    });
-    return { context, ca, ...(cert ? { cert } : {}), ...(key ? { key } : {}) };
+    return { options, context: tls().createSecureContext(options) };
   } catch (err) {
     throw new ConfigError(`tls.${label}: the certificate ${t.certFile || "(none)"}, key ${t.keyFile || "(none)"} and CAs do not load: ${errorMessage(err)}`, { field: `tls.${label}` });
   }
@@ -60,21 +75,12 @@ function secureContext(t: EffectiveTls, label: string): { context: SecureContext
 
 /** Options for a TLS listener; verify_incoming asks for and checks a client certificate. */
 export function tlsServerOptions(t: EffectiveTls, label: string): TlsServerOptions {
-  const { ca, cert, key } = secureContext(t, label);
-  return {
-    ...(ca ? { ca } : {}),
-    ...(cert ? { cert } : {}),
-    ...(key ? { key } : {}),
-    minVersion: t.minVersion,
-    ...(t.ciphers ? { ciphers: t.ciphers } : {}),
-    requestCert: t.verifyIncoming,
-    rejectUnauthorized: t.verifyIncoming,
-  };
+  return { ...tlsMaterial(t, label).options, requestCert: t.verifyIncoming, rejectUnauthorized: t.verifyIncoming };
 }
 
 /** A listener's context rebuilt from the files (cairn reload); throws a ConfigError and changes nothing when they do not load. */
 export function reloadedServerContext(t: EffectiveTls, label: string): SecureContext {
-  return secureContext(t, label).context;
+  return tlsMaterial(t, label).context;
 }
 
 /**
@@ -83,18 +89,12 @@ export function reloadedServerContext(t: EffectiveTls, label: string): SecureCon
  * with verify_server_hostname also its name (server.<dc>.<domain>).
  */
 export function tlsClientOptions(t: EffectiveTls, label: string, serverName: string | undefined): TlsClientOptions {
-  const { ca, cert, key } = secureContext(t, label);
-  // With verify_server_hostname the caller gives the name (here, or per connection as `servername`).
-  const checkName = t.verifyServerHostname;
   return {
-    ...(ca ? { ca } : {}),
-    ...(cert ? { cert } : {}),
-    ...(key ? { key } : {}),
-    minVersion: t.minVersion,
-    ...(t.ciphers ? { ciphers: t.ciphers } : {}),
+    ...tlsMaterial(t, label).options,
     rejectUnauthorized: t.verifyOutgoing,
+    // With verify_server_hostname the caller gives the name (here, or per connection as `servername`).
     ...(serverName !== undefined ? { servername: serverName } : {}),
     // Without verify_server_hostname the chain is checked but not the name (consul: verify_outgoing alone).
-    ...(checkName ? {} : { checkServerIdentity: () => undefined }),
+    ...(t.verifyServerHostname ? {} : { checkServerIdentity: () => undefined }),
   };
 }

@@ -3,16 +3,16 @@
 // same Raft with one in-memory voter; a client forwards to the servers.
 import { systemClock, type Clock } from "../clock/mod.ts";
 import { validateConfig, type AgentConfig } from "../config/mod.ts";
-import { ConfigError, errorMessage } from "../errors.ts";
+import { errorMessage } from "../errors.ts";
 import { effectiveTls } from "../config/tls.ts";
-import { loadCas, tlsServerOptions } from "../tls_context_node.ts";
+import { tlsMaterial, tlsServerOptions } from "../tls_context_node.ts";
 import type { AgentCheckTls } from "../checks/http.ts";
 import { RpcTls } from "./rpc_tls.ts";
 import { createRoutes, createHttpServer, seaUiFiles, type HttpServer, memberStatus, memberStatusCode, poolStatsStrings, type AgentInfo } from "../http/mod.ts";
 import { createLogger, FanoutSink, RecentSink, type Logger } from "../log/mod.ts";
 import { StreamSink } from "../log/stream_sink_node.ts";
 import { LogFileSink } from "../log/file_sink_node.ts";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { readConfigSources } from "../config/load_node.ts";
 import { parseConfigText } from "../config/load.ts";
 import { FileDefinitionStore, LocalAgent, MemoryDefinitionStore } from "../local/mod.ts";
@@ -462,20 +462,8 @@ function describeAgent(o: {
 /** What the agent must never hand out (heap snapshots are redacted of these): the gossip keys, as base64. */
 /** enable_agent_tls_for_checks: the agent's certificate, key and CAs (tls.internal_rpc over tls.defaults), read now. */
 function agentCheckTls(config: AgentConfig): AgentCheckTls {
-  const t = effectiveTls(config.tls, "internalRpc");
-  const ca = loadCas(t, "internal_rpc");
-  const read = (field: string, path: string): Uint8Array => {
-    try {
-      return readFileSync(path);
-    } catch (err) {
-      throw new ConfigError(`${field}: cannot read ${path}: ${errorMessage(err)}`, { field });
-    }
-  };
-  return {
-    ...(ca ? { ca } : {}),
-    ...(t.certFile ? { cert: read("tls.defaults.cert_file", t.certFile) } : {}),
-    ...(t.keyFile ? { key: read("tls.defaults.key_file", t.keyFile) } : {}),
-  };
+  const { ca, cert, key } = tlsMaterial(effectiveTls(config.tls, "internalRpc"), "internal_rpc").options;
+  return { ...(ca ? { ca: ca as Buffer[] } : {}), ...(cert ? { cert: cert as Buffer } : {}), ...(key ? { key: key as Buffer } : {}) };
 }
 
 function agentSecrets(config: AgentConfig, gossip: AgentGossip): string[] {

@@ -3,9 +3,9 @@
 // the global fetch cannot take a CA or a client certificate without undici's
 // own classes, which Node does not expose. node:https does, and its answer is
 // handed back as a standard Response, body streamed (agent monitor).
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { Readable } from "node:stream";
+import { readCas } from "../tls_context_node.ts";
 
 export interface ClientTlsOptions {
   caFile?: string;
@@ -23,16 +23,10 @@ export function needsTlsFetch(o: ClientTlsOptions): boolean {
   return !!(o.caFile || o.caPath || o.certFile || o.keyFile || o.serverName || o.verify === false);
 }
 
-function cas(o: ClientTlsOptions): Buffer[] | undefined {
-  const out: Buffer[] = [];
-  if (o.caFile) out.push(readFileSync(o.caFile));
-  if (o.caPath) for (const n of readdirSync(o.caPath).sort()) if (/\.(pem|crt|cer)$/i.test(n)) out.push(readFileSync(join(o.caPath, n)));
-  return out.length > 0 ? out : undefined;
-}
-
 export function tlsFetch(o: ClientTlsOptions): typeof fetch {
   // Read once: a missing file is the command's error before any request.
-  const ca = cas(o);
+  const cas = readCas(o.caFile ?? "", o.caPath ?? "");
+  const ca = cas.length > 0 ? cas : undefined;
   const cert = o.certFile ? readFileSync(o.certFile) : undefined;
   const key = o.keyFile ? readFileSync(o.keyFile) : undefined;
   const https = process.getBuiltinModule("node:https");
