@@ -9,7 +9,8 @@
 // the last one has its answer is reported.
 // CAIRN_BENCH_SECONDS (default 3) sets each GET phase's length,
 // CAIRN_BENCH_WATCHERS (default 1000) the number of watchers.
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
+import { type FanoutResult, type GetPhaseResult, healthGetPhase, watcherFanout } from "./_catalog.ts";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { devAgentAt } from "../e2e/harness.ts";
 
@@ -26,11 +27,6 @@ let port = 0;
 
 function httpCall(agent: Agent, method: string, path: string, body?: string): Promise<Reply> {
   return sharedHttpCall({ host, port }, agent, method, path, body);
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))]!;
 }
 
 function registration(node: number, svc: number): string {
@@ -63,78 +59,21 @@ async function register(): Promise<{ count: number; ms: number; errors: number }
   return { count: jobs.length, ms, errors };
 }
 
-async function getPhase(conns: number): Promise<{ conns: number; ops: number; perSec: number; p50: number; p99: number; errors: number; entries: number }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: conns });
-  const lat: number[] = [];
-  let errors = 0;
-  let entries = 0;
-  const until = performance.now() + seconds * 1000;
-  let i = 0;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (performance.now() < until) {
-      const svc = i++ % serviceCount;
-      const s = performance.now();
-      const r = await httpCall(agent, "GET", `/v1/health/service/svc-${svc}?passing`);
-      lat.push(performance.now() - s);
-      if (r.status !== 200) errors++;
-      else if (entries === 0) entries = (JSON.parse(r.body.toString()) as unknown[]).length;
-    }
-  }));
-  const elapsed = (performance.now() - t0) / 1000;
-  agent.destroy();
-  lat.sort((a, b) => a - b);
-  return { conns, ops: lat.length, perSec: lat.length / elapsed, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), errors, entries };
+async function getPhase(conns: number): Promise<GetPhaseResult & { conns: number }> {
+  return { conns, ...(await healthGetPhase({ host, port }, { conns, seconds, services: serviceCount })) };
 }
 
-async function fanout(): Promise<{ connected: number; wokenByOther: number; answered: number; allMs: number; p50: number; p99: number; errors: number }> {
-  const setup = new Agent({ keepAlive: true, maxSockets: 1 });
-  const first = await httpCall(setup, "GET", "/v1/health/service/svc-0?passing");
-  const index = first.index;
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
-  let connected = 0;
-  let answered = 0;
-  let errors = 0;
-  let putAt = Infinity;
-  let otherPhase = true;
-  let wokenByOther = 0;
-  const wake: number[] = [];
-  let allDone: () => void = () => {};
-  const done = new Promise<void>((r) => (allDone = r));
-  for (let i = 0; i < watchers; i++) {
-    const req = request({ host, port, method: "GET", path: `/v1/health/service/svc-0?passing&index=${index}&wait=60s`, agent }, (res) => {
-      res.resume();
-      res.on("end", () => {
-        const t = performance.now();
-        if (otherPhase) wokenByOther++;
-        else {
-          answered++;
-          wake.push(t - putAt);
-        }
-        if (answered + wokenByOther + errors >= watchers) allDone();
-      });
-    });
-    req.on("socket", () => connected++);
-    req.on("error", () => {
-      errors++;
-      if (answered + wokenByOther + errors >= watchers) allDone();
-    });
-    req.end();
-  }
+function fanout(): Promise<FanoutResult> {
   // Let every watcher reach the agent (connect + request parsed), then write another service.
-  const deadline = Date.now() + 15_000;
-  while (connected < watchers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  await new Promise((r) => setTimeout(r, 1_000));
-  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 1));
-  await new Promise((r) => setTimeout(r, 1_000));
-  otherPhase = false;
-  putAt = performance.now();
-  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 0));
-  await Promise.race([done, new Promise((r) => setTimeout(r, 30_000))]);
-  agent.destroy();
-  setup.destroy();
-  wake.sort((a, b) => a - b);
-  return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors };
+  return watcherFanout({ host, port }, {
+    watchers,
+    wait: "60s",
+    connectMs: 15_000,
+    settleMs: 1_000,
+    answerMs: 30_000,
+    other: registration(nodeCount + 1, 1),
+    watched: registration(nodeCount + 1, 0),
+  });
 }
 
 async function main(): Promise<void> {

@@ -20,7 +20,8 @@
 // agent; everything goes to the leader's HTTP port and RSS is the leader's.
 import { loadavg } from "node:os";
 import { readFileSync } from "node:fs";
-import { Agent, request } from "node:http";
+import { Agent } from "node:http";
+import { type FanoutResult, type GetPhaseResult, healthGetPhase, watcherFanout } from "./_catalog.ts";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { devAgentAt, makeCluster, waitForLeader } from "../e2e/harness.ts";
 
@@ -44,11 +45,6 @@ function httpCall(agent: Agent, method: string, path: string, body?: string): Pr
 
 function load(): string {
   return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))]!;
 }
 
 function rssMiB(pid: number | undefined): { rss: number; hwm: number } {
@@ -100,84 +96,20 @@ async function register(): Promise<{ count: number; ms: number; errors: number }
   return { count: total, ms, errors };
 }
 
-async function getPhase(cycle: number): Promise<{ ops: number; perSec: number; p50: number; p99: number; errors: number; entries: number }> {
-  const agent = new Agent({ keepAlive: true, maxSockets: conns });
-  const lat: number[] = [];
-  let errors = 0;
-  let entries = 0;
-  const until = performance.now() + seconds * 1000;
-  let i = 0;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (performance.now() < until) {
-      // Wide: every service once before any comes again.
-      const svc = i++ % cycle;
-      const s = performance.now();
-      const r = await httpCall(agent, "GET", `/v1/health/service/svc-${svc}?passing`);
-      lat.push(performance.now() - s);
-      if (r.status !== 200) errors++;
-      else if (entries === 0) entries = (JSON.parse(r.body.toString()) as unknown[]).length;
-    }
-  }));
-  const elapsed = (performance.now() - t0) / 1000;
-  agent.destroy();
-  lat.sort((a, b) => a - b);
-  return { ops: lat.length, perSec: lat.length / elapsed, p50: percentile(lat, 0.5), p99: percentile(lat, 0.99), errors, entries };
+function getPhase(cycle: number): Promise<GetPhaseResult> {
+  return healthGetPhase({ host, port }, { conns, seconds, services: cycle });
 }
 
-async function fanout(): Promise<{ connected: number; wokenByOther: number; answered: number; allMs: number; p50: number; p99: number; errors: number; entries: number }> {
-  const setup = new Agent({ keepAlive: true, maxSockets: 1 });
-  const first = await httpCall(setup, "GET", "/v1/health/service/svc-0?passing");
-  const index = first.index;
-  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
-  let connected = 0;
-  let answered = 0;
-  let errors = 0;
-  let entries = 0;
-  let putAt = Infinity;
-  let otherPhase = true;
-  let wokenByOther = 0;
-  const wake: number[] = [];
-  let allDone: () => void = () => {};
-  const done = new Promise<void>((r) => (allDone = r));
-  for (let i = 0; i < watchers; i++) {
-    const req = request({ host, port, method: "GET", path: `/v1/health/service/svc-0?passing&index=${index}&wait=120s`, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      // Only the first answer is parsed (to count its entries); the rest are drained.
-      if (i === 0) res.on("data", (c: Buffer) => chunks.push(c));
-      else res.resume();
-      res.on("end", () => {
-        const t = performance.now();
-        if (otherPhase) wokenByOther++;
-        else {
-          answered++;
-          wake.push(t - putAt);
-          if (i === 0) entries = (JSON.parse(Buffer.concat(chunks).toString()) as unknown[]).length;
-        }
-        if (answered + wokenByOther + errors >= watchers) allDone();
-      });
-    });
-    req.on("socket", () => connected++);
-    req.on("error", () => {
-      errors++;
-      if (answered + wokenByOther + errors >= watchers) allDone();
-    });
-    req.end();
-  }
-  const deadline = Date.now() + 60_000;
-  while (connected < watchers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  // Let every request reach the agent and park.
-  await new Promise((r) => setTimeout(r, 3_000));
-  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 0, 1));
-  await new Promise((r) => setTimeout(r, 1_000));
-  otherPhase = false;
-  putAt = performance.now();
-  await httpCall(setup, "PUT", "/v1/catalog/register", registration(nodeCount + 1, 1, 0));
-  await Promise.race([done, new Promise((r) => setTimeout(r, 60_000))]);
-  agent.destroy();
-  setup.destroy();
-  wake.sort((a, b) => a - b);
-  return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors, entries };
+function fanout(): Promise<FanoutResult> {
+  return watcherFanout({ host, port }, {
+    watchers,
+    wait: "120s",
+    connectMs: 60_000,
+    settleMs: 3_000,
+    answerMs: 60_000,
+    other: registration(nodeCount + 1, 0, 1),
+    watched: registration(nodeCount + 1, 1, 0),
+  });
 }
 
 async function startTarget(): Promise<{ pid?: number; what: string; stop(): Promise<void> }> {
