@@ -78,6 +78,27 @@ const serviceNodes = new ReadCache<readonly ServiceNode[]>();
 /** For tests and metrics: the caches behind the shared reads. */
 export const sharedReadCaches = { checkServiceNodes, serviceNodes };
 
+/** The read behind `key`, shared: a cached answer at the service's current index, else `read`'s, frozen and kept. */
+function sharedRead<T>(
+  cache: ReadCache<readonly T[]>,
+  key: string,
+  state: ReadTxn,
+  ws: WatchSet | undefined,
+  name: string,
+  read: () => Indexed<T[]>,
+): Indexed<readonly T[]> {
+  const index = serviceMaxIndex(state, name);
+  const hit = cache.get(state, key, index);
+  if (hit) {
+    watchService(state, ws, name);
+    return { index, value: hit };
+  }
+  const r = read();
+  const value = deepFreeze(r.value);
+  cache.set(state, key, r.index, value);
+  return { index: r.index, value };
+}
+
 /**
  * Health.ServiceNodes' read, shared: the same frozen array for every reader
  * of the same store, parameters and "service.<name>" index. Watches the
@@ -88,17 +109,7 @@ export function sharedCheckServiceNodes(
   ws: WatchSet | undefined,
   q: { name: string; tags?: readonly string[]; nodeMeta?: Record<string, string>; passingOnly?: boolean },
 ): Indexed<readonly CheckServiceNode[]> {
-  const key = serviceKey("health", q);
-  const index = serviceMaxIndex(state, q.name);
-  const hit = checkServiceNodes.get(state, key, index);
-  if (hit) {
-    watchService(state, ws, q.name);
-    return { index, value: hit };
-  }
-  const r = checkServiceNodesTxn(state, ws, q);
-  const value = deepFreeze(r.value);
-  checkServiceNodes.set(state, key, r.index, value);
-  return { index: r.index, value };
+  return sharedRead(checkServiceNodes, serviceKey("health", q), state, ws, q.name, () => checkServiceNodesTxn(state, ws, q));
 }
 
 /** Catalog.ServiceNodes' read, shared the same way. */
@@ -107,15 +118,5 @@ export function sharedServiceNodes(
   ws: WatchSet | undefined,
   q: { name: string; tags?: readonly string[]; nodeMeta?: Record<string, string> },
 ): Indexed<readonly ServiceNode[]> {
-  const key = serviceKey("catalog", q);
-  const index = serviceMaxIndex(state, q.name);
-  const hit = serviceNodes.get(state, key, index);
-  if (hit) {
-    watchService(state, ws, q.name);
-    return { index, value: hit };
-  }
-  const r = serviceNodesTxn(state, ws, q);
-  const value = deepFreeze(r.value);
-  serviceNodes.set(state, key, r.index, value);
-  return { index: r.index, value };
+  return sharedRead(serviceNodes, serviceKey("catalog", q), state, ws, q.name, () => serviceNodesTxn(state, ws, q));
 }
