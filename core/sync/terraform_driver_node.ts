@@ -135,11 +135,8 @@ export class TerraformDriver implements SyncDriver {
       const msg = `Cannot write the working directory of task "${run.task.name}": ${(err as Error).message}`;
       return { ok: false, exitCode: -1, outputTail: msg, error: msg };
     }
-    const steps: string[][] = [["init", "-input=false", "-no-color"]];
-    for (const args of steps) {
-      const r = await this.#step(dir, args, signal, log);
-      if (r) return r;
-    }
+    const init = await this.#step(dir, ["init", "-input=false", "-no-color"], signal, log);
+    if (init) return init;
     // One workspace per task: select it, or create it the first time.
     const sel = await this.#run(dir, ["workspace", "select", "-no-color", run.task.name], signal);
     log.push(sel.out);
@@ -161,15 +158,8 @@ export class TerraformDriver implements SyncDriver {
     return { ok, exitCode: code, outputTail: redact(tail(log.join("\n")), this.#secrets), ...(error !== undefined ? { error } : {}), ...extra };
   }
 
-  async apply(run: DriverRun, signal: AbortSignal): Promise<DriverResult> {
-    const log: string[] = [];
-    const prep = await this.#prepare(run, signal, log);
-    if (!("dir" in prep)) return prep;
-    const v = await this.#step(prep.dir, ["validate", "-no-color"], signal, log);
-    if (v) return v;
-    const a = await this.#step(prep.dir, ["apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=30s"], signal, log);
-    if (a) return a;
-    return this.#result(true, 0, log);
+  apply(run: DriverRun, signal: AbortSignal): Promise<DriverResult> {
+    return this.#steps(run, signal, [["validate", "-no-color"], ["apply", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=30s"]]);
   }
 
   async inspect(run: DriverRun, signal: AbortSignal): Promise<DriverResult> {
@@ -183,12 +173,19 @@ export class TerraformDriver implements SyncDriver {
     return this.#result(true, r.code, log, undefined, { plan: redact(r.out, this.#secrets), changesPresent: r.code === 2 });
   }
 
-  async destroy(run: DriverRun, signal: AbortSignal): Promise<DriverResult> {
+  destroy(run: DriverRun, signal: AbortSignal): Promise<DriverResult> {
+    return this.#steps(run, signal, [["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=30s"]]);
+  }
+
+  /** Prepare the working directory, then each command in turn; the first failure is the result. */
+  async #steps(run: DriverRun, signal: AbortSignal, steps: readonly string[][]): Promise<DriverResult> {
     const log: string[] = [];
     const prep = await this.#prepare(run, signal, log);
     if (!("dir" in prep)) return prep;
-    const d = await this.#step(prep.dir, ["destroy", "-auto-approve", "-input=false", "-no-color", "-lock-timeout=30s"], signal, log);
-    if (d) return d;
+    for (const args of steps) {
+      const r = await this.#step(prep.dir, args, signal, log);
+      if (r) return r;
+    }
     return this.#result(true, 0, log);
   }
 
