@@ -71,10 +71,8 @@ const PEERING = "cluster peering is not part of cairn";
 const RAFT_STORE = "cairn has its own Raft log store";
 const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
-const ACL = "ACLs are not implemented yet";
+const DEFINITION_TOKEN = "a service or check definition's own ACL token is not used yet: the agent token registers it";
 const ACL_REPLICATION = "ACL replication between datacenters is not implemented yet";
-const TLS = "TLS is not implemented yet";
-const TLS_DEPRECATED = "Consul's older spelling; cairn reads it into the tls stanza";
 const SYSLOG = "syslog output is not implemented yet";
 const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
@@ -134,7 +132,7 @@ export const CHECK_KEYS: KeyTable = {
   name: impl(),
   notes: impl(),
   service_id: impl(),
-  token: planned(ACL),
+  token: planned(DEFINITION_TOKEN),
   status: impl(),
   args: impl(undefined, { aliases: ["scriptargs"] }),
   http: impl(),
@@ -144,7 +142,7 @@ export const CHECK_KEYS: KeyTable = {
   disable_redirects: impl(),
   output_max_size: impl(),
   tcp: impl(),
-  tcp_use_tls: planned(TLS),
+  tcp_use_tls: planned("TCP checks over TLS are not implemented yet"),
   udp: impl(),
   interval: impl(),
   docker_container_id: ignored(CHECK_KIND),
@@ -180,7 +178,7 @@ export const SERVICE_KEYS: KeyTable = {
   socket_path: ignored(MESH),
   check: impl(undefined, { keys: CHECK_KEYS, note: "one check of the service (check keys)" }),
   checks: impl(undefined, { keys: CHECK_KEYS, list: true, note: "checks of the service (check keys)" }),
-  token: planned(ACL),
+  token: planned(DEFINITION_TOKEN),
   weights: impl(undefined, { keys: { passing: {}, warning: {} } }),
   enable_tag_override: impl(),
   proxy: ignored(MESH),
@@ -494,7 +492,7 @@ export const AGENT_KEYS: KeyTable = {
   serf_wan: impl("string", { to: "serfWanBindAddr" }),
   serf_wan_allowed_cidrs: impl("strings", { to: "serfWanAllowedCidrs", note: "gossip from other networks is dropped and counted" }),
   server: impl("bool"),
-  server_name: planned(TLS),
+  server_name: planned("overriding the name in this agent's TLS certificate (server_name) is not implemented yet"),
   server_rejoin_age_max: planned("refusing to rejoin after a long absence is not implemented yet"),
   service: impl("definition", { to: "services", keys: SERVICE_KEYS, note: "one service definition (service keys)" }),
   services: impl("definitions", { keys: SERVICE_KEYS, note: "a list of service definitions (service keys)" }),
