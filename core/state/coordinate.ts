@@ -7,7 +7,7 @@
 // the table; the "coordinates" index is what X-Consul-Index says.
 
 import type { CoordinateEntry, VivaldiCoord } from "../rpc/methods.ts";
-import { nodeKey, nodePrefix } from "./catalog_schema.ts";
+import { deepFreeze, nodeKey, nodePrefix } from "./catalog_schema.ts";
 import type { Indexed } from "./kvs.ts";
 import type { TableSchema } from "./table.ts";
 import type { ReadTxn, WriteTxn } from "./txn.ts";
@@ -40,7 +40,7 @@ export function coordinateEntryFrom(raw: unknown): CoordinateEntry | undefined {
 }
 
 function freezeEntry(e: CoordinateEntry): CoordinateEntry {
-  return Object.freeze({ node: e.node, segment: e.segment, coord: Object.freeze({ ...e.coord, vec: Object.freeze([...e.coord.vec]) as number[] }) });
+  return deepFreeze({ node: e.node, segment: e.segment, coord: { ...e.coord, vec: [...e.coord.vec] } });
 }
 
 export const coordinatesSchema: TableSchema<CoordinateEntry> = {
