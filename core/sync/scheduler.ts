@@ -96,7 +96,6 @@ export class SyncScheduler<R = unknown> {
   readonly #depTasks = new Map<string, Set<string>>();
   #runs: RunOrder<R>[] = [];
   #nextRunId = 1;
-  #runningCount = 0;
   #lastNow = 0;
   #lastWall?: number;
   #paused = false;
@@ -135,7 +134,6 @@ export class SyncScheduler<R = unknown> {
   removeTask(name: string): boolean {
     const st = this.#tasks.get(name);
     if (!st) return false;
-    if (st.running !== undefined) this.#runningCount--;
     this.#tasks.delete(name);
     for (const d of st.spec.deps) {
       const s = this.#depTasks.get(d);
@@ -219,7 +217,6 @@ export class SyncScheduler<R = unknown> {
         const st = this.#tasks.get(input.task);
         if (!st || st.running !== input.runId) break;
         st.running = undefined;
-        this.#runningCount--;
         if (input.ok) st.appliedHash = st.startedHash;
         break;
       }
@@ -291,7 +288,9 @@ export class SyncScheduler<R = unknown> {
   #dispatch(now: number): void {
     if (this.#paused) return;
     const due: TaskState<R>[] = [];
+    let running = 0;
     for (const st of this.#tasks.values()) {
+      if (st.running !== undefined) running++;
       if (st.pendingFirst === undefined || !st.spec.enabled || st.running !== undefined) continue;
       if (st.hash === undefined && st.spec.deps.length > 0) continue;
       const d = this.#deadline(st);
@@ -301,7 +300,7 @@ export class SyncScheduler<R = unknown> {
     }
     due.sort((a, b) => a.dueSince! - b.dueSince! || (a.spec.name < b.spec.name ? -1 : 1));
     for (const st of due) {
-      if (this.#runningCount >= this.#maxConcurrent) break;
+      if (running >= this.#maxConcurrent) break;
       const trigger: Trigger = st.forced ?? st.pendingTrigger ?? "change";
       const runId = this.#nextRunId++;
       const inputs = st.inputs ?? st.spec.render(this.#data);
@@ -315,7 +314,7 @@ export class SyncScheduler<R = unknown> {
       st.forced = undefined;
       st.dueSince = undefined;
       st.changed.clear();
-      this.#runningCount++;
+      running++;
     }
   }
 }
