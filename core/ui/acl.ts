@@ -4,7 +4,7 @@
 // allows; with ACLs off the agent answers 401 and the page says so.
 import { api, type ApiError, watch, withQuery } from "./api.ts";
 import { h, replace } from "./dom.ts";
-import { heading, href, type PageContext } from "./shared.ts";
+import { askFirst, heading, href, type PageContext } from "./shared.ts";
 
 interface Link {
   ID: string;
@@ -56,23 +56,16 @@ function deleteButton(ctx: PageContext, what: string, path: string, id: string):
   const box = h("span", { class: "confirm", role: "group" });
   const button = h("button", { type: "button", class: "danger", "data-delete": id }, "Delete");
   button.addEventListener("click", () => {
-    replace(box, `Delete ${what}? `,
-      h("button", {
-        type: "button",
-        class: "danger",
-        "data-confirm": id,
-        onclick: async () => {
-          try {
-            await api(withQuery(path, { dc: ctx.dc }), { method: "DELETE" });
-            ctx.showError(undefined);
-            replace(box);
-          } catch (e) {
-            ctx.showError(e as ApiError);
-          }
-        },
-      }, "Yes, delete"),
-      h("button", { type: "button", onclick: () => replace(box) }, "Cancel"));
-    (box.querySelector("button") as HTMLButtonElement).focus();
+    askFirst(ctx, box, {
+      question: `Delete ${what}? `,
+      yes: "Yes, delete",
+      attrs: { "data-confirm": id },
+      action: async () => {
+        await api(withQuery(path, { dc: ctx.dc }), { method: "DELETE" });
+        ctx.showError(undefined);
+        replace(box);
+      },
+    });
   });
   return h("span", null, button, box);
 }

@@ -5,7 +5,7 @@
 // holds a key's lock.
 import { api, ApiError, base64ToBytes, decodeBase64, isText, watch, withQuery } from "./api.ts";
 import { h, replace, VirtualList } from "./dom.ts";
-import { heading, href, type PageContext, type Session } from "./shared.ts";
+import { askFirst, heading, href, type PageContext, type Session } from "./shared.ts";
 
 interface KvEntry {
   Key: string;
@@ -57,23 +57,16 @@ export function kvFolderPage(ctx: PageContext, prefix: string): void {
       try {
         const r = await api<string[] | null>(withQuery(kvPath(prefix), { keys: true, dc: ctx.dc }), { notFoundOk: true });
         const n = r.body?.length ?? 0;
-        replace(confirmBox, `Delete "${prefix}" and the ${n} key${n === 1 ? "" : "s"} under it? This cannot be undone. `,
-          h("button", {
-            type: "button",
-            class: "danger",
-            id: "kv-confirm-delete",
-            onclick: async () => {
-              try {
-                await api(withQuery(kvPath(prefix), { recurse: true, dc: ctx.dc }), { method: "DELETE" });
-                const parent = prefix.slice(0, -1).includes("/") ? prefix.slice(0, prefix.slice(0, -1).lastIndexOf("/") + 1) : "";
-                location.hash = href(ctx.dc, "kv", parent);
-              } catch (e) {
-                ctx.showError(e as ApiError);
-              }
-            },
-          }, "Yes, delete them"),
-          h("button", { type: "button", onclick: () => replace(confirmBox) }, "Cancel"));
-        (confirmBox.querySelector("button") as HTMLButtonElement).focus();
+        askFirst(ctx, confirmBox, {
+          question: `Delete "${prefix}" and the ${n} key${n === 1 ? "" : "s"} under it? This cannot be undone. `,
+          yes: "Yes, delete them",
+          attrs: { id: "kv-confirm-delete" },
+          action: async () => {
+            await api(withQuery(kvPath(prefix), { recurse: true, dc: ctx.dc }), { method: "DELETE" });
+            const parent = prefix.slice(0, -1).includes("/") ? prefix.slice(0, prefix.slice(0, -1).lastIndexOf("/") + 1) : "";
+            location.hash = href(ctx.dc, "kv", parent);
+          },
+        });
       } catch (e) {
         ctx.showError(e as ApiError);
       }
@@ -214,22 +207,15 @@ export function kvKeyPage(ctx: PageContext, key: string): void {
     const confirmBox = h("div", { class: "confirm", role: "group" });
     const del = h("button", { type: "button", class: "danger", id: "kv-delete" }, "Delete");
     del.addEventListener("click", () => {
-      replace(confirmBox, `Delete "${key}"? `,
-        h("button", {
-          type: "button",
-          class: "danger",
-          id: "kv-confirm-delete",
-          onclick: async () => {
-            try {
-              await api(withQuery(kvPath(key), { dc: ctx.dc }), { method: "DELETE" });
-              location.hash = href(ctx.dc, "kv", parent);
-            } catch (e) {
-              ctx.showError(e as ApiError);
-            }
-          },
-        }, "Yes, delete"),
-        h("button", { type: "button", onclick: () => replace(confirmBox) }, "Cancel"));
-      (confirmBox.querySelector("button") as HTMLButtonElement).focus();
+      askFirst(ctx, confirmBox, {
+        question: `Delete "${key}"? `,
+        yes: "Yes, delete",
+        attrs: { id: "kv-confirm-delete" },
+        action: async () => {
+          await api(withQuery(kvPath(key), { dc: ctx.dc }), { method: "DELETE" });
+          location.hash = href(ctx.dc, "kv", parent);
+        },
+      });
     });
     let cas = modifyIndex;
     const form = h("form", { class: "kv-form" }, editor.element,

@@ -3,7 +3,7 @@
 // times from network coordinates, and lock sessions (with invalidate).
 import { api, type ApiError, type Watch, watch, withQuery } from "./api.ts";
 import { h, replace, VirtualList } from "./dom.ts";
-import { badge, type CatalogNode, checkList, heading, href, metaTable, type AgentService, type HealthCheck, type PageContext, type Session, tagList, worst } from "./shared.ts";
+import { askFirst, badge, type CatalogNode, checkList, heading, href, metaTable, type AgentService, type HealthCheck, type PageContext, type Session, tagList, worst } from "./shared.ts";
 
 export interface Coord {
   Vec: number[];
@@ -166,22 +166,15 @@ export function nodePage(ctx: PageContext, name: string): void {
         const li = h("li", { "data-session": s.ID });
         const invalidate = h("button", { type: "button", class: "danger" }, "Invalidate");
         invalidate.addEventListener("click", () => {
-          replace(confirmBox, `Invalidate session ${s.ID}? Locks it holds are released (or their keys deleted, behavior "${s.Behavior}"). `,
-            h("button", {
-              type: "button",
-              class: "danger",
-              onclick: async () => {
-                try {
-                  await api(withQuery(`/v1/session/destroy/${encodeURIComponent(s.ID)}`, { dc: ctx.dc }), { method: "PUT" });
-                  ctx.showError(undefined);
-                  replace(confirmBox);
-                } catch (e) {
-                  ctx.showError(e as ApiError);
-                }
-              },
-            }, "Yes, invalidate"),
-            h("button", { type: "button", onclick: () => replace(confirmBox) }, "Cancel"));
-          (confirmBox.querySelector("button") as HTMLButtonElement).focus();
+          askFirst(ctx, confirmBox, {
+            question: `Invalidate session ${s.ID}? Locks it holds are released (or their keys deleted, behavior "${s.Behavior}"). `,
+            yes: "Yes, invalidate",
+            action: async () => {
+              await api(withQuery(`/v1/session/destroy/${encodeURIComponent(s.ID)}`, { dc: ctx.dc }), { method: "PUT" });
+              ctx.showError(undefined);
+              replace(confirmBox);
+            },
+          });
         });
         const confirmBox = h("div", { class: "confirm", role: "group" });
         replace(li, h("code", null, s.ID), s.Name ? ` ${s.Name}` : "", h("span", { class: "muted" }, ` behavior ${s.Behavior}${s.TTL ? `, TTL ${s.TTL}` : ""}, lock delay ${Math.round(s.LockDelay / 1e9)} s `), invalidate, confirmBox);

@@ -1,7 +1,7 @@
 // What the web UI's pages share: the page context, API shapes, the error
 // box, health badges and links.
 import type { ApiError } from "./api.ts";
-import { h } from "./dom.ts";
+import { type Attrs, h, replace } from "./dom.ts";
 
 /** What a page gets: where to draw, the datacenter, and how to register cleanups. */
 export interface PageContext {
@@ -116,4 +116,28 @@ export function checkList(checks: readonly HealthCheck[]): HTMLElement {
 
 export function heading(title: string, ...rest: (HTMLElement | string | null)[]): HTMLElement {
   return h("div", { class: "page-head" }, h("h1", { tabindex: "-1" }, title), ...rest);
+}
+
+/**
+ * Ask in `box` before something that cannot be undone: the question, a
+ * danger button (with `attrs`) that runs `action`, whose error goes to the
+ * page's error box, and Cancel, which empties the box. The first button
+ * takes the focus.
+ */
+export function askFirst(ctx: PageContext, box: HTMLElement, o: { question: string; yes: string; attrs?: Attrs; action: () => Promise<void> }): void {
+  replace(box, o.question,
+    h("button", {
+      type: "button",
+      class: "danger",
+      ...o.attrs,
+      onclick: async () => {
+        try {
+          await o.action();
+        } catch (e) {
+          ctx.showError(e as ApiError);
+        }
+      },
+    }, o.yes),
+    h("button", { type: "button", onclick: () => replace(box) }, "Cancel"));
+  (box.querySelector("button") as HTMLButtonElement).focus();
 }
