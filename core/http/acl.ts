@@ -3,17 +3,14 @@
 // name), in Consul's JSON. The servers decide who may do what (ACL.Write
 // needs acl:write, ACL.Read acl:read); with ACLs off every route answers
 // 401 "ACL support disabled". Also `PUT /v1/agent/token/:type`.
+import { isoTimestamp } from "../clock/utc_text.ts";
 import { parseDuration } from "../config/duration.ts";
 import { AclDisabledError, AclNotFoundError, BadRequestError } from "../errors.ts";
 import type { AclKind, Rpc } from "../rpc/methods.ts";
-import { parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
+import { parseQueryOptions, parseWriteOptions } from "./blocking.ts";
+import { field, isJsonObject, readResponse } from "./catalog.ts";
 import { HttpError } from "./http_error.ts";
 import { jsonResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
-
-/** Go's time.Time JSON for a wall-clock ms value. */
-function timeJson(ms: number): string {
-  return new Date(ms).toISOString();
-}
 
 function links(v: unknown): { ID: string; Name: string }[] {
   return Array.isArray(v) ? v.map((l: { id: string; name: string }) => ({ ID: l.id, Name: l.name })) : [];
@@ -35,8 +32,8 @@ export function tokenJson(t: Record<string, unknown>): Record<string, unknown> {
   const ni = Array.isArray(t.nodeIdentities) ? t.nodeIdentities : [];
   if (ni.length) out.NodeIdentities = ni.map((n: { nodeName: string; datacenter: string }) => ({ NodeName: n.nodeName, Datacenter: n.datacenter }));
   out.Local = t.local === true;
-  if (typeof t.expirationTimeMs === "number" && t.expirationTimeMs > 0) out.ExpirationTime = timeJson(t.expirationTimeMs);
-  out.CreateTime = timeJson(typeof t.createTimeMs === "number" ? t.createTimeMs : 0);
+  if (typeof t.expirationTimeMs === "number" && t.expirationTimeMs > 0) out.ExpirationTime = isoTimestamp(t.expirationTimeMs);
+  out.CreateTime = isoTimestamp(typeof t.createTimeMs === "number" ? t.createTimeMs : 0);
   out.CreateIndex = t.createIndex;
   out.ModifyIndex = t.modifyIndex;
   return out;
@@ -65,18 +62,6 @@ export function roleJson(r: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-function isObj(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-/** A JSON body's field, matched ignoring case (Go's encoding/json). */
-function field(o: Record<string, unknown>, name: string): unknown {
-  if (name in o) return o[name];
-  const lower = name.toLowerCase();
-  for (const [k, v] of Object.entries(o)) if (k.toLowerCase() === lower) return v;
-  return undefined;
-}
-
 function parseBody(req: HttpRequest): Record<string, unknown> {
   const text = new TextDecoder().decode(req.body);
   if (text.trim() === "") return {};
@@ -86,7 +71,7 @@ function parseBody(req: HttpRequest): Record<string, unknown> {
   } catch (err) {
     throw new BadRequestError(`Request decode failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (!isObj(v)) throw new BadRequestError("Request decode failed: expected a JSON object");
+  if (!isJsonObject(v)) throw new BadRequestError("Request decode failed: expected a JSON object");
   return v;
 }
 
@@ -94,27 +79,34 @@ function linksIn(v: unknown): { id?: string; name?: string }[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v)) throw new BadRequestError("Request decode failed: expected a list of links");
   return v.map((l) => {
-    if (!isObj(l)) throw new BadRequestError("Request decode failed: expected a link object");
+    if (!isJsonObject(l)) throw new BadRequestError("Request decode failed: expected a link object");
     const id = field(l, "ID");
     const name = field(l, "Name");
     return { ...(typeof id === "string" && id ? { id } : {}), ...(typeof name === "string" && name ? { name } : {}) };
   });
 }
 
+/** The body's fields that are set, each under the servers' name (`[item name, JSON name]`). */
+function fieldsOf(b: Record<string, unknown>, names: readonly (readonly [string, string])[]): Record<string, unknown> {
+  const item: Record<string, unknown> = {};
+  for (const [k, f] of names) {
+    const v = field(b, f);
+    if (v !== undefined && v !== null) item[k] = v;
+  }
+  return item;
+}
+
 /** A token body (api.ACLToken) into the servers' camelCase item. */
 function tokenItem(b: Record<string, unknown>): Record<string, unknown> {
-  const item: Record<string, unknown> = {};
-  const set = (k: string, v: unknown) => { if (v !== undefined && v !== null) item[k] = v; };
-  set("accessorId", field(b, "AccessorID"));
-  set("secretId", field(b, "SecretID"));
-  set("description", field(b, "Description"));
-  set("policies", linksIn(field(b, "Policies")));
-  set("roles", linksIn(field(b, "Roles")));
+  const item = fieldsOf(b, [["accessorId", "AccessorID"], ["secretId", "SecretID"], ["description", "Description"], ["local", "Local"]]);
+  const policies = linksIn(field(b, "Policies"));
+  if (policies) item.policies = policies;
+  const roles = linksIn(field(b, "Roles"));
+  if (roles) item.roles = roles;
   const si = field(b, "ServiceIdentities");
-  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isObj(s) ? { serviceName: field(s, "ServiceName"), datacenters: field(s, "Datacenters") ?? undefined } : s));
+  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isJsonObject(s) ? { serviceName: field(s, "ServiceName"), datacenters: field(s, "Datacenters") ?? undefined } : s));
   const ni = field(b, "NodeIdentities");
-  if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isObj(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
-  set("local", field(b, "Local"));
+  if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isJsonObject(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
   const ttl = field(b, "ExpirationTTL");
   if (ttl !== undefined && ttl !== null && ttl !== "" && ttl !== 0) {
     const ms = typeof ttl === "number" ? ttl / 1e6 : typeof ttl === "string" ? parseDuration(ttl) : undefined;
@@ -131,26 +123,17 @@ function tokenItem(b: Record<string, unknown>): Record<string, unknown> {
 }
 
 function policyItem(b: Record<string, unknown>): Record<string, unknown> {
-  const item: Record<string, unknown> = {};
-  for (const [k, f] of [["id", "ID"], ["name", "Name"], ["description", "Description"], ["rules", "Rules"], ["datacenters", "Datacenters"]] as const) {
-    const v = field(b, f);
-    if (v !== undefined && v !== null) item[k] = v;
-  }
-  return item;
+  return fieldsOf(b, [["id", "ID"], ["name", "Name"], ["description", "Description"], ["rules", "Rules"], ["datacenters", "Datacenters"]]);
 }
 
 function roleItem(b: Record<string, unknown>): Record<string, unknown> {
-  const item: Record<string, unknown> = {};
-  for (const [k, f] of [["id", "ID"], ["name", "Name"], ["description", "Description"]] as const) {
-    const v = field(b, f);
-    if (v !== undefined && v !== null) item[k] = v;
-  }
+  const item = fieldsOf(b, [["id", "ID"], ["name", "Name"], ["description", "Description"]]);
   const p = linksIn(field(b, "Policies"));
   if (p) item.policies = p;
   const si = field(b, "ServiceIdentities");
-  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isObj(s) ? { serviceName: field(s, "ServiceName") } : s));
+  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isJsonObject(s) ? { serviceName: field(s, "ServiceName") } : s));
   const ni = field(b, "NodeIdentities");
-  if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isObj(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
+  if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isJsonObject(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
   return item;
 }
 
@@ -181,7 +164,7 @@ async function readOne(deps: AclHttpDeps, req: HttpRequest, kind: AclKind, op: "
   const r = await deps.rpc.call("ACL.Read", { kind, op, ...(op === "name" ? { name: key } : { id: key }), query });
   const item = r.items[0];
   if (!item) throw new AclNotFoundError();
-  return jsonResponse(render[kind](item), { headers: setMetaHeaders({}, r.meta), pretty: wantsPretty(req) });
+  return readResponse(req, r.meta, render[kind](item));
 }
 
 /** `/v1/acl/token` (PUT create), `/v1/acl/policy`, `/v1/acl/role`. */
@@ -189,9 +172,6 @@ export function aclCreateHandler(deps: AclHttpDeps, kind: AclKind): Handler {
   return guard(deps, async (req) => {
     const b = parseBody(req);
     const item = kind === "token" ? tokenItem(b) : kind === "policy" ? policyItem(b) : roleItem(b);
-    if (kind === "token" && item.accessorId !== undefined && item.accessorId !== "") {
-      // Consul: a create that names an AccessorID must not collide; the servers check it.
-    }
     const r = await deps.rpc.call("ACL.Write", { kind, op: "create", item, ...parseWriteOptions(req) });
     return jsonResponse(render[kind](r.item!), { pretty: wantsPretty(req) });
   });
@@ -237,7 +217,7 @@ export function aclListHandler(deps: AclHttpDeps, kind: AclKind): Handler {
     const role = req.query.get("role") ?? undefined;
     const r = await deps.rpc.call("ACL.Read", { kind, op: "list", ...(policy ? { policy } : {}), ...(role ? { role } : {}), query });
     const items = r.items.map((x) => (kind === "policy" ? policyJson(x, false) : kind === "token" ? { ...tokenJson(x), Legacy: false } : roleJson(x)));
-    return jsonResponse(items, { headers: setMetaHeaders({}, r.meta), pretty: wantsPretty(req) });
+    return readResponse(req, r.meta, items);
   });
 }
 
