@@ -22,6 +22,11 @@ export interface DirEntryJson {
   ModifyIndex: number;
 }
 
+/** Flags above 2^53: the answer must write them with rawNumbers (see rawJsonNumber). */
+export function hasBigFlags(e: DirEntry): boolean {
+  return typeof e.flags === "string";
+}
+
 export function dirEntryToJson(e: DirEntry): DirEntryJson {
   const out: DirEntryJson = {
     LockIndex: e.lockIndex,
@@ -105,7 +110,7 @@ export function kvsHandler(options: KvsHandlerOptions): (req: HttpRequest) => Pr
       headers["X-Content-Type-Options"] = "nosniff";
       return { status: 200, headers, body: reply.entries[0]!.value ?? new Uint8Array(0) };
     }
-    return jsonResponse(reply.entries.map(dirEntryToJson), { headers, pretty });
+    return jsonResponse(reply.entries.map(dirEntryToJson), { headers, pretty, rawNumbers: reply.entries.some(hasBigFlags) });
   }
 
   async function put(req: HttpRequest, key: string): Promise<HttpResponse> {

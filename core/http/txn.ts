@@ -9,7 +9,7 @@ import { txnOpVerb } from "../state/txn_ops.ts";
 import { decodeCheck, decodeService } from "./catalog.ts";
 import { decodeBase64 } from "./base64.ts";
 import { parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
-import { dirEntryToJson, kvMaxValueBytes, type DirEntryJson } from "./kvs.ts";
+import { dirEntryToJson, hasBigFlags, kvMaxValueBytes, type DirEntryJson } from "./kvs.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** Most operations in one transaction (Consul maxTxnOps). */
@@ -235,6 +235,7 @@ export function txnHandler(options: { rpc: Rpc; maxValueBytes?: number; maxReque
     const reply = await options.rpc.call("Txn.Apply", { ops, ...parseWriteOptions(req), ...(query ? { query } : {}) });
     const headers: Record<string, string> = {};
     if (reply.meta) setMetaHeaders(headers, reply.meta);
-    return jsonResponse(txnReplyToJson(reply), { status: reply.errors.length > 0 ? 409 : 200, headers, pretty: wantsPretty(req) });
+    const rawNumbers = reply.results.some((r) => r.kv !== undefined && hasBigFlags(r.kv));
+    return jsonResponse(txnReplyToJson(reply), { status: reply.errors.length > 0 ? 409 : 200, headers, pretty: wantsPretty(req), rawNumbers });
   };
 }

@@ -69,16 +69,18 @@ export function makeRequest(
   };
 }
 
-export function jsonResponse(value: unknown, options: { status?: number; headers?: Record<string, string>; pretty?: boolean } = {}): HttpResponse {
+export function jsonResponse(
+  value: unknown,
+  options: { status?: number; headers?: Record<string, string>; pretty?: boolean; /** the value holds rawJsonNumber()s */ rawNumbers?: boolean } = {},
+): HttpResponse {
   const headers = options.headers ?? {};
   headers["Content-Type"] = "application/json";
   let text = options.pretty ? `${JSON.stringify(value, null, 4)}\n` : JSON.stringify(value);
-  if (text.includes(rawNumberTag)) text = text.replace(rawNumberPattern, "$1");
+  if (options.rawNumbers) text = text.replace(rawNumberPattern, "$1");
   return { status: options.status ?? 200, headers, body: text };
 }
 
-/** JSON.stringify writes U+0000 as this escape; a value made by rawJsonNumber carries it. */
-const rawNumberTag = "\\u0000#";
+/** A value made by rawJsonNumber, as JSON.stringify writes it (U+0000 escaped). */
 const rawNumberPattern = /"\\u0000#(\d+)"/g;
 
 /**
