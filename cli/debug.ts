@@ -16,6 +16,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import type { ApiClient, RawRequest } from "../core/api/mod.ts";
+import { formatDuration } from "../core/config/duration.ts";
 import { errorMessage } from "../core/errors.ts";
 import { onShutdownSignal } from "./_child.ts";
 import { parseCommandFlags } from "./_command.ts";
@@ -102,16 +103,6 @@ Usage: cairn debug [options]
 /** Go's "2006-01-02T15-04-05Z0700" in UTC: an RFC 3339 time without colons (tar reads colons as hosts). */
 export function bundleTimestamp(ms: number): string {
   return new Date(ms).toISOString().slice(0, 19).replaceAll(":", "-") + "Z";
-}
-
-/** Go's time.Duration String() for whole milliseconds ("1m30s", "5s", "500ms"). */
-export function goDuration(ms: number): string {
-  if (ms === 0) return "0s";
-  if (ms < 1000) return `${ms}ms`;
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = (ms % 60_000) / 1000;
-  return `${h ? `${h}h` : ""}${h || m ? `${m}m` : ""}${s}s`;
 }
 
 interface Capture {
@@ -296,9 +287,9 @@ export const debugCommand: Command = {
     const intervalMs = num(p, "interval") ?? defaultIntervalMs;
     const durationMs = num(p, "duration") ?? defaultDurationMs;
     const fail = (text: string) => (io.stderr(`==> Capture validation failed: ${text}\n`), 1);
-    if (durationMs < minMs) return fail(`duration must be at least ${goDuration(minMs)}`);
-    if (intervalMs < minMs) return fail(`interval must be at least ${goDuration(minMs)}`);
-    if (durationMs < intervalMs) return fail(`duration (${goDuration(durationMs)}) must be longer than interval (${goDuration(intervalMs)})`);
+    if (durationMs < minMs) return fail(`duration must be at least ${formatDuration(minMs)}`);
+    if (intervalMs < minMs) return fail(`interval must be at least ${formatDuration(minMs)}`);
+    if (durationMs < intervalMs) return fail(`duration (${formatDuration(durationMs)}) must be longer than interval (${formatDuration(intervalMs)})`);
     const requested = list(p, "capture").map((t) => (t === "cluster" ? "members" : t));
     for (const t of requested) if (!(debugTargets as readonly string[]).includes(t)) return fail(`target not found: ${t}`);
     const targets = new Set<Target>(requested.length ? (requested as Target[]) : debugTargets);
@@ -333,8 +324,8 @@ export const debugCommand: Command = {
     const targetList = debugTargets.filter((t) => targets.has(t));
     io.stdout("==> Starting debugger and capturing static information...\n");
     io.stdout(`     Agent Version: '${version}'\n`);
-    io.stdout(`          Interval: '${goDuration(intervalMs)}'\n`);
-    io.stdout(`          Duration: '${goDuration(durationMs)}'\n`);
+    io.stdout(`          Interval: '${formatDuration(intervalMs)}'\n`);
+    io.stdout(`          Duration: '${formatDuration(durationMs)}'\n`);
     io.stdout(`            Output: '${archiveName}'\n`);
     io.stdout(`           Capture: '${targetList.join(", ")}'\n`);
 
@@ -360,8 +351,8 @@ export const debugCommand: Command = {
       writeJson(c, "index.json", {
         Version: debugBundleVersion,
         AgentVersion: version,
-        Interval: goDuration(intervalMs),
-        Duration: goDuration(durationMs + graceMs),
+        Interval: formatDuration(intervalMs),
+        Duration: formatDuration(durationMs + graceMs),
         Targets: targetList,
         ...(Object.keys(c.errors).length ? { Errors: c.errors } : {}),
       });

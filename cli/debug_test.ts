@@ -6,7 +6,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { testIo } from "./_testing.ts";
 import { tarGzDirectory } from "./_tar.ts";
-import { bundleTimestamp, debugCommand, goDuration } from "./debug.ts";
+import { formatDuration as goDuration } from "../core/config/duration.ts";
+import { bundleTimestamp, debugCommand } from "./debug.ts";
 import { redactJson, scrubChunks, scrubText } from "./debug_redact.ts";
 
 test("redactJson: secret-named string fields hidden and remembered, facts about secrets kept", () => {
