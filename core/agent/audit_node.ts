@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Clock } from "../clock/clock.ts";
+import { isoTimestamp } from "../clock/utc_text.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { parseDuration } from "../config/duration.ts";
 import { ConfigError } from "../errors.ts";
@@ -57,7 +58,7 @@ export function createAuditSink(config: AgentConfig, clock: Clock): (AuditSink &
   return {
     now: () => clock.now(),
     record(e: AuditEntry) {
-      const at = new Date(clock.wallNow()).toISOString();
+      const at = isoTimestamp(clock.wallNow());
       file.write({
         timeMs: 0,
         level: "info",
