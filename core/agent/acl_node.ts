@@ -130,7 +130,6 @@ export function aclRouteAuthorizer(config: AgentConfig, o: { rpc: Rpc; clock: Cl
     now: () => o.clock.now(),
     tokenTtlMs: Math.max(0, acl.tokenTtlMs),
     downPolicy: acl.downPolicy as DownPolicy,
-    defaultPolicy: acl.defaultPolicy === "deny" ? "deny" : "allow",
     enableKeyListPolicy: acl.enableKeyListPolicy,
     defaultToken: () => o.tokens.get("default"),
   });

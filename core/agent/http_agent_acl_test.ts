@@ -26,7 +26,6 @@ test("agent acl: a service:write \"web\" token registers web only, and sees only
     now: () => clock.now(),
     tokenTtlMs: 30_000,
     downPolicy: "extend-cache",
-    defaultPolicy: "deny",
     enableKeyListPolicy: false,
     defaultToken: () => "",
   });

@@ -23,8 +23,6 @@ export interface AclAuthorizerOptions {
   now(): number;
   tokenTtlMs: number;
   downPolicy: DownPolicy;
-  /** The servers' default policy until one answered (this agent's acl.default_policy). */
-  defaultPolicy: "allow" | "deny";
   enableKeyListPolicy: boolean;
   /** The agent's default token (acl.tokens.default), used when a request carries none. */
   defaultToken(): string;

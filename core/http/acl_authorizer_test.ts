@@ -27,7 +27,6 @@ function setup(o: { downPolicy?: DownPolicy; defaultToken?: string; enableKeyLis
     now: () => now,
     tokenTtlMs: 30_000,
     downPolicy: o.downPolicy ?? "extend-cache",
-    defaultPolicy: "deny",
     enableKeyListPolicy: o.enableKeyListPolicy ?? false,
     defaultToken: () => o.defaultToken ?? "",
   });
@@ -102,7 +101,6 @@ test("audit: every answered request with its accessor, refusals included; URLs i
     now: () => now,
     tokenTtlMs: 1_000,
     downPolicy: "extend-cache",
-    defaultPolicy: "deny",
     enableKeyListPolicy: false,
     defaultToken: () => "",
   });
