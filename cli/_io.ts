@@ -25,8 +25,8 @@ export interface Command {
   synopsis: string;
   /** Full help, printed for `-h`. */
   help(): string;
-  /** A command loaded on first use gives its full help through this (help() is then only the synopsis). */
-  loadHelp?(): Promise<string>;
+  /** A command loaded on first use: its module's real command (help() is then only the synopsis). */
+  load?(): Promise<Command>;
   /** Exit code: 0 ok, 1 error or bad usage, 2 "ran, nothing matched". */
   run(args: string[], io: CliIo): Promise<number>;
   /** Not listed in the top-level usage. */

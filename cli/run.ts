@@ -54,7 +54,7 @@ function lazyCommand(name: string, synopsis: string, load: () => Promise<Command
     name,
     synopsis,
     help: () => synopsis,
-    loadHelp: async () => (await load()).help(),
+    load,
     run: async (args, io) => (await load()).run(args, io),
   };
 }
@@ -400,7 +400,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   const dashDash = found.args.indexOf("--");
   const beforeDashDash = dashDash >= 0 ? found.args.slice(0, dashDash) : found.args;
   if (beforeDashDash.some((a) => HELP_FLAGS.has(a))) {
-    io.stdout(found.command.loadHelp ? await found.command.loadHelp() : found.command.help());
+    io.stdout((found.command.load ? await found.command.load() : found.command).help());
     return 0;
   }
   try {

@@ -79,3 +79,14 @@ test("version: pretty and json", async () => {
   assert.equal(await runCli(["version", "-format=yaml"], io), 1);
   assert.match(io.stderrText, /Invalid format "yaml"/);
 });
+
+test("commands loaded on first use: the table's name and synopsis are the module's own", async () => {
+  const lazy = commands.filter((c) => c.load);
+  assert.ok(lazy.length >= 20, `${lazy.length} lazily loaded commands`);
+  for (const c of lazy) {
+    const real = await c.load!();
+    assert.equal(real.name, c.name);
+    assert.equal(real.synopsis, c.synopsis, c.name);
+    assert.equal(real.hidden ?? false, c.hidden ?? false, c.name);
+  }
+});
