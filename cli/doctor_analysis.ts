@@ -133,17 +133,6 @@ function isServer(m: MemberFact): boolean {
   return m.tags.role === "consul";
 }
 
-/** Go duration text → ms ("1.5s", "250ms", "2m0s"); undefined if unreadable. */
-export function parseGoDurationMs(text: string): number | undefined {
-  const m = /^((?:\d+(?:\.\d+)?(?:h|m|s|ms|us|µs|ns))+|0)$/.exec(text.trim());
-  if (!m) return undefined;
-  if (m[1] === "0") return 0;
-  const unit: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 1e-3, "µs": 1e-3, ns: 1e-6 };
-  let total = 0;
-  for (const p of text.matchAll(/(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)/g)) total += Number(p[1]) * unit[p[2]!]!;
-  return total;
-}
-
 /** Consul's raft.ServerAddress for a server member: its gossip address with its `port` tag. */
 function rpcAddress(m: MemberFact): string {
   return `${m.addr}:${m.tags.port ?? "8300"}`;

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { analyze, exitCodeFor, formatFindings, parseGoDurationMs, type AgentView, type DoctorFacts, type MemberFact } from "./doctor_analysis.ts";
+import { parseDuration as parseGoDurationMs } from "../core/config/duration.ts";
+import { analyze, exitCodeFor, formatFindings, type AgentView, type DoctorFacts, type MemberFact } from "./doctor_analysis.ts";
 
 function member(name: string, o: { status?: string; server?: boolean; build?: string; dc?: string } = {}): MemberFact {
   const i = Number(name.replace(/\D/g, "")) || 9;
