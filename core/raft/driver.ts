@@ -11,6 +11,7 @@ import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft.ts";
 import { RaftCore } from "./raft.ts";
+import { concatBytes } from "./_bytes.ts";
 import { IndexQueue } from "./index_queue.ts";
 import type {
   Configuration,
@@ -1000,18 +1001,8 @@ async function restoreFsm(fsm: Fsm, src: SnapshotSource): Promise<void> {
     return;
   }
   const chunks: Uint8Array[] = [];
-  let n = 0;
-  for await (const c of src.stream()) {
-    chunks.push(c);
-    n += c.length;
-  }
-  const data = new Uint8Array(n);
-  let off = 0;
-  for (const c of chunks) {
-    data.set(c, off);
-    off += c.length;
-  }
-  await fsm.restore(data);
+  for await (const c of src.stream()) chunks.push(c);
+  await fsm.restore(concatBytes(chunks));
 }
 
 /** Load state from the stores, restore the Fsm from the latest snapshot, and start the node. */

@@ -11,6 +11,7 @@
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
+import { concatBytes } from "./_bytes.ts";
 import { decodeConfiguration, encodeConfiguration } from "./codec.ts";
 import { RaftLog } from "./log.ts";
 import { Progress } from "./progress.ts";
@@ -957,13 +958,7 @@ export class RaftCore {
     if (this.#streamSnapshots) {
       this.#installSnapshot(m.meta, undefined);
     } else {
-      const data = new Uint8Array(inc.received);
-      let off = 0;
-      for (const c of inc.chunks) {
-        data.set(c, off);
-        off += c.length;
-      }
-      this.#installSnapshot(m.meta, data);
+      this.#installSnapshot(m.meta, concatBytes(inc.chunks));
     }
     reply(m.meta.sizeBytes);
   }

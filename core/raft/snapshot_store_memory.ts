@@ -1,4 +1,5 @@
 // In-memory SnapshotStore keeping the newest `retain` snapshots.
+import { concatBytes } from "./_bytes.ts";
 import type { SnapshotMeta, SnapshotSink, SnapshotSource, SnapshotStore } from "./types.ts";
 
 export class MemorySnapshotStore implements SnapshotStore {
@@ -38,14 +39,8 @@ export class MemorySnapshotStore implements SnapshotStore {
       finish: async (meta) => {
         if (!open) throw new Error("snapshot sink is closed");
         open = false;
-        const data = new Uint8Array(written);
-        let off = 0;
-        for (const c of chunks) {
-          data.set(c, off);
-          off += c.length;
-        }
         const m = { ...structuredClone(meta), sizeBytes: written };
-        await this.create(m, data);
+        await this.create(m, concatBytes(chunks));
         return m;
       },
       cancel: () => {
