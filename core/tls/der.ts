@@ -78,10 +78,6 @@ export function boolean(b: boolean): Uint8Array {
   return tlv(TAG.boolean, Uint8Array.of(b ? 0xff : 0x00));
 }
 
-export function nullValue(): Uint8Array {
-  return tlv(TAG.null, new Uint8Array(0));
-}
-
 export function octetString(bytes: Uint8Array): Uint8Array {
   return tlv(TAG.octetString, bytes);
 }
