@@ -93,27 +93,38 @@ export class AclResolver {
     return this.config.enabled;
   }
 
-  /** The rule texts a token holds (policies, roles' policies, identities). */
-  ruleTexts(token: AclToken): string[] {
+  /**
+   * The rules a token holds, in order: its policies, each role's policies
+   * and identities, its own identities. A stored policy comes with its row
+   * (its parse is kept by ID and modifyIndex); an identity's rules are made here.
+   */
+  #rules(token: AclToken): { text: string; policy?: AclPolicy }[] {
     const state = this.#state();
-    const out: string[] = [];
+    const out: { text: string; policy?: AclPolicy }[] = [];
     const addPolicies = (links: readonly AclLink[]) => {
       for (const l of links) {
         const p = state.tables.acl_policies.get(l.id);
-        if (p && (p.datacenters.length === 0 || p.datacenters.includes(this.#datacenter))) out.push(p.rules);
+        if (p && (p.datacenters.length === 0 || p.datacenters.includes(this.#datacenter))) out.push({ text: p.rules, policy: p });
       }
+    };
+    const addIdentities = (holder: Pick<AclToken, "serviceIdentities" | "nodeIdentities">) => {
+      for (const si of holder.serviceIdentities) out.push({ text: serviceIdentityRules(si.serviceName) });
+      for (const ni of holder.nodeIdentities) if (ni.datacenter === this.#datacenter) out.push({ text: nodeIdentityRules(ni.nodeName) });
     };
     addPolicies(token.policies);
     for (const r of token.roles) {
       const role = state.tables.acl_roles.get(r.id);
       if (!role) continue;
       addPolicies(role.policies);
-      for (const si of role.serviceIdentities) out.push(serviceIdentityRules(si.serviceName));
-      for (const ni of role.nodeIdentities) if (ni.datacenter === this.#datacenter) out.push(nodeIdentityRules(ni.nodeName));
+      addIdentities(role);
     }
-    for (const si of token.serviceIdentities) out.push(serviceIdentityRules(si.serviceName));
-    for (const ni of token.nodeIdentities) if (ni.datacenter === this.#datacenter) out.push(nodeIdentityRules(ni.nodeName));
+    addIdentities(token);
     return out;
+  }
+
+  /** The rule texts a token holds (policies, roles' policies, identities). */
+  ruleTexts(token: AclToken): string[] {
+    return this.#rules(token).map((r) => r.text);
   }
 
   /** The stored token for a secret ("" or undefined: anonymous), or AclNotFoundError. `nowMs` expires tokens. */
@@ -150,41 +161,26 @@ export class AclResolver {
   }
 
   #compile(token: AclToken): Authorizer {
-    const state = this.#state();
     const parts: PolicyRules[] = [];
-    const addText = (id: string, modifyIndex: number, text: string) => {
-      const cached = this.#parsed.get(id);
-      if (cached && cached.modifyIndex === modifyIndex) {
+    for (const { text, policy } of this.#rules(token)) {
+      if (!policy) {
+        parts.push(parseRules(text));
+        continue;
+      }
+      const cached = this.#parsed.get(policy.id);
+      if (cached && cached.modifyIndex === policy.modifyIndex) {
         parts.push(cached.rules);
-        return;
+        continue;
       }
       let rules: PolicyRules;
       try {
         rules = parseRules(text);
       } catch {
-        return; // stored rules were checked when written; a bad one grants nothing
+        continue; // stored rules were checked when written; a bad one grants nothing
       }
-      this.#parsed.set(id, { modifyIndex, rules });
+      this.#parsed.set(policy.id, { modifyIndex: policy.modifyIndex, rules });
       parts.push(rules);
-    };
-    const linked = (links: readonly AclLink[]) => {
-      for (const l of links) {
-        const p = state.tables.acl_policies.get(l.id);
-        if (p && (p.datacenters.length === 0 || p.datacenters.includes(this.#datacenter))) addText(p.id, p.modifyIndex, p.rules);
-      }
-    };
-    linked(token.policies);
-    const synthetic: string[] = [];
-    for (const r of token.roles) {
-      const role = state.tables.acl_roles.get(r.id);
-      if (!role) continue;
-      linked(role.policies);
-      for (const si of role.serviceIdentities) synthetic.push(serviceIdentityRules(si.serviceName));
-      for (const ni of role.nodeIdentities) if (ni.datacenter === this.#datacenter) synthetic.push(nodeIdentityRules(ni.nodeName));
     }
-    for (const si of token.serviceIdentities) synthetic.push(serviceIdentityRules(si.serviceName));
-    for (const ni of token.nodeIdentities) if (ni.datacenter === this.#datacenter) synthetic.push(nodeIdentityRules(ni.nodeName));
-    for (const t of synthetic) parts.push(parseRules(t));
     return new Authorizer(mergeRules(parts), { defaultAllow: this.config.defaultPolicy === "allow" });
   }
 }
