@@ -160,7 +160,7 @@ export function syncApiHandler(rt: SyncRuntime, options: SyncApiOptions = {}) {
           const r = await rt.inspectNew(t);
           return { status: r.ok ? 200 : 500, body: { request_id: requestId, task: taskJson(t), run: { plan: r.plan ?? r.outputTail, changes_present: r.changesPresent ?? true }, ...(r.ok ? {} : { error: { message: r.error ?? "inspect failed" } }) } };
         } catch (e) {
-          return err(500, String((e as Error).message));
+          return err(500, errorMessage(e));
         }
       }
       await rt.createTask(t, { definition: parsed.definition });
@@ -199,7 +199,7 @@ export function syncApiHandler(rt: SyncRuntime, options: SyncApiOptions = {}) {
             const changes = r.changesPresent ?? v?.hash !== v?.appliedHash;
             return { status: r.ok ? 200 : 500, body: { inspect: { changes_present: changes, plan: r.plan ?? r.outputTail }, ...(r.ok ? {} : { error: { message: r.error ?? "inspect failed" } }) } };
           } catch (e) {
-            return err(500, String((e as Error).message));
+            return err(500, errorMessage(e));
           }
         }
         if (enabled !== undefined) await rt.setEnabled(name, enabled);
@@ -213,7 +213,7 @@ export function syncApiHandler(rt: SyncRuntime, options: SyncApiOptions = {}) {
           const r = await rt.deleteTask(name, { destroy: destroy === "true" });
           if (r && !r.ok) return err(500, `Destroying task "${name}" failed, the task is kept: ${r.error ?? ""}\n${r.outputTail}`);
         } catch (e) {
-          return err(500, String((e as Error).message));
+          return err(500, errorMessage(e));
         }
         return { status: 202, body: { request_id: requestId } };
       }
