@@ -6,6 +6,7 @@
 import { statSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { writeFileDurable } from "../core/durable_node.ts";
+import { errorMessage } from "../core/errors.ts";
 import { parseIp } from "../core/gossip/wire/addr.ts";
 import { generateCa, generateCert, verifyCert } from "../core/tls/generate_node.ts";
 import type { ExtKeyUsage } from "../core/tls/x509.ts";
@@ -36,7 +37,7 @@ function readError(path: string, err: unknown): string {
   const code = (err as { code?: string } | null)?.code;
   const text: Record<string, string> = { ENOENT: "no such file or directory", EACCES: "permission denied", EISDIR: "is a directory" };
   if (code && text[code]) return `open ${path}: ${text[code]}`;
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 function positiveDays(days: number, io: CliIo): boolean {
@@ -299,7 +300,7 @@ export const tlsCertCreate: Command = {
       ({ certPem, keyPem } = generateCert({ caPem, caKeyPem, name, days, nowMs, dnsNames, ipAddresses, extKeyUsage }));
       verifyCert({ caPem, certPem, name, nowMs });
     } catch (err) {
-      io.stderr(`${err instanceof Error ? err.message : String(err)}\n`);
+      io.stderr(`${errorMessage(err)}\n`);
       return 1;
     }
     await writeFileDurable(resolve(certFileName), certPem, { mode: 0o666 });

@@ -6,6 +6,7 @@
 // is loaded on first use, never at start.
 import type * as NodeCrypto from "node:crypto";
 import { isoTimestamp } from "../clock/utc_text.ts";
+import { errorMessage } from "../errors.ts";
 import {
   authorityKeyIdExtension,
   basicConstraintsExtension,
@@ -62,7 +63,7 @@ export function parseSigner(pem: string): NodeCrypto.KeyObject {
   try {
     return nodeCrypto().createPrivateKey({ key: pem, format: "pem" });
   } catch (err) {
-    throw new Error(`failed to parse ${block.type}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`failed to parse ${block.type}: ${errorMessage(err)}`);
   }
 }
 
@@ -183,7 +184,7 @@ export function generateCert(opts: CertOptions): { certPem: string; keyPem: stri
   try {
     ca = parseCaPem(opts.caPem);
   } catch (err) {
-    throw new Error(`failed to parse CA: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`failed to parse CA: ${errorMessage(err)}`);
   }
   const signer = parseSigner(opts.caKeyPem);
   const signerSpki = spkiOf(signer);
