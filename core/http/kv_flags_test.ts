@@ -7,6 +7,7 @@ import { createLocalRpc } from "../rpc/local.ts";
 import { createDevServer } from "../server/dev.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
+import { StateStore } from "../state/store.ts";
 import { testBackends } from "./_test_env.ts";
 import { createRoutes } from "./routes.ts";
 import { makeRequest } from "./types.ts";
@@ -63,7 +64,6 @@ test("KV flags above 2^53 in /v1/txn: set and get keep the digits", async () => 
 });
 
 test("KV flags above 2^53 survive a snapshot and restore of the state store", async () => {
-  const { StateStore } = await import("../state/store.ts");
   const { d, req } = await setup();
   try {
     await req("PUT", `/v1/kv/tf/lock?flags=${terraformLockFlags}`, "x");

@@ -4,7 +4,8 @@
 // certificates are required with verify_incoming; plain HTTP can be turned
 // off; certificates reload with `cairn reload`.
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync } from "node:fs";
+import { copyFileSync, existsSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { cairn, freePort, root, run, startDevAgent, tempDir, waitFor, type Agent } from "./harness.ts";
@@ -31,7 +32,6 @@ describe("HTTPS with client certificates (verify_incoming), dev agent", { skip: 
     const port = await freePort();
     addr = `127.0.0.1:${port}`;
     https = `https://${addr}`;
-    const { writeFileSync } = await import("node:fs");
     writeFileSync(cfg, `
 tls {
   defaults {
@@ -78,7 +78,6 @@ limits { https_handshake_timeout = "500ms" }
   });
 
   test("limits.https_handshake_timeout: a connection that never starts TLS is closed", async () => {
-    const { connect } = await import("node:net");
     const ms = await new Promise<number>((resolve) => {
       const t0 = Date.now();
       const s = connect({ host: "127.0.0.1", port: Number(addr.split(":")[1]) });

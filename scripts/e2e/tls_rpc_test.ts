@@ -7,7 +7,7 @@
 // is refused, a client agent with its client certificate works, and
 // openssl accepts the chain.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -34,7 +34,6 @@ async function put(c: Cluster, s: ServerSpec, key: string, value: string): Promi
 test("rpc TLS: roll a live cluster from plaintext to mutual TLS, losing nothing; then plaintext is refused", { timeout: 240_000 }, async () => {
   const c = (cluster = await makeCluster(3, { prefix: "cairn-tls-rpc-e2e-" }));
   const certs = join(c.root.path, "certs");
-  const { mkdirSync } = await import("node:fs");
   mkdirSync(certs);
   for (const args of [["tls", "ca", "create"], ["tls", "cert", "create", "-server"], ["tls", "cert", "create", "-client"]]) {
     const r = await cairn(args, { timeoutMs: 20_000, cwd: certs });
