@@ -216,6 +216,32 @@ export function aclIdentity(ctx: ServerContext, token: string | undefined): AclI
   return ctx.acl?.identify(token, ctx.clock.wallNow());
 }
 
+/** A new ID from the configured source (random UUIDs) that `taken` does not hold yet. */
+function uniqueId(config: AclServerConfig, taken: (id: string) => boolean): string {
+  for (;;) {
+    const id = config.uuid();
+    if (!taken(id)) return id;
+  }
+}
+
+/** A token of the global-management policy (the bootstrap token, the initial management token). */
+function managementToken(accessorId: string, secretId: string, description: string, createTimeMs: number): AclToken {
+  return {
+    accessorId,
+    secretId,
+    description,
+    policies: [{ id: globalManagementPolicyId, name: "global-management" }],
+    roles: [],
+    serviceIdentities: [],
+    nodeIdentities: [],
+    local: false,
+    createTimeMs,
+    expirationTimeMs: 0,
+    createIndex: 0,
+    modifyIndex: 0,
+  };
+}
+
 // ---- endpoint family ----
 
 type AclHandlers = Pick<RpcHandlers, "ACL.Bootstrap" | "ACL.Write" | "ACL.Read" | "ACL.Resolve">;
@@ -226,8 +252,7 @@ function isObj(v: unknown): v is Record<string, unknown> {
 
 /** A token as endpoints answer it (the SecretID only for acl:write holders or the token itself). */
 function tokenOut(t: AclToken, showSecret: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...t, secretId: showSecret ? t.secretId : "<hidden>" };
-  return out;
+  return { ...t, secretId: showSecret ? t.secretId : "<hidden>" };
 }
 
 function requireAcl(ctx: ServerContext): NonNullable<ServerContext["acl"]> {
@@ -261,14 +286,8 @@ function strField(v: unknown, field: string): string {
 
 export function aclEndpoints(ctx: ServerContext): AclHandlers {
   const state = () => ctx.fsm.state;
-  const newId = () => (ctx.acl?.config.uuid ?? (() => globalThis.crypto.randomUUID()))();
-
-  const uniqueId = (taken: (id: string) => boolean): string => {
-    for (;;) {
-      const id = newId();
-      if (!taken(id)) return id;
-    }
-  };
+  // Every endpoint that makes IDs has checked requireAcl first.
+  const newId = (taken: (id: string) => boolean): string => uniqueId(requireAcl(ctx).config, taken);
 
   async function apply(type: number, body: Record<string, unknown>, options?: HandlerOptions): Promise<{ index: number; result: unknown }> {
     return await raftApply(ctx, encodeCommand(type, body), options);
@@ -286,11 +305,11 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
       if (accessorId !== "") {
         if (!uuidRe.test(accessorId)) throw new BadRequestError("Invalid Token: AccessorID is not a valid UUID");
         if (s.tables.acl_tokens.get(accessorId)) throw new BadRequestError("Invalid Token: AccessorID is already in use");
-      } else accessorId = uniqueId((id) => s.tables.acl_tokens.get(id) !== undefined);
+      } else accessorId = newId((id) => s.tables.acl_tokens.get(id) !== undefined);
       if (secretId !== "") {
         if (!uuidRe.test(secretId)) throw new BadRequestError("Invalid Token: SecretID is not a valid UUID");
         if (s.tables.acl_token_secrets.get(secretId)) throw new BadRequestError("Invalid Token: SecretID is already in use");
-      } else secretId = uniqueId((id) => s.tables.acl_token_secrets.get(id) !== undefined);
+      } else secretId = newId((id) => s.tables.acl_token_secrets.get(id) !== undefined);
     }
     const serviceIdentities = Array.isArray(raw.serviceIdentities) ? raw.serviceIdentities.map((si) => {
       if (!isObj(si) || typeof si.serviceName !== "string" || si.serviceName === "") throw new BadRequestError("Service identity is missing the service name field on this token");
@@ -343,7 +362,7 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
     const datacenters = raw.datacenters === undefined && prev ? prev.datacenters : Array.isArray(raw.datacenters) ? raw.datacenters.map(String) : [];
     const s = state();
     return {
-      id: prev?.id ?? uniqueId((id) => s.tables.acl_policies.get(id) !== undefined),
+      id: prev?.id ?? newId((id) => s.tables.acl_policies.get(id) !== undefined),
       name,
       description: raw.description === undefined && prev ? prev.description : strField(raw.description, "Description"),
       rules,
@@ -370,7 +389,7 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
       })
       : prev?.nodeIdentities ?? [];
     return {
-      id: prev?.id ?? uniqueId((id) => s.tables.acl_roles.get(id) !== undefined),
+      id: prev?.id ?? newId((id) => s.tables.acl_roles.get(id) !== undefined),
       name,
       description: raw.description === undefined && prev ? prev.description : strField(raw.description, "Description"),
       policies: raw.policies === undefined && prev ? prev.policies : linksFrom(s, raw.policies, "policy"),
@@ -394,20 +413,12 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
         resetIndex = specified;
       }
       const s = state();
-      const token: AclToken = {
-        accessorId: uniqueId((id) => s.tables.acl_tokens.get(id) !== undefined),
-        secretId: uniqueId((id) => s.tables.acl_token_secrets.get(id) !== undefined),
-        description: "Bootstrap Token (Global Management)",
-        policies: [{ id: globalManagementPolicyId, name: "global-management" }],
-        roles: [],
-        serviceIdentities: [],
-        nodeIdentities: [],
-        local: false,
-        createTimeMs: ctx.clock.wallNow(),
-        expirationTimeMs: 0,
-        createIndex: 0,
-        modifyIndex: 0,
-      };
+      const token = managementToken(
+        newId((id) => s.tables.acl_tokens.get(id) !== undefined),
+        newId((id) => s.tables.acl_token_secrets.get(id) !== undefined),
+        "Bootstrap Token (Global Management)",
+        ctx.clock.wallNow(),
+      );
       let result: unknown;
       try {
         ({ result } = await apply(MessageType.ACLBootstrap, { token, resetIndex }, options));
@@ -581,25 +592,8 @@ export async function initializeAcls(ctx: ServerContext): Promise<boolean> {
   const initial = acl.config.initialManagement;
   if (initial && !aclTokenBySecret(s, initial)) {
     const bootstrapped = aclBootstrapState(s)?.done === true;
-    (bootstrapped ? tokens : bootstrapTokens).push({
-      accessorId: (() => {
-        for (;;) {
-          const id = acl.config.uuid();
-          if (!s.tables.acl_tokens.get(id)) return id;
-        }
-      })(),
-      secretId: initial,
-      description: "Initial Management Token",
-      policies: [{ id: globalManagementPolicyId, name: "global-management" }],
-      roles: [],
-      serviceIdentities: [],
-      nodeIdentities: [],
-      local: false,
-      createTimeMs: now,
-      expirationTimeMs: 0,
-      createIndex: 0,
-      modifyIndex: 0,
-    });
+    const accessorId = uniqueId(acl.config, (id) => s.tables.acl_tokens.get(id) !== undefined);
+    (bootstrapped ? tokens : bootstrapTokens).push(managementToken(accessorId, initial, "Initial Management Token", now));
   }
   if (tokens.length) {
     await raftApply(ctx, encodeCommand(MessageType.ACLTokenSet, { items: tokens }));
