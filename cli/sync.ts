@@ -22,7 +22,6 @@ import { hostname } from "node:os";
 import { serveSyncApi, syncApiHandler } from "../core/sync/api_node.ts";
 import type { Logger } from "../core/log/mod.ts";
 import { SyncRuntime } from "../core/sync/runtime_node.ts";
-import { unsupportedInTask } from "../core/sync/task.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { onShutdownSignal } from "./_child.ts";
 import { bool, formatHelp, list, str } from "./_flags.ts";
@@ -159,10 +158,6 @@ export const syncStartCommand: Command = {
     const files = list(p, "config-file");
     try {
       cfg = parseSyncConfig(readConfigSources(files, list(p, "config-dir")), io.env);
-      for (const t of cfg.tasks) {
-        const why = unsupportedInTask(t);
-        if (why) throw new ConfigError(why);
-      }
       const baseDir = files[0] ? dirname(resolve(files[0])) : process.cwd();
       driver = await syncDriver(cfg, baseDir, { ...process.env, ...io.env });
     } catch (err) {

@@ -9,5 +9,5 @@ export { canonicalJson, renderHash, renderHealthEntries, renderKvEntries } from 
 export type { RenderedInputs, RenderedService } from "./render.ts";
 export { SyncScheduler } from "./scheduler.ts";
 export type { RunOrder, SchedulerInput, SchedulerReady, TaskSpec, TaskView, Trigger } from "./scheduler.ts";
-export { moduleVariables, taskDependencies, taskSpec, unsupportedInTask } from "./task.ts";
+export { moduleVariables, taskDependencies, taskSpec } from "./task.ts";
 export type { Dependency } from "./task.ts";

@@ -32,11 +32,6 @@ function kvDep(path: string, recurse: boolean, dc: string, ns: string): Dependen
   return dep("kv", `/v1/kv/${clean.split("/").map(encodeURIComponent).join("/")}`, { dc, ns, ...(recurse ? { recurse: "1" } : {}) });
 }
 
-/** Why a task cannot be run by this version, or undefined (nothing today). */
-export function unsupportedInTask(_t: TaskConfig): string | undefined {
-  return undefined;
-}
-
 interface Part {
   dep: Dependency;
   apply(out: RenderedInputs, value: unknown): void;
