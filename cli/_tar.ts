@@ -43,7 +43,7 @@ export function tarHeader(entry: { name: string; size: number; mode: number; mti
 }
 
 /** Every directory and file under `dir`, as tar entries named `<basename(dir)>/...`. */
-export function tarDirectory(dir: string): Uint8Array {
+function tarDirectory(dir: string): Uint8Array {
   const base = basename(dir);
   const parts: Uint8Array[] = [];
   const walk = (path: string): void => {
@@ -65,14 +65,7 @@ export function tarDirectory(dir: string): Uint8Array {
   };
   walk(dir);
   parts.push(new Uint8Array(block * 2)); // end of archive
-  const total = parts.reduce((n, p) => n + p.length, 0);
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return Buffer.concat(parts);
 }
 
 /** tar + gzip of a directory. */
