@@ -82,7 +82,7 @@ export function readConfigSources(files: readonly string[], dirs: readonly strin
 }
 
 /** The agent client a sync instance uses (consul {} block, CONSUL_* env already folded in). */
-export function syncApiClient(cfg: SyncConfig): ApiClient {
+function syncApiClient(cfg: SyncConfig): ApiClient {
   const t = cfg.consul.tls;
   const tls = { caFile: t.caCert, caPath: t.caPath, certFile: t.cert, keyFile: t.key, serverName: t.serverName, verify: t.verify };
   const fetch = t.enabled && needsTlsFetch(tls) ? tlsFetch(tls) : undefined;
@@ -90,7 +90,7 @@ export function syncApiClient(cfg: SyncConfig): ApiClient {
 }
 
 /** The secrets to keep out of logs and run output: the token, provider block values. */
-export function syncSecrets(cfg: SyncConfig): string[] {
+function syncSecrets(cfg: SyncConfig): string[] {
   const out: string[] = [];
   if (cfg.consul.token) out.push(cfg.consul.token);
   const walk = (v: unknown) => {
@@ -102,7 +102,7 @@ export function syncSecrets(cfg: SyncConfig): string[] {
   return out.filter((s) => s.length >= 4);
 }
 
-export async function syncDriver(cfg: SyncConfig, baseDir: string, env: Record<string, string | undefined>): Promise<SyncDriver> {
+async function syncDriver(cfg: SyncConfig, baseDir: string, env: Record<string, string | undefined>): Promise<SyncDriver> {
   if (cfg.driver.kind === "exec") return new ExecDriver(cfg.driver.exec, { baseDir, secrets: syncSecrets(cfg) });
   let d: TerraformDriver;
   try {

@@ -30,7 +30,7 @@ export interface SyncApiOptions {
 }
 
 /** CTS's task JSON. */
-export function taskJson(t: TaskConfig): Record<string, unknown> {
+function taskJson(t: TaskConfig): Record<string, unknown> {
   const c = t.condition;
   let condition: Record<string, unknown> = {};
   if (c?.kind === "services") {
@@ -87,7 +87,7 @@ function serviceNames(t: TaskConfig): string[] {
 }
 
 /** CTS's task health from its recent events (newest last). */
-export function taskStatus(runs: readonly RunRecord[]): "successful" | "errored" | "critical" | "unknown" {
+function taskStatus(runs: readonly RunRecord[]): "successful" | "errored" | "critical" | "unknown" {
   const done = runs.filter((r) => r.status !== "running");
   const last = done.at(-1);
   if (!last) return "unknown";

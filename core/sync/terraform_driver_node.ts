@@ -14,7 +14,7 @@ import type { DriverResult, DriverRun, SyncDriver } from "./driver.ts";
 import { defaultBackend, generateRootModule } from "./tfgen.ts";
 
 /** Versions this driver is tested against; others work with a warning. */
-export const testedTerraformRange = { min: [0, 13, 0], maxExclusive: [1, 10, 0] } as const;
+const testedTerraformRange = { min: [0, 13, 0], maxExclusive: [1, 10, 0] } as const;
 
 function isExecutable(p: string): boolean {
   try {
