@@ -91,10 +91,9 @@ export class AgentTokenStore implements AgentTokens {
       return;
     }
     if (typeof raw !== "object" || raw === null) return;
-    // Consul's persisted field names.
-    const fields: Record<string, string> = { default: "default", agent: "agent", dns: "dns", agent_recovery: "agent_recovery", replication: "replication", config_file_service_registration: "config_file_service_registration" };
-    for (const [k, type] of Object.entries(fields)) {
-      const v = (raw as Record<string, unknown>)[k];
+    // Consul's persisted field names, which are the token types.
+    for (const type of ["default", "agent", "dns", "agent_recovery", "replication", "config_file_service_registration"]) {
+      const v = (raw as Record<string, unknown>)[type];
       if (typeof v === "string" && v !== "") this.#tokens.set(type, v);
     }
   }
