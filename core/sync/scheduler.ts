@@ -248,16 +248,15 @@ export class SyncScheduler<R = unknown> {
   }
 
   #rerender(st: TaskState<R>, now: number, dep: string | undefined): void {
-    if (st.spec.schedule) {
-      // A schedule task reads its inputs when its time comes; data alone never triggers it.
-      if (!st.spec.deps.every((d) => this.#data.has(d))) return;
-      st.inputs = st.spec.render(this.#data);
-      st.hash = renderHash(st.inputs);
-      return;
-    }
     if (!st.spec.deps.every((d) => this.#data.has(d))) return;
     const inputs = st.spec.render(this.#data);
     const hash = renderHash(inputs);
+    if (st.spec.schedule) {
+      // A schedule task reads its inputs when its time comes; data alone never triggers it.
+      st.inputs = inputs;
+      st.hash = hash;
+      return;
+    }
     if (hash === st.hash) return;
     st.hash = hash;
     st.inputs = inputs;
@@ -272,7 +271,7 @@ export class SyncScheduler<R = unknown> {
       return;
     }
     const first = st.startedHash === undefined && st.pendingFirst === undefined;
-    st.pendingTrigger = first ? "start" : st.pendingTrigger === "start" ? "start" : "change";
+    st.pendingTrigger = first || st.pendingTrigger === "start" ? "start" : "change";
     st.pendingFirst ??= now;
     st.pendingLast = now;
   }
