@@ -73,6 +73,11 @@ function addNamed(rules: NamedRules, which: "exact" | "prefix", name: string, lv
   m.set(name, prev === undefined ? lvl : strongerLevel(prev, lvl));
 }
 
+function addScalar(rules: PolicyRules, r: ScalarResource, lvl: AccessLevel): void {
+  const prev = rules.scalar[r];
+  rules.scalar[r] = prev === undefined ? lvl : strongerLevel(prev, lvl);
+}
+
 /**
  * Parse rules written in HCL or JSON (text starting with `{` is JSON, as
  * Consul's hcl.Decode treats it). Empty text is an empty policy.
@@ -91,10 +96,7 @@ export function parseRules(text: string): PolicyRules {
   for (const [rawKey, value] of Object.entries(doc)) {
     const key = rawKey.toLowerCase();
     if ((scalarResources as readonly string[]).includes(key)) {
-      const r = key as ScalarResource;
-      const lvl = level(value, r, false);
-      const prev = rules.scalar[r];
-      rules.scalar[r] = prev === undefined ? lvl : strongerLevel(prev, lvl);
+      addScalar(rules, key as ScalarResource, level(value, key, false));
       continue;
     }
     const prefix = key.endsWith("_prefix");
@@ -125,9 +127,7 @@ export function mergeRules(all: readonly PolicyRules[]): PolicyRules {
   for (const p of all) {
     for (const r of scalarResources) {
       const lvl = p.scalar[r];
-      if (lvl === undefined) continue;
-      const prev = out.scalar[r];
-      out.scalar[r] = prev === undefined ? lvl : strongerLevel(prev, lvl);
+      if (lvl !== undefined) addScalar(out, r, lvl);
     }
     for (const r of namedResources) {
       for (const [n, lvl] of p.named[r].exact) addNamed(out.named[r], "exact", n, lvl);
@@ -147,8 +147,8 @@ export const anonymousTokenSecret = "anonymous";
 function allOf(lvl: "read" | "write"): string {
   // global-read-only leaves ACL data out: its reader could see every token.
   const lines = lvl === "write" ? [`acl = "write"`] : [];
-  for (const r of ["agent", "event", "key", "node", "query", "service", "session"]) lines.push(`${r}_prefix "" {\n  policy = "${lvl}"\n}`);
-  lines.push(`keyring = "${lvl}"`, `operator = "${lvl}"`, `mesh = "${lvl}"`, `peering = "${lvl}"`);
+  for (const r of namedResources) lines.push(`${r}_prefix "" {\n  policy = "${lvl}"\n}`);
+  for (const r of scalarResources) if (r !== "acl") lines.push(`${r} = "${lvl}"`);
   return lines.join("\n");
 }
 
