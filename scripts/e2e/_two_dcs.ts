@@ -5,7 +5,8 @@
 import assert from "node:assert/strict";
 import { cairn, freePort, makeCluster, waitForLeader, type Agent, type Cluster } from "./harness.ts";
 
-function tails(c: Cluster): string {
+/** The last lines each server of `c` wrote, for a failure message. */
+export function tails(c: Cluster): string {
   return c.servers.map((s) => `\n--- ${s.name} (tail) ---\n${c.output(s).slice(-2500)}`).join("");
 }
 

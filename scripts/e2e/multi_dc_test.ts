@@ -10,8 +10,8 @@ import assert from "node:assert/strict";
 import { Resolver } from "node:dns/promises";
 import { test } from "node:test";
 import { until } from "../../core/testing/until.ts";
-import { cairn, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
-import { startTwoDcs } from "./_two_dcs.ts";
+import { cairn, type Agent, type ServerSpec } from "./harness.ts";
+import { startTwoDcs, tails } from "./_two_dcs.ts";
 
 interface Reply {
   status: number;
@@ -38,10 +38,6 @@ async function put(url: string, body?: unknown, method = "PUT"): Promise<string>
 
 function urlOf(s: ServerSpec, path: string): string {
   return `http://${s.addr}:${s.http}${path}`;
-}
-
-function tails(c: Cluster): string {
-  return c.servers.map((s) => `\n--- ${s.name} (tail) ---\n${c.output(s).slice(-2500)}`).join("");
 }
 
 test("two datacenters: WAN pool, cross-datacenter KV, catalog, health, sessions, blocking query, DNS, prepared-query failover, the other endpoints and -datacenter; a dead datacenter fails fast and comes back", { timeout: 300_000 }, async () => {
