@@ -50,11 +50,9 @@ test("acl e2e: default deny before bootstrap; bootstrap once with the CLI, then 
   assert.equal(anon.headers.get("x-consul-default-acl-policy"), "deny");
   const addr = `-http-addr=${s.addr}:${s.http}`;
   // The first leader stores the built-in policies a moment after it is elected.
-  let boot = await cairn(["acl", "bootstrap", addr, "-format=json"]);
-  await until(async () => {
-    if (boot.code === 0) return true;
-    boot = await cairn(["acl", "bootstrap", addr, "-format=json"]);
-    return boot.code === 0;
+  const boot = await until(async () => {
+    const r = await cairn(["acl", "bootstrap", addr, "-format=json"]);
+    return r.code === 0 && r;
   }, "acl bootstrap succeeds", { timeoutMs: 20_000, intervalMs: 500 });
   const token = JSON.parse(boot.stdout) as { SecretID: string; AccessorID: string; Policies: { Name: string }[] };
   assert.deepEqual(token.Policies.map((p) => p.Name), ["global-management"]);
@@ -101,13 +99,7 @@ test("acl e2e: a key_prefix \"app/\" token writes there and gets 403 elsewhere (
   clientDns = await freePort();
   client = await c.startClient("acl-client", { args: [`-config-file=${c.configFile}`, `-dns-port=${clientDns}`], ready: false });
   const via = client.http;
-  await until(async () => {
-    try {
-      return (await req(`${via}/v1/status/leader`)).text.length > 2;
-    } catch {
-      return false;
-    }
-  }, "the client agent answers", { timeoutMs: 30_000, intervalMs: 200 });
+  await until(async () => (await req(`${via}/v1/status/leader`)).text.length > 2, "the client agent answers", { timeoutMs: 30_000, intervalMs: 200 });
   await until(async () => (await req(`${via}/v1/kv/app/from-client`, { method: "PUT", body: "x", token: appSecret })).status === 200, "a write through the client agent", { timeoutMs: 20_000, intervalMs: 200 });
   const no = await req(`${via}/v1/kv/elsewhere`, { method: "PUT", body: "x", token: appSecret });
   assert.deepEqual([no.status, no.text], [403, `Permission denied: token with AccessorID '${appAccessor}' lacks permission 'key:write' on "elsewhere"`]);
@@ -180,13 +172,7 @@ test("acl e2e: DNS answers are filtered by the agent's DNS token", async () => {
   assert.equal(set.code, 0, set.stderr);
   assert.equal(set.stdout, 'ACL token "dns" set successfully\n');
   // The DNS server reuses an encoded answer for up to a second.
-  const addrs = await until(async () => {
-    try {
-      return await resolver.resolve4("consul.service.consul");
-    } catch {
-      return undefined;
-    }
-  }, "DNS answers with the DNS token", { timeoutMs: 5_000, intervalMs: 200 });
+  const addrs = await until(() => resolver.resolve4("consul.service.consul"), "DNS answers with the DNS token", { timeoutMs: 5_000, intervalMs: 200 });
   assert.deepEqual(addrs, ["127.0.0.1"]); // three servers on one address: one record
 });
 
