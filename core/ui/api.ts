@@ -143,16 +143,13 @@ export function watch<T>(path: string, handlers: { onData: (body: T, index: numb
 }
 
 export function decodeBase64(value: string): string {
-  const bin = atob(value);
-  const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
-  return new TextDecoder().decode(bytes);
+  return new TextDecoder().decode(base64ToBytes(value));
 }
 
 /** Whether base64 `value` decodes to valid UTF-8 text (otherwise the editor shows it as base64). */
 export function isText(value: string): boolean {
   try {
-    const bin = atob(value);
-    new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+    new TextDecoder("utf-8", { fatal: true }).decode(base64ToBytes(value));
     return true;
   } catch {
     return false;
