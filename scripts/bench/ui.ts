@@ -9,12 +9,10 @@
 // paint. CAIRN_BENCH_RUNS (default 5) runs; median and range.
 // Targets (issue #23): <= 1 s, <= 200 KiB compressed.
 import { gzipSync } from "node:zlib";
-import { join } from "node:path";
 import { buildUiAsset, buildUiFiles } from "../build_ui.ts";
 import { browserMissing, launchBrowser } from "../e2e/_browser.ts";
-import { startDevAgent } from "../e2e/harness.ts";
+import { root, startDevAgent } from "../e2e/harness.ts";
 
-const root = join(import.meta.dirname, "../..");
 const runs = Number(process.env.CAIRN_BENCH_RUNS ?? 5);
 const serviceCount = 10_000;
 
