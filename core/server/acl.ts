@@ -436,6 +436,18 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
       requireLeader(ctx);
       const kind = args.kind;
       const s = state();
+      /** Store one item; the answer is the item as the FSM stored it. */
+      const setOne = async (type: number, item: AclToken | AclPolicy | AclRole) => {
+        const { index, result } = await apply(type, { items: [item] }, options);
+        return { item: { ...(result as Record<string, unknown>[])[0]! }, index };
+      };
+      /** An update's stored row, named by the item's `id` (400 when there is none); undefined for a create. */
+      const previous = <T>(get: (id: string) => T | undefined, id: unknown, field: string, what: string): T | undefined => {
+        if (args.op !== "update") return undefined;
+        const prev = get(strField(id, field));
+        if (!prev) throw new BadRequestError(`Cannot find ${what} "${String(id)}"`);
+        return prev;
+      };
       if (args.op === "delete") {
         const id = args.id ?? "";
         if (kind === "token") {
@@ -465,42 +477,22 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
           local: src.local,
         }, undefined);
         t.expirationTimeMs = src.expirationTimeMs;
-        const { index, result } = await apply(MessageType.ACLTokenSet, { items: [t] }, options);
-        return { item: { ...(result as AclToken[])[0]! }, index };
+        return await setOne(MessageType.ACLTokenSet, t);
       }
       const raw = isObj(args.item) ? args.item : {};
       if (kind === "token") {
-        let prev: AclToken | undefined;
-        if (args.op === "update") {
-          prev = s.tables.acl_tokens.get(strField(raw.accessorId, "AccessorID"));
-          if (!prev) throw new BadRequestError(`Cannot find token "${String(raw.accessorId)}"`);
-        }
-        const t = buildToken(raw, prev);
-        const { index, result } = await apply(MessageType.ACLTokenSet, { items: [t] }, options);
-        return { item: { ...(result as AclToken[])[0]! }, index };
+        return await setOne(MessageType.ACLTokenSet, buildToken(raw, previous((id) => s.tables.acl_tokens.get(id), raw.accessorId, "AccessorID", "token")));
       }
       if (kind === "policy") {
-        let prev: AclPolicy | undefined;
-        if (args.op === "update") {
-          prev = s.tables.acl_policies.get(strField(raw.id, "ID"));
-          if (!prev) throw new BadRequestError(`Cannot find policy "${String(raw.id)}"`);
-        }
-        const p = buildPolicy(raw, prev);
+        const p = buildPolicy(raw, previous((id) => s.tables.acl_policies.get(id), raw.id, "ID", "policy"));
         const same = aclPolicyByName(s, p.name);
         if (same && same.id !== p.id) throw new BadRequestError(`Invalid Policy: A Policy with Name "${p.name}" already exists`);
-        const { index, result } = await apply(MessageType.ACLPolicySet, { items: [p] }, options);
-        return { item: { ...(result as AclPolicy[])[0]! }, index };
+        return await setOne(MessageType.ACLPolicySet, p);
       }
-      let prev: AclRole | undefined;
-      if (args.op === "update") {
-        prev = s.tables.acl_roles.get(strField(raw.id, "ID"));
-        if (!prev) throw new BadRequestError(`Cannot find role "${String(raw.id)}"`);
-      }
-      const r = buildRole(raw, prev);
+      const r = buildRole(raw, previous((id) => s.tables.acl_roles.get(id), raw.id, "ID", "role"));
       const same = aclRoleByName(s, r.name);
       if (same && same.id !== r.id) throw new BadRequestError(`Invalid Role: A Role with Name "${r.name}" already exists`);
-      const { index, result } = await apply(MessageType.ACLRoleSet, { items: [r] }, options);
-      return { item: { ...(result as AclRole[])[0]! }, index };
+      return await setOne(MessageType.ACLRoleSet, r);
     },
 
     async "ACL.Read"(args: AclReadArgs, options) {
