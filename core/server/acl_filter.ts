@@ -13,6 +13,7 @@ type Filter = (authz: Authorizer, reply: Record<string, unknown>) => boolean;
 
 const nodeOk = (a: Authorizer, n: Node) => a.allowed("node", "read", n.node);
 const instanceOk = (a: Authorizer, sn: { node: Node; service: { service: string } }) => nodeOk(a, sn.node) && a.allowed("service", "read", sn.service.service);
+const sessionOk = (a: Authorizer, s: { node: string }) => a.allowed("session", "read", s.node);
 const checkOk = (a: Authorizer, c: HealthCheck) => (c.serviceName ? a.allowed("service", "read", c.serviceName) : a.allowed("node", "read", c.node));
 
 /**
@@ -67,9 +68,9 @@ const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
   "Health.ServiceChecks": list<HealthCheck>("checks", checkOk),
   "Health.ChecksInState": list<HealthCheck>("checks", checkOk),
   "Health.ServiceNodes": list<CheckServiceNode>("nodes", instanceOk),
-  "Session.List": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
-  "Session.NodeSessions": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
-  "Session.Get": list<{ node: string }>("sessions", (a, s) => a.allowed("session", "read", s.node)),
+  "Session.List": list("sessions", sessionOk),
+  "Session.NodeSessions": list("sessions", sessionOk),
+  "Session.Get": list("sessions", sessionOk),
 };
 
 type WriteCheck = (ctx: ServerContext, args: Record<string, unknown>) => void;
