@@ -127,7 +127,7 @@ function waitRuns(task: string, n: number, what: string): Promise<RunInput[]> {
   return until(() => {
     const r = runsOf(task);
     return r.length >= n ? r : undefined;
-  }, `${what} (runs of ${task} ≥ ${n})`, { timeoutMs: 15_000, failOn: sync.exited.then(() => { throw new Error(`sync exited:\n${sync.output()}`); }) });
+  }, `${what} (runs of ${task} ≥ ${n})`, { timeoutMs: 30_000, failOn: sync.exited.then(() => { throw new Error(`sync exited:\n${sync.output()}`); }) });
 }
 
 test("sync e2e: register, check output only, critical, deregister; a change during a run runs again", async () => {
@@ -170,9 +170,14 @@ test("sync e2e: register, check output only, critical, deregister; a change duri
   const runs6 = await waitRuns("web-task", 6, "a run for the deregistration");
   assert.deepEqual(Object.keys(runs6[5]!.services!).map((k) => k.split(".")[0]), ["web-2"]);
 
-  // Run records in KV, newest last, with what changed.
-  const kv = (await (await fetch(`${agent.http}/v1/kv/consul-terraform-sync/runs/web-task/?recurse`)).json()) as { Value: string }[];
-  const recs = kv.map((p) => JSON.parse(Buffer.from(p.Value, "base64").toString())) as { status: string; trigger: string; exitCode: number; outputTail: string; changedInputs: string[] }[];
+  // Run records in KV, newest last, with what changed. The last one is finished once the
+  // driver has returned, a moment after the module wrote its run file.
+  type RunRecord = { status: string; trigger: string; exitCode: number; outputTail: string; changedInputs: string[] };
+  const recs = await until(async () => {
+    const kv = (await (await fetch(`${agent.http}/v1/kv/consul-terraform-sync/runs/web-task/?recurse`)).json()) as { Value: string }[];
+    const r = kv.map((p) => JSON.parse(Buffer.from(p.Value, "base64").toString())) as RunRecord[];
+    return r.length >= 6 && r.at(-1)!.status !== "running" ? r : undefined;
+  }, "the last run record to be finished", { timeoutMs: 15_000 });
   assert.ok(recs.length >= 6, `records: ${recs.length}`);
   const last = recs.at(-1)!;
   assert.equal(last.status, "successful");
