@@ -111,13 +111,13 @@ export class FileSnapshotStore implements SnapshotStore {
       },
       write(chunk: Uint8Array): Promise<void> {
         if (state !== "open") return Promise.reject(new Error("snapshot sink is closed"));
-        const copy = chunk;
-        written += copy.length;
-        crc = crc32Update(crc, copy);
+        // Not copied: the caller keeps the chunk unchanged until this write resolves.
+        written += chunk.length;
+        crc = crc32Update(crc, chunk);
         const run = writes.then(async () => {
           const fh = await handle;
           let off = 0;
-          while (off < copy.length) off += (await fh.write(copy, off, copy.length - off)).bytesWritten;
+          while (off < chunk.length) off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten;
         });
         writes = run.catch(() => {});
         return run;
