@@ -156,6 +156,11 @@ export function isText(value: string): boolean {
   }
 }
 
+/** A key as a URL path under /v1/kv/ (each segment escaped, the slashes kept). */
+export function kvPath(key: string): string {
+  return `/v1/kv/${key.split("/").map(encodeURIComponent).join("/")}`;
+}
+
 export function base64ToBytes(value: string): Uint8Array {
   return Uint8Array.from(atob(value), (c) => c.charCodeAt(0));
 }

@@ -3,7 +3,7 @@
 // that are not UTF-8 text shown and written as base64), delete, recursive
 // delete of a folder after confirming how many keys go, and which session
 // holds a key's lock.
-import { api, ApiError, base64ToBytes, decodeBase64, isText, watch, withQuery } from "./api.ts";
+import { api, ApiError, base64ToBytes, decodeBase64, isText, kvPath, watch, withQuery } from "./api.ts";
 import { h, replace, VirtualList } from "./dom.ts";
 import { askFirst, heading, href, type PageContext, type Session } from "./shared.ts";
 
@@ -15,11 +15,6 @@ interface KvEntry {
   LockIndex: number;
   CreateIndex: number;
   ModifyIndex: number;
-}
-
-/** A key as a URL path under /v1/kv/ (each segment escaped, the slashes kept). */
-function kvPath(key: string): string {
-  return `/v1/kv/${key.split("/").map(encodeURIComponent).join("/")}`;
 }
 
 function crumbs(ctx: PageContext, key: string): HTMLElement {

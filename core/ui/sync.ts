@@ -4,8 +4,7 @@
 // each), <kv_path>task-defs/<task> (tasks created through its API). The
 // daemon's own API is on another port (and maybe another host); the KV is
 // what every agent can show.
-import { watch, withQuery } from "./api.ts";
-import { decodeBase64 } from "./api.ts";
+import { decodeBase64, kvPath, watch, withQuery } from "./api.ts";
 import { h, replace } from "./dom.ts";
 import { badge, heading, href, type PageContext } from "./shared.ts";
 
@@ -66,7 +65,7 @@ export function syncPage(ctx: PageContext): void {
   const start = () => {
     w?.stop();
     const prefix = path.value.replace(/^\/+/, "").replace(/\/*$/, "/");
-    w = watch<{ Key: string; Value: string | null }[] | null>(withQuery(`/v1/kv/${prefix.split("/").map(encodeURIComponent).join("/")}`, { recurse: true, dc: ctx.dc }), {
+    w = watch<{ Key: string; Value: string | null }[] | null>(withQuery(kvPath(prefix), { recurse: true, dc: ctx.dc }), {
       onData: (entries) => {
         ctx.showError(undefined);
         const tasks = syncTasks(entries ?? [], prefix);
