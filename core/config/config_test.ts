@@ -245,3 +245,25 @@ test("parseConfigText: telemetry's Prometheus retention and hostname switch; oth
   assert.deepEqual(layer.telemetry, { prometheusRetentionTimeMs: 60_000, disableHostname: true });
   assert.throws(() => parseConfigText(JSON.stringify({ telemetry: { prometheus_retention_time: "soon" } }), { file: "t.json", format: "json" }), /telemetry\.prometheus_retention_time/);
 });
+
+test("ACLs across datacenters: primary_datacenter, acl.enable_token_replication, acl.tokens.replication, and Consul's deprecated spellings", () => {
+  const hcl = (text: string) => buildConfig({ sources: [{ name: "a.hcl", text, format: "hcl" }] });
+  const c = hcl('primary_datacenter = "dc1"\nacl {\n  enabled = true\n  enable_token_replication = true\n  tokens { replication = "r-1" }\n}');
+  assert.deepEqual([c.primaryDatacenter, c.acl.enableTokenReplication, c.acl.tokens.replication], ["dc1", true, "r-1"]);
+  assert.deepEqual(c.warnings, []);
+  // acl_datacenter: primary_datacenter, and ACLs on; primary_datacenter wins when both are set.
+  const old = hcl('acl_datacenter = "east"');
+  assert.deepEqual([old.primaryDatacenter, old.acl.enabled], ["east", true]);
+  assert.match(old.warnings[0]!.message, /'acl_datacenter' field .* is deprecated\. Use the 'primary_datacenter' field instead\./);
+  assert.equal(hcl('acl_datacenter = "east"\nprimary_datacenter = "west"').primaryDatacenter, "west");
+  // acl_replication_token: the replication token, and token replication on.
+  const rt = hcl('acl_replication_token = "r-2"');
+  assert.deepEqual([rt.acl.tokens.replication, rt.acl.enableTokenReplication], ["r-2", true]);
+  assert.equal(hcl('acl_replication_token = "r-2"\nacl { tokens { replication = "r-3" } }').acl.tokens.replication, "r-3");
+  // enable_acl_replication: acl.enable_token_replication unless that is set.
+  assert.equal(hcl("enable_acl_replication = true").acl.enableTokenReplication, true);
+  assert.equal(hcl("enable_acl_replication = true\nacl { enable_token_replication = false }").acl.enableTokenReplication, false);
+  assert.equal(hcl("").primaryDatacenter, "");
+  const bad = validateConfig({ ...hcl('primary_datacenter = "d c"'), dataDir: "/tmp/x" });
+  assert.ok(bad.some((e) => e.field === "primary_datacenter"), bad.map((e) => e.message).join("; "));
+});

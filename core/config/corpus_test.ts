@@ -75,7 +75,6 @@ test("corpus: a server config builds and validates, and warns once per key it ca
       "connect",
       "ports.grpc_tls",
       "limits.rpc_max_conns_per_client",
-      "primary_datacenter",
     ],
   );
   // acl {} is decoded, not warned about.

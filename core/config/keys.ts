@@ -72,7 +72,6 @@ const RAFT_STORE = "cairn has its own Raft log store";
 const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
 const DEFINITION_TOKEN = "a service or check definition's own ACL token is not used yet: the agent token registers it";
-const ACL_REPLICATION = "ACL replication between datacenters is not implemented yet";
 const SYSLOG = "syslog output is not implemented yet";
 const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
@@ -214,7 +213,7 @@ export const AGENT_KEYS: KeyTable = {
     note: "tokens, policies and roles through Raft; every endpoint checks the request's token (see README \"ACLs\")",
     keys: {
       enabled: impl("bool"),
-      enable_token_replication: planned(ACL_REPLICATION),
+      enable_token_replication: impl("bool", { note: "servers of a secondary datacenter replicate the primary's global tokens too (policies and roles always), and may hold local tokens" }),
       policy_ttl: impl("duration", { note: "agents keep a token's resolved rules (policies included) for token_ttl" }),
       role_ttl: impl("duration", { note: "agents keep a token's resolved rules (roles included) for token_ttl" }),
       token_ttl: impl("duration", { note: "how long an agent keeps a resolved token before asking the servers again" }),
@@ -227,7 +226,7 @@ export const AGENT_KEYS: KeyTable = {
           initial_management: impl("string"),
           default: impl("string"),
           agent: impl("string", { note: "the token of the agent's own catalog syncs" }),
-          replication: planned(ACL_REPLICATION),
+          replication: impl("string", { note: "the token servers of a secondary datacenter replicate with (acl:write in the primary)" }),
           agent_recovery: planned("the agent recovery token is not implemented yet"),
           dns: impl("string", { note: "the token of DNS lookups (answers are filtered by it); default: the default token" }),
           config_file_service_registration: planned("services from files register with the agent token"),
@@ -241,13 +240,13 @@ export const AGENT_KEYS: KeyTable = {
   }),
   acl_agent_master_token: planned("the agent recovery token is not implemented yet", { replacedBy: "acl.tokens.agent_recovery" }),
   acl_agent_token: impl("string", { to: "$acl.tokens.agent", replacedBy: "acl.tokens.agent" }),
-  acl_datacenter: planned(ACL_REPLICATION, { replacedBy: "primary_datacenter" }),
+  acl_datacenter: impl("string", { replacedBy: "primary_datacenter", note: "also turns ACLs on, as in Consul" }),
   acl_default_policy: impl("string", { to: "$acl.defaultPolicy", replacedBy: "acl.default_policy" }),
   acl_down_policy: impl("string", { to: "$acl.downPolicy", replacedBy: "acl.down_policy" }),
   acl_enable_key_list_policy: impl("bool", { to: "$acl.enableKeyListPolicy", replacedBy: "acl.enable_key_list_policy" }),
   acl_enforce_version_8: ignored("removed from Consul; it has no effect there either"),
   acl_master_token: impl("string", { to: "$acl.tokens.initialManagement", replacedBy: "acl.tokens.initial_management" }),
-  acl_replication_token: planned(ACL_REPLICATION, { replacedBy: "acl.tokens.replication" }),
+  acl_replication_token: impl("string", { to: "aclReplicationToken", replacedBy: "acl.tokens.replication", note: "also turns token replication on, as in Consul" }),
   acl_token: impl("string", { to: "$acl.tokens.default", replacedBy: "acl.tokens.default" }),
   acl_ttl: impl("duration", { to: "$acl.tokenTtlMs", replacedBy: "acl.token_ttl" }),
   addresses: impl(undefined, {
@@ -382,7 +381,7 @@ export const AGENT_KEYS: KeyTable = {
     },
   }),
   domain: impl("string"),
-  enable_acl_replication: planned(ACL_REPLICATION, { replacedBy: "acl.enable_token_replication" }),
+  enable_acl_replication: impl("bool", { to: "enableAclReplication", replacedBy: "acl.enable_token_replication" }),
   enable_agent_tls_for_checks: impl("bool"),
   enable_central_service_config: ignored(MESH, { inert: [false] }),
   enable_debug: impl("bool", { note: "the agent's CPU profile and heap snapshot endpoints (/v1/agent/debug/profile, /v1/agent/debug/heap) for cairn debug; on in -dev" }),
@@ -455,7 +454,7 @@ export const AGENT_KEYS: KeyTable = {
       ),
     },
   }),
-  primary_datacenter: planned(ACL_REPLICATION),
+  primary_datacenter: impl("string", { note: "the datacenter whose ACLs are authoritative: servers of the others replicate policies and roles (tokens with acl.enable_token_replication) from it and resolve other tokens against it" }),
   primary_gateways: ignored(MESH),
   primary_gateways_interval: ignored(MESH),
   protocol: ignored("cairn speaks one version of Consul's RPC protocol"),

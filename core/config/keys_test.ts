@@ -65,8 +65,6 @@ test("key table: every implemented value lands on a field of AgentConfig", () =>
 
 test("key table: the keys issue #17 found fatal or silent are accepted with a warning", () => {
   const planned = [
-    'primary_datacenter = "dc1"',
-    'acl { enabled = true, enable_token_replication = true }',
     'gossip_lan { probe_interval = "2s" }',
     'http_config { response_headers { "X-Frame-Options" = "DENY" } }',
     "auto_reload_config = true",
@@ -102,15 +100,15 @@ test("key table: a value that asks for what cairn does anyway gives no warning",
 test("warnings: exactly one per key, naming every file and line that set it", () => {
   const c = buildConfig({
     sources: [
-      { name: "a.hcl", format: "hcl", text: 'datacenter = "dc1"\nacl {\n  enabled = true\n  enable_token_replication = true\n}\nacl { default_policy = "deny" }\n' },
-      { name: "b.json", format: "json", text: '{\n  "acl": {"enable_token_replication": true},\n  "connect": {"enabled": true}\n}' },
+      { name: "a.hcl", format: "hcl", text: 'datacenter = "dc1"\ndns_config {\n  allow_stale = true\n  use_cache = true\n}\nacl { default_policy = "deny" }\n' },
+      { name: "b.json", format: "json", text: '{\n  "dns_config": {"use_cache": true},\n  "connect": {"enabled": true}\n}' },
     ],
-    hcl: ["acl { enable_token_replication = true }", "enable_syslog = true"],
+    hcl: ["dns_config { use_cache = true }", "enable_syslog = true"],
   });
   assert.deepEqual(
     c.warnings.map((w) => w.message),
     [
-      'Config key "acl.enable_token_replication" from "a.hcl" line 4, "b.json" line 2, "-hcl #1" line 1 has no effect in cairn yet: ACL replication between datacenters is not implemented yet',
+      'Config key "dns_config.use_cache" from "a.hcl" line 4, "b.json" line 2, "-hcl #1" line 1 has no effect in cairn yet: agent-side caching is not implemented yet',
       'Config key "connect" from "b.json" line 3 has no effect in cairn: the service mesh (Connect) is not part of cairn',
       'Config key "enable_syslog" from "-hcl #2" line 1 has no effect in cairn yet: syslog output is not implemented yet',
     ],
@@ -129,8 +127,8 @@ test("warnings: exactly one per key, naming every file and line that set it", ()
   const legacy = buildConfig({ sources: [{ name: "l.hcl", format: "hcl", text: 'acl_master_token = "x"' }] });
   assert.match(legacy.warnings[0]!.message, /Use the 'acl\.tokens\.initial_management' field instead\.$/);
   assert.equal(legacy.acl.tokens.initialManagement, "x");
-  const planned = buildConfig({ sources: [{ name: "l.hcl", format: "hcl", text: 'acl_replication_token = "x"' }] });
-  assert.match(planned.warnings[0]!.message, /\(Consul has replaced it with "acl\.tokens\.replication"\)$/);
+  const planned = buildConfig({ sources: [{ name: "l.hcl", format: "hcl", text: 'ui_dir = "/x"' }] });
+  assert.match(planned.warnings[0]!.message, /\(Consul has replaced it with "ui_config\.dir"\)$/);
 });
 
 test("unknown keys are errors naming file, line and key, in HCL, JSON and YAML", () => {

@@ -237,6 +237,7 @@ export function buildConfig(options: {
     if (byFlag) config.warnings.push({ sources: [], message: `The -${flag} flag is deprecated. Use the -retry-${flag} flag instead` });
     if (byFile) config.warnings.push({ key, sources: [], message: `The '${key}' configuration field is deprecated. Use the '${key.replace("start_", "retry_")}' field instead` });
   }
+  foldDeprecatedAcl(config, layers);
   const setsLeave = layers.some((l) => l.leaveOnTerminate !== undefined);
   if (!setsLeave) config.leaveOnTerminate = !config.server;
   const setsSkip = layers.some((l) => l.skipLeaveOnInterrupt !== undefined);
@@ -244,6 +245,26 @@ export function buildConfig(options: {
   config.domain = withDot(config.domain);
   if (config.altDomain) config.altDomain = withDot(config.altDomain);
   return config;
+}
+
+/**
+ * Consul's deprecated ACL keys (agent/config/deprecated.go): `acl_datacenter`
+ * is primary_datacenter when that is not set and turns ACLs on;
+ * `acl_replication_token` is acl.tokens.replication when that is not set and
+ * turns token replication on; `enable_acl_replication` is
+ * acl.enable_token_replication when that is not set.
+ */
+function foldDeprecatedAcl(config: AgentConfig, layers: readonly ConfigLayer[]): void {
+  if (config.aclDatacenter !== "") {
+    if (!layers.some((l) => l.primaryDatacenter !== undefined)) config.primaryDatacenter = config.aclDatacenter;
+    config.acl.enabled = true;
+  }
+  const setsTokenReplication = layers.some((l) => l.acl?.enableTokenReplication !== undefined);
+  if (layers.some((l) => l.enableAclReplication !== undefined) && !setsTokenReplication) config.acl.enableTokenReplication = config.enableAclReplication;
+  if (config.aclReplicationToken !== "") {
+    if (!layers.some((l) => l.acl?.tokens?.replication !== undefined)) config.acl.tokens.replication = config.aclReplicationToken;
+    config.acl.enableTokenReplication = true;
+  }
 }
 
 function withDot(domain: string): string {

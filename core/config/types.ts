@@ -96,7 +96,9 @@ export interface AclAgentConfig {
   tokenTtlMs: number;
   policyTtlMs: number;
   roleTtlMs: number;
-  tokens: { initialManagement: string; default: string; agent: string; dns: string };
+  /** acl.enable_token_replication: servers of a secondary datacenter replicate global tokens too and may keep local ones. */
+  enableTokenReplication: boolean;
+  tokens: { initialManagement: string; default: string; agent: string; dns: string; replication: string };
 }
 
 /** `audit {}`: the audit log (Consul Enterprise's shape; `sink` as written, checked by core/agent/audit_node.ts). */
@@ -143,6 +145,17 @@ export interface AgentConfig {
   /** UUID; empty means read or create `<dataDir>/node-id`. */
   nodeId: string;
   datacenter: string;
+  /**
+   * `primary_datacenter`: whose ACLs are authoritative; "" = this one. Servers
+   * of another datacenter replicate ACLs from it (core/server/acl_replication.ts).
+   */
+  primaryDatacenter: string;
+  /** `acl_datacenter` (deprecated): primary_datacenter when that is not set, and ACLs on; folded in by buildConfig. */
+  aclDatacenter: string;
+  /** `acl_replication_token` (deprecated): acl.tokens.replication when that is not set, and token replication on; folded in by buildConfig. */
+  aclReplicationToken: string;
+  /** `enable_acl_replication` (deprecated): acl.enable_token_replication when that is not set; folded in by buildConfig. */
+  enableAclReplication: boolean;
   /** Empty only in dev mode (everything in memory). */
   dataDir: string;
   dev: boolean;

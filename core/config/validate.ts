@@ -20,6 +20,9 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
   if (c.datacenter === "" || !DC_NAME.test(c.datacenter)) {
     bad("datacenter", `Invalid datacenter "${c.datacenter}": use letters, digits, "-" and "_"`);
   }
+  if (c.primaryDatacenter !== "" && !DC_NAME.test(c.primaryDatacenter)) {
+    bad("primary_datacenter", `Invalid primary_datacenter "${c.primaryDatacenter}": use letters, digits, "-" and "_"`);
+  }
   if (c.dev && !c.server) bad("server", "-dev runs a one-node server: it cannot be combined with server = false");
   if (c.bootstrapExpect > 0 && !c.server) bad("bootstrap_expect", "bootstrap_expect requires server mode: set -server");
   if (c.bootstrap && !c.server) bad("bootstrap", "bootstrap requires server mode: set -server");
