@@ -43,13 +43,29 @@ import { watchCommand } from "./watch.ts";
 
 const readFile = lazyFsPromises("readFile");
 
+/** Where scripts/sea_main.cjs offers the executable's second (whole-CLI) bundle. */
+const FULL_BUNDLE = Symbol.for("cairn.fullBundle");
+
 /**
- * A command whose module loads only when it runs (or prints its help). Every
- * agent carries the one bundle and runs each module's top-level code at
- * start: the commands an agent never runs (sync, doctor, debug, tls, acl,
- * snapshot) wait until someone types them (docs/performance.md, idle RSS).
+ * A command whose module loads only when it runs (or prints its help). The
+ * commands an agent never runs (sync, doctor, debug, tls, acl, snapshot) wait
+ * until someone types them, so their modules' top-level code and bytecode stay
+ * out of an agent. In the executable they are not even in the bundle an agent
+ * parses (its source is resident for the agent's life): scripts/build.ts
+ * leaves them out of the executable's first bundle and puts the whole CLI in
+ * a second one, which sea_main.cjs offers through FULL_BUNDLE; the first
+ * bundle hands the command line over to it instead of importing (the second
+ * bundle runs runCli on the same argv and exits the process, so this promise
+ * never settles). Run from source (tests, tsx, Deno), there is no hand-over
+ * and the import happens here.
  */
-function lazyCommand(name: string, synopsis: string, load: () => Promise<Command>): Command {
+function lazyCommand(name: string, synopsis: string, importIt: () => Promise<Command>): Command {
+  const load = (): Promise<Command> => {
+    const full = (globalThis as Record<symbol, unknown>)[FULL_BUNDLE];
+    if (typeof full !== "function") return importIt();
+    full();
+    return new Promise<never>(() => {});
+  };
   return {
     name,
     synopsis,
@@ -58,7 +74,6 @@ function lazyCommand(name: string, synopsis: string, load: () => Promise<Command
     run: async (args, io) => (await load()).run(args, io),
   };
 }
-
 const debugCommand = lazyCommand("debug", "Records a debugging archive for operators", async () => (await import("./debug.ts")).debugCommand);
 const doctorCommand = lazyCommand("doctor", "Finds what is wrong with a cluster and says how to fix it", async () => (await import("./doctor.ts")).doctorCommand);
 const snapshotInspect = lazyCommand("snapshot inspect", "Displays information about a Cairn snapshot file", async () => (await import("./snapshot.ts")).snapshotInspect);

@@ -9,7 +9,7 @@ import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync
 import { createRequire } from "node:module";
 import { deflateRawSync } from "node:zlib";
 import { join, resolve } from "node:path";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import { trainCodeCache } from "./code_cache.ts";
 import { buildUiAsset } from "./build_ui.ts";
 
@@ -41,37 +41,72 @@ function gitRevision(): string {
   }
 }
 
-mkdirSync(dist, { recursive: true });
-await build({
-  entryPoints: [join(root, "cli/main.ts")],
-  bundle: true,
-  platform: "node",
-  format: "cjs",
-  target: "node20",
-  outfile: bundle,
-  legalComments: "none",
-  // Whitespace and comments out: the SEA keeps the whole source as one heap
-  // string for the life of the process (V8 compiles functions lazily from
-  // it), so every byte here is resident in every agent. Names are kept, so
-  // stack traces still say which function failed.
-  minifyWhitespace: true,
-  logLevel: "warning",
-  define: {
-    CAIRN_VERSION: JSON.stringify(pkg.version),
-    CAIRN_REVISION: JSON.stringify(gitRevision()),
-    CAIRN_BUILD_DATE: JSON.stringify(gitCommitDate()),
+/**
+ * The executable's first bundle leaves out what cli/run.ts imports dynamically (the commands an
+ * agent never runs, through lazyCommand): each such import becomes a module that says so if it is
+ * ever run. The executable's second bundle is the whole CLI, and the first hands those commands
+ * over to it (scripts/sea_main.cjs).
+ */
+const leaveOutLazyCommands: Plugin = {
+  name: "leave-out-lazy-commands",
+  setup(b) {
+    b.onResolve({ filter: /.*/ }, (args) =>
+      args.kind === "dynamic-import" && args.importer === join(root, "cli/run.ts") ? { path: args.path, namespace: "second-bundle" } : undefined);
+    b.onLoad({ filter: /.*/, namespace: "second-bundle" }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(`${args.path} is in the executable's second bundle, which did not take over`)});`,
+      loader: "js",
+    }));
   },
-});
+};
 
-// One character above U+00FF anywhere in the bundle makes V8 store the whole
-// source as a two-byte string: twice the resident heap in every agent.
-// esbuild escapes string literals but not regular expression literals.
-const bundleText = readFileSync(bundle, "utf8");
-const wide = /[^\u0000-\u00ff]/.exec(bundleText);
-if (wide) {
-  const at = bundleText.slice(Math.max(0, wide.index - 40), wide.index + 40);
-  throw new Error(`Bundle contains ${JSON.stringify(wide[0])} (above U+00FF) near ${JSON.stringify(at)}: write it as a \\u escape in the source`);
+/** Bundle cli/main.ts into `outfile` (one CommonJS file); the text, checked to be Latin-1. */
+async function bundleCli(outfile: string, plugins: Plugin[]): Promise<string> {
+  await build({
+    entryPoints: [join(root, "cli/main.ts")],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    outfile,
+    legalComments: "none",
+    // Whitespace and comments out: the SEA keeps the whole source as one heap
+    // string for the life of the process (V8 compiles functions lazily from
+    // it), so every byte here is resident in every agent. Names are kept, so
+    // stack traces still say which function failed.
+    minifyWhitespace: true,
+    logLevel: "warning",
+    plugins,
+    define: {
+      CAIRN_VERSION: JSON.stringify(pkg.version),
+      CAIRN_REVISION: JSON.stringify(gitRevision()),
+      CAIRN_BUILD_DATE: JSON.stringify(gitCommitDate()),
+    },
+  });
+  // One character above U+00FF anywhere in the bundle makes V8 store the whole
+  // source as a two-byte string: twice the resident heap in every agent.
+  // esbuild escapes string literals but not regular expression literals.
+  const text = readFileSync(outfile, "utf8");
+  const wide = /[^\u0000-\u00ff]/.exec(text);
+  if (wide) {
+    const at = text.slice(Math.max(0, wide.index - 40), wide.index + 40);
+    throw new Error(`Bundle contains ${JSON.stringify(wide[0])} (above U+00FF) near ${JSON.stringify(at)}: write it as a \\u escape in the source`);
+  }
+  return text;
 }
+
+/** A bundle as the executable's asset: Latin-1, wrapped as a CommonJS function, raw DEFLATE. */
+function bundleAsset(text: string, file: string): string {
+  writeFileSync(file, deflateRawSync(Buffer.from(`(function (exports, require, module, __filename, __dirname) {${text}\n})`, "latin1"), { level: 9 }));
+  return file;
+}
+
+mkdirSync(dist, { recursive: true });
+// CAIRN_BUILD_SPLIT=0: one bundle, the whole CLI (as before the split; for comparing).
+const split = process.env.CAIRN_BUILD_SPLIT !== "0";
+// dist/cairn.cjs is the whole CLI either way (`node dist/cairn.cjs` runs every command).
+const wholeText = await bundleCli(bundle, []);
+const bundleText = split ? await bundleCli(join(dist, "cairn-agent.cjs"), [leaveOutLazyCommands]) : wholeText;
+const fullText = split ? wholeText : undefined;
 
 // The executable's main script is scripts/sea_main.cjs; the bundle goes in as
 // an asset, in Latin-1 and already wrapped as a CommonJS function (so that
@@ -83,9 +118,9 @@ if (wide) {
 // the start touches stays in each agent's RSS for the agent's whole life,
 // although the text is then copied into the heap and the cache deserialised.
 // Deflated, that is much less (docs/performance.md).
-const source = join(dist, "cairn.sea.js");
-const sourceText = Buffer.from(`(function (exports, require, module, __filename, __dirname) {${bundleText}\n})`, "latin1");
-writeFileSync(source, deflateRawSync(sourceText, { level: 9 }));
+const source = bundleAsset(bundleText, join(dist, "cairn.sea.js"));
+const fullSource = fullText === undefined ? undefined : bundleAsset(fullText, join(dist, "cairn-full.sea.js"));
+const full: Record<string, string> = fullSource === undefined ? {} : { "cairn-full.js": fullSource };
 // The web UI (scripts/build_ui.ts): read by an agent only when someone opens /ui/.
 const uiAsset = join(dist, "cairn-ui.z");
 writeFileSync(uiAsset, await buildUiAsset(root));
@@ -125,11 +160,11 @@ async function makeExecutable(assets: Record<string, string>): Promise<void> {
   rmSync(seaConfig, { force: true });
 }
 
-await makeExecutable({ "cairn.js": source, "cairn-ui": uiAsset });
+await makeExecutable({ "cairn.js": source, "cairn-ui": uiAsset, ...full });
 if (process.env.CAIRN_BUILD_CODE_CACHE !== "0") {
   await trainCodeCache({ bin: exe, out: codeCache });
   writeFileSync(codeCacheDeflated, deflateRawSync(readFileSync(codeCache), { level: 9 }));
-  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCacheDeflated, "cairn-ui": uiAsset });
+  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCacheDeflated, "cairn-ui": uiAsset, ...full });
   const check = spawnSync(exe, ["version"], { env: { ...process.env, NODE_OPTIONS: "", CAIRN_BUILD_CODE_CACHE_CHECK: "1" }, encoding: "utf8" });
   if (!/code cache: accepted/.test(check.stderr)) {
     throw new Error(`The executable does not use its code cache: ${check.stderr.trim() || `exit ${check.status}`}`);
@@ -139,6 +174,7 @@ if (process.env.CAIRN_BUILD_CODE_CACHE !== "0") {
   rmSync(codeCacheDeflated, { force: true });
 }
 rmSync(source, { force: true });
+if (fullSource !== undefined) rmSync(fullSource, { force: true });
 console.log(`web UI: ${(readFileSync(uiAsset).length / 1024).toFixed(0)} KiB deflated`);
 rmSync(uiAsset, { force: true });
 console.log(`built ${exe}`);

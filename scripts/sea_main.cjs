@@ -51,24 +51,38 @@ const inflated = (key) => {
 
 // The text is Latin-1 (the build refuses anything above U+00FF): one byte per character, and V8 keeps
 // it as a one-byte string. It is already wrapped as a CommonJS function expression.
-let source = inflated("cairn.js").toString("latin1");
-const cacheOut = process.env.CAIRN_BUILD_CODE_CACHE_OUT;
-let cache = cacheOut ? undefined : inflated("cairn.codecache");
-const script = new vm.Script(source, { filename: "cairn.js", cachedData: cache });
-if (process.env.CAIRN_BUILD_CODE_CACHE_CHECK) {
-  process.stderr.write(`code cache: ${!cache ? "none" : script.cachedDataRejected ? "rejected" : "accepted"}\n`);
-}
-// Dropped before the bundle runs (this frame stays on the stack meanwhile), so the first
-// collections free the inflated cache instead of promoting it to the old generation.
-source = undefined;
-cache = undefined;
-if (cacheOut) {
-  process.on("SIGUSR2", () => {
-    require("node:fs").writeFileSync(cacheOut, script.createCachedData());
-    process.stderr.write(`code cache written to ${cacheOut}\n`);
-  });
+function runBundle(key, withCache) {
+  let source = inflated(key).toString("latin1");
+  const cacheOut = withCache ? process.env.CAIRN_BUILD_CODE_CACHE_OUT : undefined;
+  let cache = cacheOut || !withCache ? undefined : inflated("cairn.codecache");
+  const script = new vm.Script(source, { filename: key, cachedData: cache });
+  if (withCache && process.env.CAIRN_BUILD_CODE_CACHE_CHECK) {
+    process.stderr.write(`code cache: ${!cache ? "none" : script.cachedDataRejected ? "rejected" : "accepted"}\n`);
+  }
+  // Dropped before the bundle runs (this frame stays on the stack meanwhile), so the first
+  // collections free the inflated cache instead of promoting it to the old generation.
+  source = undefined;
+  cache = undefined;
+  if (cacheOut) {
+    process.on("SIGUSR2", () => {
+      require("node:fs").writeFileSync(cacheOut, script.createCachedData());
+      process.stderr.write(`code cache written to ${cacheOut}\n`);
+    });
+  }
+  const main = script.runInThisContext();
+  const module_ = { exports: {} };
+  main.call(module_.exports, module_.exports, require, module_, __filename, __dirname);
 }
 
-const main = script.runInThisContext();
-const module_ = { exports: {} };
-main.call(module_.exports, module_.exports, require, module_, __filename, __dirname);
+// The first bundle ("cairn.js", what every agent parses and keeps) leaves out the commands an
+// agent never runs; "cairn-full.js" is the whole CLI. When one of those commands is typed, the
+// first bundle calls this (cli/run.ts, lazyCommand) and the second one runs the same command line
+// and ends the process. Built without it (CAIRN_BUILD_SPLIT=0), the first bundle is the whole CLI.
+if (rawAsset("cairn-full.js") !== undefined) {
+  const key = Symbol.for("cairn.fullBundle");
+  globalThis[key] = () => {
+    delete globalThis[key];
+    runBundle("cairn-full.js", false);
+  };
+}
+runBundle("cairn.js", true);
