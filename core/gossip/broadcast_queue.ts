@@ -34,6 +34,8 @@ export class BroadcastQueue<M> {
   #byKey = new Map<string, QueuedBroadcast<M>>();
   #ids = new Set<number>();
   #nextId = 1;
+  /** How many queued messages have each size (the smallest bounds a packet's fill). */
+  #sizes = new Map<number, number>();
 
   get length(): number {
     return this.#items.length;
@@ -72,18 +74,34 @@ export class BroadcastQueue<M> {
     let free = options.limitBytes;
     const out: M[] = [];
     const taken: QueuedBroadcast<M>[] = [];
-    for (const b of items) {
-      if (free - options.overheadBytes <= 0) break;
+    const at: number[] = [];
+    // Nothing smaller than the smallest queued message can fit: stop there
+    // instead of walking the rest of a long queue (thousands of alives after
+    // a large pool's join) for every packet.
+    const smallest = this.#smallest() + options.overheadBytes;
+    let i = 0;
+    for (; i < items.length; i++) {
+      if (free - options.overheadBytes <= 0 || free < smallest) break;
+      const b = items[i]!;
       const cost = b.sizeBytes + options.overheadBytes;
       if (cost > free) continue;
       free -= cost;
       out.push(b.msg);
       taken.push(b);
+      at.push(i);
     }
     if (taken.length > 0) {
       // Each taken message moves back by its new transmit count (or leaves at the limit).
-      const moved = new Set(taken);
-      this.#items = items.filter((b) => !moved.has(b));
+      // They all lie in the walked prefix: close their gaps there, not over the whole queue.
+      let j = at[0]!;
+      for (let k = at[0]!, t = 0; k < i; k++) {
+        if (t < at.length && at[t] === k) {
+          t++;
+          continue;
+        }
+        items[j++] = items[k]!;
+      }
+      items.splice(j, i - j);
       for (const b of taken) {
         b.transmits++;
         if (b.transmits >= options.transmitLimit) this.#forget(b);
@@ -108,6 +126,13 @@ export class BroadcastQueue<M> {
     this.#items = [];
     this.#byKey.clear();
     this.#ids.clear();
+    this.#sizes.clear();
+  }
+
+  #smallest(): number {
+    let min = Infinity;
+    for (const size of this.#sizes.keys()) if (size < min) min = size;
+    return min;
   }
 
   #insert(b: QueuedBroadcast<M>, index = true): void {
@@ -122,6 +147,7 @@ export class BroadcastQueue<M> {
     items.splice(lo, 0, b);
     if (!index) return;
     this.#ids.add(b.id);
+    this.#sizes.set(b.sizeBytes, (this.#sizes.get(b.sizeBytes) ?? 0) + 1);
     if (b.key !== undefined) this.#byKey.set(b.key, b);
   }
 
@@ -132,7 +158,10 @@ export class BroadcastQueue<M> {
   }
 
   #forget(b: QueuedBroadcast<M>): void {
-    this.#ids.delete(b.id);
+    if (!this.#ids.delete(b.id)) return;
+    const left = (this.#sizes.get(b.sizeBytes) ?? 1) - 1;
+    if (left > 0) this.#sizes.set(b.sizeBytes, left);
+    else this.#sizes.delete(b.sizeBytes);
     if (b.key !== undefined && this.#byKey.get(b.key) === b) this.#byKey.delete(b.key);
   }
 }
