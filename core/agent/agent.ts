@@ -158,12 +158,14 @@ export async function startAgent(
     if (auditSink) closers.add("audit log", () => auditSink.close());
     const advertise = config.advertiseAddr || config.bindAddr;
     const nodeInfo = { node: config.nodeName, id: nodeId, address: advertise, taggedAddresses: nodeTaggedAddresses(advertise, config.advertiseAddrWan || advertise), meta: config.nodeMeta };
+    // The agent's own writes (anti-entropy, its coordinate) carry acl.tokens.agent.
+    const agentRpc = config.acl?.enabled ? withAgentToken(rpc, () => aclTokens.get("agent")) : rpc;
     const local = new LocalAgent({
       node: nodeInfo,
       clock,
       rng: new Rng(seed ^ 0x5bd1e995),
       logger: logger.named("agent"),
-      rpc: config.acl?.enabled ? withAgentToken(rpc, () => aclTokens.get("agent")) : rpc,
+      rpc: agentRpc,
       store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
       ...(config.enableAgentTlsForChecks ? { checkTls: agentCheckTls(config) } : {}),
       enableScriptChecks: config.enableScriptChecks,
@@ -301,11 +303,12 @@ export async function startAgent(
     printBanner(options.io, config, { nodeId, httpPort: httpAddr?.port ?? -1, httpsPort: httpsAddr?.port ?? -1 });
     logger.named("agent").info("started", { node: config.nodeName, datacenter: config.datacenter, dev: config.dev });
     local.startSync();
-    // Our LAN coordinate goes to the servers' catalog (/v1/coordinate/nodes), as Consul's sendCoordinate.
+    // Our LAN coordinate goes to the servers' catalog (/v1/coordinate/nodes), as Consul's sendCoordinate
+    // (the servers check node:write on this node against the agent token).
     const coordinateSync = new CoordinateSync({
       nodeName: config.nodeName,
       datacenter: config.datacenter,
-      rpc,
+      rpc: agentRpc,
       clock,
       rng: new Rng(seed ^ 0x27d4eb2f),
       logger: logger.named("agent"),

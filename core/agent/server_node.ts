@@ -27,7 +27,7 @@ import type { Consensus } from "../server/consensus.ts";
 import { createDevServer } from "../server/dev.ts";
 import { Fsm } from "../server/fsm.ts";
 import { Autopilot } from "../server/leader/autopilot.ts";
-import { raftOperatorEndpoints, raftStats, type RaftOperatorEndpoints } from "../server/operator.ts";
+import { operatorMethodAccess, raftOperatorEndpoints, raftStats, type RaftOperatorEndpoints } from "../server/operator.ts";
 import { autopilotEndpoints, type AutopilotEndpoints } from "../server/operator_autopilot.ts";
 import { version } from "../version.ts";
 import { Server } from "../server/server.ts";
@@ -63,8 +63,19 @@ export const eventFireMethod = "Internal.EventFire";
 /** Operator methods served over the server RPC (outside the typed KV/catalog contract). */
 export const operatorMethods = operatorRaftMethods;
 
-/** Answer an operator method from `ops` (and `autopilot`, on servers that run it), or undefined when `method` is not one. */
-export function callRaftOperator(ops: RaftOperatorEndpoints, method: string, args: unknown, autopilot?: AutopilotEndpoints): Promise<unknown> | undefined {
+/**
+ * Answer an operator method from `ops` (and `autopilot`, on servers that run
+ * it), or undefined when `method` is not one. `authorize` (the server's
+ * `authorizeOperator`) checks the token in the args first.
+ */
+export function callRaftOperator(ops: RaftOperatorEndpoints, method: string, args: unknown, autopilot?: AutopilotEndpoints, authorize?: (method: string, args: unknown) => void): Promise<unknown> | undefined {
+  if (authorize && Object.hasOwn(operatorMethodAccess, method)) {
+    try {
+      authorize(method, args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
   switch (method) {
     case operatorMethods.autopilotGetConfiguration:
     case operatorMethods.autopilotSetConfiguration:
@@ -416,7 +427,7 @@ export class ServerNode {
       const wan = this.#wan;
       return Promise.resolve(wan?.coordinates ? wanDatacenterMaps({ members: () => wan.members() as PoolMember[], coordinates: () => wan.coordinates!() }, { node: this.#o.config.nodeName, datacenter: this.#o.config.datacenter }) : []);
     }
-    return callRaftOperator(this.#operator, method, args, this.#autopilotOps)
+    return callRaftOperator(this.#operator, method, args, this.#autopilotOps, (m, a) => this.server.authorizeOperator(m, a))
       ?? (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
   }
 
@@ -630,12 +641,13 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     version,
   });
   const autopilotOps = autopilotEndpoints({ autopilot, consensus: dev.consensus, clock: o.clock });
+  const authorize = (method: string, args: unknown) => dev.server.authorizeOperator(method, args);
   const operator = {
-    callRaw: (method: string, args: unknown) => callRaftOperator(ops, method, args, autopilotOps) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
+    callRaw: (method: string, args: unknown) => callRaftOperator(ops, method, args, autopilotOps, authorize) ?? Promise.reject(new TypeError(`Unknown operator method "${method}"`)),
   };
   // The same router as a server's, with nowhere to forward: one voter is always the leader.
   const router = new RpcRouter({
-    local: { handle: (method, args, options) => callRaftOperator(ops, method, args, autopilotOps) ?? (dev.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options) },
+    local: { handle: (method, args, options) => callRaftOperator(ops, method, args, autopilotOps, authorize) ?? (dev.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options) },
     remote: { call: () => Promise.reject(new RpcError("A -dev agent has no other server to ask", { unsent: true })) },
     servers: () => [],
     clock: o.clock,

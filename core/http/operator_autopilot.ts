@@ -7,7 +7,7 @@ import { BadRequestError } from "../errors.ts";
 import { operatorRaftMethods, type OperatorRaftRpc } from "../rpc/methods.ts";
 import type { ServerHealthInfo, ServerHealthReply } from "../server/operator_autopilot.ts";
 import type { AutopilotConfig, AutopilotSettings } from "../state/autopilot.ts";
-import { withDatacenter } from "./operator_raft.ts";
+import { withRequestOptions } from "./operator_raft.ts";
 import { jsonResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
 /** Consul's api.AutopilotConfiguration JSON. */
@@ -81,7 +81,7 @@ export function parseAutopilotConfigurationJson(bytes: Uint8Array): AutopilotSet
 export function operatorAutopilotConfigurationHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
     if (req.method === "GET") {
-      const reply = (await backend.callRaw(operatorRaftMethods.autopilotGetConfiguration, withDatacenter(req, { allowStale: req.query.has("stale") }))) as AutopilotConfig;
+      const reply = (await backend.callRaw(operatorRaftMethods.autopilotGetConfiguration, withRequestOptions(req, { allowStale: req.query.has("stale") }))) as AutopilotConfig;
       return jsonResponse(autopilotConfigurationJson(reply), { pretty: wantsPretty(req) });
     }
     const config = parseAutopilotConfigurationJson(req.body);
@@ -91,7 +91,7 @@ export function operatorAutopilotConfigurationHandler(backend: OperatorRaftRpc):
       cas = /^\d+$/.test(casText) ? Number(casText) : NaN;
       if (!Number.isSafeInteger(cas)) throw new BadRequestError(`Error parsing cas value: ${JSON.stringify(casText)}`);
     }
-    const ok = await backend.callRaw(operatorRaftMethods.autopilotSetConfiguration, withDatacenter(req, cas !== undefined ? { config, cas } : { config }));
+    const ok = await backend.callRaw(operatorRaftMethods.autopilotSetConfiguration, withRequestOptions(req, cas !== undefined ? { config, cas } : { config }));
     return jsonResponse(ok === true, { pretty: wantsPretty(req) });
   };
 }
@@ -159,7 +159,7 @@ export function autopilotStateJson(r: ServerHealthReply): Record<string, unknown
 
 export function operatorAutopilotHealthHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
-    const reply = (await backend.callRaw(operatorRaftMethods.serverHealth, withDatacenter(req, {}))) as ServerHealthReply;
+    const reply = (await backend.callRaw(operatorRaftMethods.serverHealth, withRequestOptions(req, {}))) as ServerHealthReply;
     // Consul answers 429 while any server is unhealthy, so a load balancer check can use the status alone.
     return jsonResponse(operatorHealthJson(reply), { status: reply.healthy ? 200 : 429, pretty: wantsPretty(req) });
   };
@@ -167,7 +167,7 @@ export function operatorAutopilotHealthHandler(backend: OperatorRaftRpc): (req: 
 
 export function operatorAutopilotStateHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
-    const reply = (await backend.callRaw(operatorRaftMethods.serverHealth, withDatacenter(req, {}))) as ServerHealthReply;
+    const reply = (await backend.callRaw(operatorRaftMethods.serverHealth, withRequestOptions(req, {}))) as ServerHealthReply;
     return jsonResponse(autopilotStateJson(reply), { pretty: wantsPretty(req) });
   };
 }

@@ -4,13 +4,16 @@
 import { BadRequestError } from "../errors.ts";
 import { operatorRaftMethods, type OperatorRaftRpc } from "../rpc/methods.ts";
 import type { RaftConfigurationReply } from "../server/operator.ts";
-import { parseDatacenter } from "./blocking.ts";
+import { parseWriteOptions } from "./blocking.ts";
 import { jsonResponse, textResponse, wantsPretty, type HttpRequest, type HttpResponse } from "./types.ts";
 
-/** An operator call's args with `?dc`: the router sends a call naming another datacenter to a server there. */
-export function withDatacenter<T extends object>(req: HttpRequest, args: T): T & { datacenter?: string } {
-  const dc = parseDatacenter(req);
-  return dc === "" ? args : { ...args, datacenter: dc };
+/**
+ * An operator call's args with `?dc` (the router sends a call naming another
+ * datacenter to a server there) and the request's token (the server checks
+ * operator:read / operator:write itself).
+ */
+export function withRequestOptions<T extends object>(req: HttpRequest, args: T): T & { datacenter?: string; token?: string } {
+  return { ...args, ...parseWriteOptions(req) };
 }
 
 /** Consul's `structs.RaftConfigurationResponse` JSON. */
@@ -37,7 +40,7 @@ export function raftConfigurationJson(reply: unknown): RaftConfigurationJson {
 
 export function operatorRaftConfigurationHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
-    const reply = await backend.callRaw(operatorRaftMethods.getConfiguration, withDatacenter(req, { allowStale: req.query.has("stale") }));
+    const reply = await backend.callRaw(operatorRaftMethods.getConfiguration, withRequestOptions(req, { allowStale: req.query.has("stale") }));
     return jsonResponse(raftConfigurationJson(reply), { pretty: wantsPretty(req) });
   };
 }
@@ -49,7 +52,7 @@ export function operatorRaftPeerHandler(backend: OperatorRaftRpc): (req: HttpReq
     if ((id === "") === (address === "")) {
       throw new BadRequestError("Must specify either ?id with the server's ID or ?address with IP:port of peer to remove");
     }
-    await backend.callRaw(operatorRaftMethods.removePeer, withDatacenter(req, id !== "" ? { id } : { address }));
+    await backend.callRaw(operatorRaftMethods.removePeer, withRequestOptions(req, id !== "" ? { id } : { address }));
     return textResponse(200, "");
   };
 }
@@ -57,7 +60,7 @@ export function operatorRaftPeerHandler(backend: OperatorRaftRpc): (req: HttpReq
 export function operatorRaftTransferLeaderHandler(backend: OperatorRaftRpc): (req: HttpRequest) => Promise<HttpResponse> {
   return async (req) => {
     const id = req.query.get("id") ?? "";
-    const reply = (await backend.callRaw(operatorRaftMethods.transferLeader, withDatacenter(req, id !== "" ? { id } : {}))) as { success?: boolean } | undefined;
+    const reply = (await backend.callRaw(operatorRaftMethods.transferLeader, withRequestOptions(req, id !== "" ? { id } : {}))) as { success?: boolean } | undefined;
     return jsonResponse({ Success: reply?.success === true }, { pretty: wantsPretty(req) });
   };
 }

@@ -3,9 +3,10 @@
 // services by service:read, a service instance by both, checks by the
 // read of their service or node), and the answer's meta says so
 // (X-Consul-Results-Filtered-By-ACLs). Wraps the endpoints' handlers so
-// each family stays as it was; the KV family filters itself.
+// each family stays as it was; the KV and prepared-query families check
+// themselves.
 import type { Authorizer } from "../acl/authorizer.ts";
-import type { CheckServiceNode, HandlerOptions, HealthCheck, Node, QueryMeta, RpcHandlers, ServiceNode } from "../rpc/methods.ts";
+import type { CheckServiceNode, CoordinateEntry, HandlerOptions, HealthCheck, Node, QueryMeta, RpcHandlers, ServiceNode } from "../rpc/methods.ts";
 import type { ServerContext } from "./context.ts";
 import { aclAuthorize, aclIdentity } from "./acl.ts";
 
@@ -71,16 +72,26 @@ const filters: Partial<Record<keyof RpcHandlers, Filter>> = {
   "Session.List": list("sessions", sessionOk),
   "Session.NodeSessions": list("sessions", sessionOk),
   "Session.Get": list("sessions", sessionOk),
+  "Coordinate.ListNodes": list<CoordinateEntry>("coordinates", (a, c) => a.allowed("node", "read", c.node)),
 };
 
-type WriteCheck = (ctx: ServerContext, args: Record<string, unknown>) => void;
+type Check = (ctx: ServerContext, args: Record<string, unknown>) => void;
 
-function need(ctx: ServerContext, token: unknown, resource: "node" | "service" | "session", name: string): void {
-  aclAuthorize(ctx, typeof token === "string" ? token : undefined, resource, "write", name);
+function need(ctx: ServerContext, token: unknown, resource: "node" | "service" | "session", name: string, access: "read" | "write" = "write"): void {
+  aclAuthorize(ctx, typeof token === "string" ? token : undefined, resource, access, name);
 }
 
-/** Writes whose names are in the arguments (consul vetRegisterWithACL, vetDeregisterWithACL, Session.Apply). */
-const writeChecks: Partial<Record<keyof RpcHandlers, WriteCheck>> = {
+/** The session's node, for the checks of calls that name a session by ID (undefined: no such session, the endpoint says so). */
+function sessionNode(ctx: ServerContext, id: unknown): string | undefined {
+  return ctx.fsm.state.tables.sessions.get(String(id ?? ""))?.node;
+}
+
+/**
+ * Calls whose names are in the arguments (consul vetRegisterWithACL,
+ * vetDeregisterWithACL, Session.Apply, Session.Renew, Coordinate.Update,
+ * Coordinate.Node), checked before the endpoint runs.
+ */
+const checks: Partial<Record<keyof RpcHandlers, Check>> = {
   "Catalog.Register": (ctx, a) => {
     const node = String(a.node ?? "");
     const service = a.service as { service?: string } | undefined;
@@ -106,12 +117,18 @@ const writeChecks: Partial<Record<keyof RpcHandlers, WriteCheck>> = {
       need(ctx, a.token, "session", String(session.node ?? ""));
       return;
     }
-    const row = ctx.fsm.state.tables.sessions.get(String(session.id ?? ""));
-    if (row) need(ctx, a.token, "session", row.node);
+    const node = sessionNode(ctx, session.id);
+    if (node !== undefined) need(ctx, a.token, "session", node);
   },
+  "Session.Renew": (ctx, a) => {
+    const node = sessionNode(ctx, a.sessionId);
+    if (node !== undefined) need(ctx, a.token, "session", node);
+  },
+  "Coordinate.Update": (ctx, a) => need(ctx, a.token, "node", String(a.node ?? "")),
+  "Coordinate.Node": (ctx, a) => need(ctx, (a.query as { token?: unknown } | undefined)?.token, "node", String(a.node ?? ""), "read"),
 };
 
-/** The handlers with ACL filtering on the replies of catalog, health and session reads. */
+/** The handlers with ACL filtering on the replies of catalog, health, session and coordinate reads, and the checks above. */
 export function withAclFilters(ctx: ServerContext, handlers: RpcHandlers): RpcHandlers {
   if (!ctx.acl?.enabled) return handlers;
   const out = { ...handlers } as Record<string, unknown>;
@@ -128,7 +145,7 @@ export function withAclFilters(ctx: ServerContext, handlers: RpcHandlers): RpcHa
       return copy;
     };
   }
-  for (const [method, check] of Object.entries(writeChecks) as [keyof RpcHandlers, WriteCheck][]) {
+  for (const [method, check] of Object.entries(checks) as [keyof RpcHandlers, Check][]) {
     const h = handlers[method] as ((args: unknown, options?: HandlerOptions) => Promise<unknown>) | undefined;
     if (!h) continue;
     out[method] = (args: Record<string, unknown>, options?: HandlerOptions) => {

@@ -7,6 +7,21 @@ import type { Clock } from "../clock/clock.ts";
 import { BadRequestError, CairnError, NoLeaderError, NotLeaderError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import type { RaftNode } from "../raft/driver.ts";
+import { operatorRaftMethods } from "../rpc/methods.ts";
+
+/**
+ * What each operator method needs of the caller's token (consul
+ * operator_raft_endpoint.go, operator_autopilot_endpoint.go): operator:read
+ * to look, operator:write to change.
+ */
+export const operatorMethodAccess: Readonly<Record<string, "read" | "write">> = {
+  [operatorRaftMethods.getConfiguration]: "read",
+  [operatorRaftMethods.removePeer]: "write",
+  [operatorRaftMethods.transferLeader]: "write",
+  [operatorRaftMethods.autopilotGetConfiguration]: "read",
+  [operatorRaftMethods.autopilotSetConfiguration]: "write",
+  [operatorRaftMethods.serverHealth]: "read",
+};
 
 /** One server in `operator raft` output (Consul's `RaftServer`, camelCase). */
 export interface RaftServerInfo {

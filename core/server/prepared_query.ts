@@ -9,8 +9,17 @@
 // RTT, then the Failover Datacenters the WAN pool knows, in the given order,
 // each tried once with PreparedQuery.ExecuteRemote (the definition travels,
 // the other datacenter needs no copy of the query) until one has instances.
+//
+// ACLs as Consul applies them to queries: a query with a name (or a
+// template) is guarded by query:write / query:read on that name, for the
+// definition given and for the one stored; a query without one is anyone's
+// who knows its ID, and only management (acl:write) sees it in a listing.
+// The query's token is hidden from all but acl:write. Executing needs no
+// query rule: the instances are filtered by the query's own token, else the
+// caller's (node:read and service:read).
 
-import { BadRequestError, CairnError, errorMessage, NotFoundError, StateError } from "../errors.ts";
+import type { Authorizer } from "../acl/authorizer.ts";
+import { BadRequestError, CairnError, errorMessage, NotFoundError, PermissionDeniedError, StateError } from "../errors.ts";
 import { parseDuration } from "../config/duration.ts";
 import { sortNear, type CoordinateSource } from "../gossip/near.ts";
 import type {
@@ -32,6 +41,7 @@ import {
   queryNotFoundMessage,
 } from "../state/prepared_query.ts";
 import { preparedQueryToJson } from "../state/prepared_query_json.ts";
+import { aclIdentity, type AclIdentity } from "./acl.ts";
 import { filterOf } from "./catalog.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
@@ -47,8 +57,51 @@ type PreparedQueryMethods =
   | "PreparedQuery.Execute"
   | "PreparedQuery.ExecuteRemote";
 
-/** What Consul shows instead of a token to a caller without a management token (cairn has no ACLs, so it never redacts). */
+/** What Consul shows instead of a query's token to a caller without acl:write. */
 export const redactedToken = "<hidden>";
+
+/** The name query rules guard (consul PreparedQuery.GetACLPrefix): a query with a name or a template has one; "" is a valid prefix. */
+function aclPrefix(q: { name: string; template: { type: string } }): string | undefined {
+  return q.name !== "" || q.template.type !== "" ? q.name : undefined;
+}
+
+/** Consul answers prepared-query refusals with the bare acl.ErrPermissionDenied. */
+function needQueryWrite(id: AclIdentity | undefined, q: { name: string; template: { type: string } }): void {
+  const prefix = aclPrefix(q);
+  if (id && prefix !== undefined && !id.authz.allowed("query", "write", prefix)) throw new PermissionDeniedError();
+}
+
+/** A query as `authz` may see it: its token hidden unless acl:write. */
+function redacted(authz: Authorizer, q: PreparedQuery): PreparedQuery {
+  return q.token !== "" && !authz.allowed("acl", "write") ? { ...q, token: redactedToken } : q;
+}
+
+/**
+ * The queries a listing shows (consul filterPreparedQueries): all of them to
+ * acl:write; else those with a name the token may read, tokens hidden.
+ * `filtered` says whether a named one was left out (unnamed ones never count).
+ */
+export function visibleQueries(authz: Authorizer, queries: readonly PreparedQuery[]): { queries: readonly PreparedQuery[]; filtered: boolean } {
+  if (authz.allowed("acl", "write")) return { queries, filtered: false };
+  let filtered = false;
+  const out: PreparedQuery[] = [];
+  for (const q of queries) {
+    const prefix = aclPrefix(q);
+    if (prefix === undefined) continue;
+    if (!authz.allowed("query", "read", prefix)) {
+      filtered = true;
+      continue;
+    }
+    out.push(redacted(authz, q));
+  }
+  return { queries: out, filtered };
+}
+
+/** Instances the token may see (node:read and service:read), the same array when it may see all. */
+function visibleInstances(authz: Authorizer, nodes: CheckServiceNode[]): CheckServiceNode[] {
+  const ok = (n: CheckServiceNode) => authz.allowed("node", "read", n.node.node) && authz.allowed("service", "read", n.service.service);
+  return nodes.every(ok) ? nodes : nodes.filter(ok);
+}
 
 /** Consul's node meta limits (structs.ValidateNodeMetadata). */
 const metaMaxPairs = 64;
@@ -170,11 +223,18 @@ export function preparedQueryEndpoints(
       } else if (typeof q.id !== "string" || q.id === "") {
         throw new BadRequestError("Missing Query ID");
       }
+      // The token resolves first: an unknown one is refused before anything else.
+      const who = aclIdentity(ctx, args.token);
+      // Write on the name proposed (a delete names none: only the stored query counts).
+      if (op !== "delete") needQueryWrite(who, q);
       if (op !== "delete") validatePreparedQuery(q);
       requireLeader(ctx);
       const state = ctx.fsm.state;
+      // And write on the name of the query changed or deleted.
+      const stored = op === "create" ? undefined : state.tables.prepared_queries.get(q.id);
+      if (stored) needQueryWrite(who, stored);
       if (op === "delete") {
-        if (!state.tables.prepared_queries.get(q.id)) throw new NotFoundError(`Cannot modify non-existent prepared query: '${q.id}'`);
+        if (!stored) throw new NotFoundError(`Cannot modify non-existent prepared query: '${q.id}'`);
         const { index } = await raftApply(ctx, encodeCommand(MessageType.PreparedQuery, { op, id: q.id }), callOptions);
         return { id: q.id, index };
       }
@@ -182,7 +242,7 @@ export function preparedQueryEndpoints(
       if (op === "create") {
         id = uuidFromRng(ctx.rng);
         while (state.tables.prepared_queries.get(id)) id = uuidFromRng(ctx.rng);
-      } else if (!state.tables.prepared_queries.get(id)) {
+      } else if (!stored) {
         throw new NotFoundError(`Cannot modify non-existent prepared query: '${id}'`);
       }
       const query: PreparedQueryBody = { ...q, id };
@@ -196,32 +256,48 @@ export function preparedQueryEndpoints(
     async "PreparedQuery.Get"(args, callOptions) {
       if (typeof args.queryId !== "string" || args.queryId === "") throw new BadRequestError("Missing Query ID");
       requireLocalDatacenter(ctx, args.query.datacenter);
+      const who = aclIdentity(ctx, args.query.token);
       const { value, meta } = await read(ctx, args.query, (state, ws) => preparedQueryGetTxn(state, ws, args.queryId), callOptions);
       if (!value) throw new NotFoundError(queryNotFoundMessage);
-      return { queries: [value], meta };
+      if (!who) return { queries: [value], meta };
+      // A query without a name is anyone's who has its ID; a named one needs query:read on it.
+      const prefix = aclPrefix(value);
+      if (prefix !== undefined && !who.authz.allowed("acl", "write") && !who.authz.allowed("query", "read", prefix)) throw new PermissionDeniedError();
+      return { queries: [redacted(who.authz, value)], meta };
     },
 
     async "PreparedQuery.List"(args, callOptions) {
       requireLocalDatacenter(ctx, args.query.datacenter);
+      const who = aclIdentity(ctx, args.query.token);
       const filter = filterOf(args);
       const { value, meta } = await read(ctx, args.query, (state, ws) => {
         const r = preparedQueryListTxn(state, ws);
         return { index: r.index, value: filter ? r.value.filter((q) => filter.match(preparedQueryToJson(q))) : r.value };
       }, callOptions);
-      return { queries: value, meta };
+      if (!who) return { queries: value, meta };
+      const shown = visibleQueries(who.authz, value);
+      return { queries: shown.queries as PreparedQuery[], meta: shown.filtered ? { ...meta, resultsFilteredByAcls: true } : meta };
     },
 
     async "PreparedQuery.Explain"(args) {
+      const who = aclIdentity(ctx, args.query.token);
       const { value, meta } = await resolveOrThrow(args);
-      return { query: value.query, meta };
+      if (!who) return { query: value.query, meta };
+      // The standard listing filter on the one query: left out means refused (an unnamed query too).
+      const [shown] = visibleQueries(who.authz, [value.query]).queries;
+      if (!shown) throw new PermissionDeniedError();
+      return { query: shown, meta };
     },
 
     async "PreparedQuery.Execute"(args) {
       const limit = args.limit ?? 0;
       if (!Number.isSafeInteger(limit)) throw new BadRequestError(`Bad limit: ${JSON.stringify(limit)}`);
+      // The caller's token must be known even when the query brings its own.
+      const caller = aclIdentity(ctx, args.query.token);
       const { value, meta } = await resolveOrThrow(args);
       const { query } = value;
-      let nodes = ctx.rng.shuffle([...value.nodes]);
+      const who = caller && query.token !== "" ? aclIdentity(ctx, query.token) : caller;
+      let nodes = ctx.rng.shuffle([...(who ? visibleInstances(who.authz, value.nodes) : value.nodes)]);
       // Source: the caller's `near`, else the query's Near; `_agent` is the agent that asked.
       let near = args.near || query.service.near;
       if (near === "_agent") near = args.agent.node;
@@ -252,11 +328,13 @@ export function preparedQueryEndpoints(
       if (!Number.isSafeInteger(limit)) throw new BadRequestError(`Bad limit: ${JSON.stringify(limit)}`);
       requireLocalDatacenter(ctx, args.query.datacenter);
       const query = args.definition;
+      const caller = aclIdentity(ctx, args.query.token);
+      const who = caller && query.token !== "" ? aclIdentity(ctx, query.token) : caller;
       const { value, meta } = await read(ctx, { ...args.query, minQueryIndex: 0 }, (state) => {
         const r = checkServiceNodesTxn(state, undefined, { name: query.service.service });
         return { index: r.index, value: selectInstances(r.value, query.service) };
       }, callOptions);
-      let nodes = ctx.rng.shuffle([...value]);
+      let nodes = ctx.rng.shuffle([...(who ? visibleInstances(who.authz, value) : value)]);
       if (limit > 0 && nodes.length > limit) nodes = nodes.slice(0, limit);
       return { service: query.service.service, nodes, dns: { ttl: query.dns.ttl }, datacenter: ctx.datacenter ?? "", failovers: 0, meta };
     },

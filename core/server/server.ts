@@ -15,10 +15,11 @@ import type { ServerContext } from "./context.ts";
 import type { Fsm } from "./fsm.ts";
 import { catalogEndpoints } from "./catalog.ts";
 import { withAclFilters } from "./acl_filter.ts";
-import { aclEndpoints, AclResolver, initializeAcls, type AclServerConfig } from "./acl.ts";
+import { aclAuthorize, aclEndpoints, AclResolver, initializeAcls, type AclServerConfig } from "./acl.ts";
 import { CoordinateBatcher, coordinateEndpoints, type CoordinateUpdateConfig } from "./coordinate.ts";
 import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
+import { operatorMethodAccess } from "./operator.ts";
 import { preparedQueryEndpoints } from "./prepared_query.ts";
 import { sessionEndpoints } from "./session.ts";
 import { SessionTimers } from "./leader/session_ttl.ts";
@@ -103,6 +104,18 @@ export class Server {
   /** On a new leader: store the built-in policies, the anonymous and initial management tokens (retried by the caller). */
   initializeAcls(): Promise<boolean> {
     return initializeAcls(this.#ctx);
+  }
+
+  /**
+   * Check the token an operator call (Operator.Raft*, Operator.Autopilot*,
+   * Operator.ServerHealth: served outside `handlers`) carries in its args;
+   * throws PermissionDeniedError or AclNotFoundError. Other methods pass.
+   */
+  authorizeOperator(method: string, args: unknown): void {
+    const access = Object.hasOwn(operatorMethodAccess, method) ? operatorMethodAccess[method] : undefined;
+    if (!access) return;
+    const token = (args as { token?: unknown } | null)?.token;
+    aclAuthorize(this.#ctx, typeof token === "string" ? token : undefined, "operator", access);
   }
 
   /** Answer one RPC. Unknown methods reject with a TypeError (callers are typed). */
