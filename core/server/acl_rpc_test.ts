@@ -130,3 +130,22 @@ test("acl rpc: operator calls need operator:read to look and operator:write to c
   assert.throws(() => server.authorizeOperator(operatorRaftMethods.getConfiguration, { token: "no-such-secret" }), AclNotFoundError);
   server.authorizeOperator("KVS.Get", {}); // not an operator method: the endpoint decides
 });
+
+test("acl rpc: a limited token that filters nothing out gets the shared frozen answer itself; one that does gets a copy and the shared one is untouched", async () => {
+  const { rpc } = await aclServer();
+  await rpc.call("Catalog.Register", { node: "n3", address: "10.0.0.3", service: { service: "web", port: 80 }, token: root });
+  const readsAll = await tokenWith(rpc, `service_prefix "" { policy = "read" }\nnode_prefix "" { policy = "read" }`);
+  const readsN1 = await tokenWith(rpc, `service_prefix "" { policy = "read" }\nnode "n1" { policy = "read" }`);
+  const ask = (token: string) => rpc.call("Health.ServiceNodes", { serviceName: "web", query: { ...q(), token } });
+  const shared = await ask(root);
+  assert.ok(Object.isFrozen(shared.nodes));
+  const all = await ask(readsAll.secret);
+  assert.equal(all.nodes, shared.nodes, "the very array, so its one encoding serves every watcher");
+  assert.equal(all.meta.resultsFilteredByAcls, undefined);
+  const some = await ask(readsN1.secret);
+  assert.notEqual(some.nodes, shared.nodes);
+  assert.deepEqual([some.nodes.map((n) => n.node.node), some.meta.resultsFilteredByAcls], [["n1"], true]);
+  assert.deepEqual(shared.nodes.map((n) => n.node.node).sort(), ["n1", "n3"]);
+  const nodes = await rpc.call("Catalog.ServiceNodes", { serviceName: "web", query: { ...q(), token: readsAll.secret } });
+  assert.equal(nodes.serviceNodes, (await rpc.call("Catalog.ServiceNodes", { serviceName: "web", query: { ...q(), token: root } })).serviceNodes);
+});
