@@ -1,7 +1,11 @@
 // Leader duties, all in one place (consul agent/consul/leader.go). While
 // this server is the Raft leader it:
-// - reconciles gossip membership into the catalog (catalog_reconcile.ts),
-//   on leadership, on every LAN member event and every reconcileIntervalMs;
+// - reconciles gossip membership into the catalog (catalog_reconcile.ts):
+//   every member on leadership and every reconcileIntervalMs, and the
+//   members named by each LAN member event (only those: a pool of 10,000
+//   whose failures trickle in must not cost a pass over all 10,000 per
+//   failure), at most reconcileConcurrency writes in flight (Raft appends
+//   them together, one fsync for the lot);
 // - keeps the Raft configuration in step with the servers gossip sees
 //   (raft_peers.ts): adds alive servers, removes servers that left;
 // - runs autopilot (autopilot.ts) beside it: stores the agent's autopilot
@@ -29,13 +33,20 @@ import { encodeCommand, MessageType } from "../fsm.ts";
 import type { Fsm } from "../fsm.ts";
 import { consulServiceId, memberAction } from "./catalog_reconcile.ts";
 import type { CatalogNodeView, MemberAction } from "./catalog_reconcile.ts";
-import type { LanPoolLike } from "./membership.ts";
+import type { LanPoolLike, MemberLike } from "./membership.ts";
 import type { Autopilot } from "./autopilot.ts";
 import { reconcileAction } from "./raft_peers.ts";
 import type { SessionTimers } from "./session_ttl.ts";
 
 /** Consul's reconcile_interval. */
 export const defaultReconcileIntervalMs = 60_000;
+/**
+ * Member writes (Catalog.Register / Deregister) a reconcile keeps in flight.
+ * One at a time, 1,000 members failing together cost 1,000 Raft round trips
+ * and fsyncs in a row; all at once, a mass failure would queue thousands of
+ * the leader's own writes ahead of everyone else's.
+ */
+export const defaultReconcileConcurrency = 32;
 /** How often the leader looks at leadership and the tombstone index (cheap: two reads). */
 export const defaultLeaderTickMs = 1_000;
 
@@ -66,6 +77,8 @@ export interface LeaderOptions {
   /** Called each time leadership is gained (the agent asks anti-entropy for a full sync). */
   onLeadershipGained?: () => void;
   reconcileIntervalMs?: number;
+  /** Member writes in flight at once (default defaultReconcileConcurrency). */
+  reconcileConcurrency?: number;
   tickMs?: number;
   tombstoneGc?: TombstoneGc;
   /** Session TTL timers of the server's session endpoints; armed while leading. */
@@ -86,13 +99,16 @@ export class Leader {
   #timer: Timer | undefined;
   #nextFullMs = 0;
   #running: Promise<void> | undefined;
-  #again = false;
+  /** A pass over every member is asked for. */
+  #fullWanted = false;
+  /** Members named by member events since the last pass. */
+  #dirty = new Set<string>();
   #stopped = false;
   #unsubscribe: (() => void) | undefined;
   #lastTombstoneHint = 0;
   #peersRunning = false;
   /** Counters for tests and stats. */
-  readonly stats = { reconciles: 0, registered: 0, deregistered: 0, errors: 0, reaps: 0, peerChanges: 0 };
+  readonly stats = { reconciles: 0, registered: 0, deregistered: 0, errors: 0, reaps: 0, peerChanges: 0, examined: 0 };
 
   constructor(o: LeaderOptions) {
     this.#o = o;
@@ -106,9 +122,10 @@ export class Leader {
 
   /** Follow member events and leadership. Call once. */
   start(): void {
-    this.#unsubscribe = this.#o.lan.onMemberEvent(() => {
+    this.#unsubscribe = this.#o.lan.onMemberEvent((e) => {
       if (!this.#leading) return;
-      this.reconcileSoon();
+      for (const m of e.members) this.#dirty.add(m.name);
+      void this.#work();
       void this.reconcilePeers();
     });
     this.leadershipChanged();
@@ -194,20 +211,68 @@ export class Leader {
 
   /** Run a full reconcile now (or right after the one in progress). */
   reconcileSoon(): Promise<void> {
-    if (this.#running) {
-      this.#again = true;
-      return this.#running;
-    }
+    this.#fullWanted = true;
+    return this.#work();
+  }
+
+  /**
+   * One worker for both kinds of pass, so a member is never written by two
+   * at once: a full pass when asked (it covers the dirty members too), else
+   * the members named by events since the last pass.
+   */
+  #work(): Promise<void> {
+    if (this.#running) return this.#running;
     const run = async (): Promise<void> => {
-      do {
-        this.#again = false;
-        await this.reconcile();
-      } while (this.#again && !this.#stopped);
+      while (!this.#stopped && (this.#fullWanted || this.#dirty.size > 0)) {
+        if (this.#fullWanted) {
+          this.#fullWanted = false;
+          this.#dirty.clear();
+          await this.reconcile();
+        } else {
+          const names = [...this.#dirty];
+          this.#dirty.clear();
+          await this.#reconcileMembers(names);
+        }
+      }
     };
     this.#running = run().finally(() => {
       this.#running = undefined;
     });
     return this.#running;
+  }
+
+  /** Reconcile the named members only (member events): the action for each one's current state. */
+  async #reconcileMembers(names: string[]): Promise<void> {
+    if (!this.#o.consensus.isLeader()) return;
+    const dc = this.#o.datacenter;
+    const current = new Map<string, MemberLike>();
+    for (const m of this.#o.lan.members()) current.set(m.name, m);
+    const work: Array<[MemberAction, string]> = [];
+    for (const name of names) {
+      const m = current.get(name);
+      this.stats.examined++;
+      if (m) {
+        if (m.tags?.dc !== undefined && m.tags.dc !== dc) continue;
+        work.push([memberAction(m, this.#view(m.name), this.#o.nodeName), name]);
+      } else if (name !== this.#o.nodeName && checksOfNode(this.#o.fsm.state, name).some((c) => c.checkId === serfCheckId)) {
+        // Reaped: gone from gossip altogether (Consul reconcileReaped, for this one).
+        work.push([{ op: "deregister", node: name }, name]);
+      }
+    }
+    await this.#applyAll(work);
+  }
+
+  /** Apply actions with at most reconcileConcurrency in flight; stops starting new ones once leadership is lost. */
+  async #applyAll(work: Array<[MemberAction, string]>): Promise<void> {
+    const todo = work.filter(([a]) => a.op !== "none");
+    let next = 0;
+    const lanes = Math.max(1, Math.min(this.#o.reconcileConcurrency ?? defaultReconcileConcurrency, todo.length));
+    await Promise.all(Array.from({ length: lanes }, async () => {
+      while (next < todo.length && this.#o.consensus.isLeader() && !this.#stopped) {
+        const [action, name] = todo[next++]!;
+        await this.#apply(action, name);
+      }
+    }));
   }
 
   /** One full pass: every member, then catalog nodes with serfHealth that gossip no longer knows (Consul reconcileReaped). */
@@ -226,11 +291,13 @@ export class Leader {
     const dc = this.#o.datacenter;
     const members = this.#o.lan.members().filter((m) => m.tags?.dc === undefined || m.tags.dc === dc);
     const seen = new Set<string>();
+    const work: Array<[MemberAction, string]> = [];
     for (const m of members) {
       seen.add(m.name);
-      if (!this.#o.consensus.isLeader()) return;
-      await this.#apply(memberAction(m, this.#view(m.name), this.#o.nodeName), m.name);
+      this.stats.examined++;
+      work.push([memberAction(m, this.#view(m.name), this.#o.nodeName), m.name]);
     }
+    await this.#applyAll(work);
     // Reaped: a node with a serfHealth check that is no longer a member at all.
     const state = this.#o.fsm.state;
     const orphans: string[] = [];
@@ -238,10 +305,7 @@ export class Leader {
       if (seen.has(n.node) || n.node === this.#o.nodeName) continue;
       if (checksOfNode(state, n.node).some((c) => c.checkId === serfCheckId)) orphans.push(n.node);
     }
-    for (const node of orphans) {
-      if (!this.#o.consensus.isLeader()) return;
-      await this.#apply({ op: "deregister", node }, node);
-    }
+    await this.#applyAll(orphans.map((node) => [{ op: "deregister", node }, node]));
   }
 
   #view(node: string): CatalogNodeView | undefined {

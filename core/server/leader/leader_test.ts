@@ -196,3 +196,58 @@ test("memberAction: leaving waits, a failed node unknown to the catalog is regis
   if (a.op === "register") assert.equal(a.args.check?.status, "critical");
   assert.deepEqual(memberAction(member("me", "10.0.0.1", { status: "left" }), { id: "id-me", address: "10.0.0.1" }, "me"), { op: "none" });
 });
+
+test("leader reconcile at scale: 1,000 members failing, together or one by one, cost one look each and at most reconcileConcurrency writes in flight", async () => {
+  const w = await world();
+  const n = 1_000;
+  for (let i = 0; i < n; i++) w.lan.list.push(member(`m${i}`, `10.1.${i >> 8}.${i & 255}`));
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const handle = w.dev.server.handle.bind(w.dev.server);
+  const counted = {
+    handle: (async (method: string, args: unknown, o?: { signal?: AbortSignal }) => {
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        return await (handle as (m: string, a: unknown, o?: unknown) => Promise<unknown>)(method, args, o);
+      } finally {
+        inFlight--;
+      }
+    }) as typeof w.dev.server.handle,
+  };
+  const duties = new Leader({
+    server: counted, fsm: w.dev.fsm, consensus: w.consensus, lan: w.lan, clock: w.clock,
+    logger: createLogger({ sink: new CaptureSink(), level: "warn" }), nodeName: "srv1", datacenter: "dc1", reconcileConcurrency: 8,
+  });
+  duties.start();
+  await w.clock.runFor(10);
+  assert.equal(w.serf(`m${n - 1}`)?.status, "passing");
+  assert.ok(maxInFlight > 1 && maxInFlight <= 8, `writes in flight: ${maxInFlight}`);
+  const passes = duties.stats.reconciles;
+
+  // Half fail one by one, each event handled before the next (failures trickling in).
+  const examined0 = duties.stats.examined;
+  for (let i = 0; i < n / 2; i++) {
+    w.lan.set(`m${i}`, "failed");
+    await w.clock.runFor(1);
+  }
+  // Without per-member reconciles each of these events cost a pass over all 1,003 members.
+  assert.equal(duties.stats.examined - examined0, n / 2, "one look per failed member");
+
+  // The other half fail together: 500 events before the leader runs at all.
+  const examined1 = duties.stats.examined;
+  maxInFlight = 0;
+  for (let i = n / 2; i < n; i++) w.lan.set(`m${i}`, "failed");
+  await w.clock.runFor(10);
+  assert.equal(duties.stats.examined - examined1, n / 2);
+  assert.ok(maxInFlight > 1 && maxInFlight <= 8, `writes in flight: ${maxInFlight}`);
+  for (let i = 0; i < n; i++) assert.equal(w.serf(`m${i}`)?.status, "critical", `m${i}`);
+  assert.equal(duties.stats.reconciles, passes, "member events never cost a full pass");
+  assert.equal(duties.stats.errors, 0);
+
+  // A reaped member (gone from gossip) is deregistered by its own event too.
+  w.lan.remove("m0");
+  await w.clock.runFor(10);
+  assert.equal(nodeTxn(w.dev.fsm.state, undefined, "m0"), undefined);
+  duties.stop();
+});
