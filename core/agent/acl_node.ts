@@ -31,6 +31,12 @@ export function aclServerConfig(config: AgentConfig, logger: Logger): AclServerC
     enableKeyListPolicy: acl.enableKeyListPolicy,
     initialManagement: acl.tokens.initialManagement || undefined,
     uuid: randomUUID,
+    primaryDatacenter: config.primaryDatacenter,
+    enableTokenReplication: acl.enableTokenReplication,
+    // The agent's token store replaces this with its own (PUT /v1/agent/token/replication).
+    replicationToken: () => acl.tokens.replication,
+    tokenTtlMs: Math.max(0, acl.tokenTtlMs),
+    downPolicy: acl.downPolicy as DownPolicy,
     readBootstrapReset: () => {
       if (!resetPath) return undefined;
       let text: string;
@@ -79,6 +85,7 @@ export class AgentTokenStore implements AgentTokens {
     if (t?.default) this.#tokens.set("default", t.default);
     if (t?.agent) this.#tokens.set("agent", t.agent);
     if (t?.dns) this.#tokens.set("dns", t.dns);
+    if (t?.replication) this.#tokens.set("replication", t.replication);
     this.#path = config.acl?.enableTokenPersistence && config.dataDir ? join(config.dataDir, tokensFile) : "";
     if (this.#path) this.#load();
   }
@@ -98,7 +105,7 @@ export class AgentTokenStore implements AgentTokens {
     }
   }
 
-  get(type: "default" | "agent" | "dns"): string {
+  get(type: "default" | "agent" | "dns" | "replication"): string {
     // The agent's own calls and DNS fall back to the default token, as Consul's AgentToken() and DNSToken().
     if (type === "agent" || type === "dns") return this.#tokens.get(type) || this.#tokens.get("default") || "";
     return this.#tokens.get(type) ?? "";

@@ -153,6 +153,9 @@ export async function startAgent(
 
     // acl {}: the agent's tokens, and the edge authorizer asking the servers (cached for token_ttl).
     const aclTokens = new AgentTokenStore(config, logger.named("agent.acl"));
+    // Replication in a secondary datacenter uses the replication token as the agent holds it now.
+    const serverAcl = (serverNode ?? devServer)?.server.acl;
+    if (serverAcl) serverAcl.config.replicationToken = () => aclTokens.get("replication");
     const aclAuthorizer = config.acl?.enabled ? aclRouteAuthorizer(config, { rpc, clock, tokens: aclTokens }) : undefined;
     const auditSink = createAuditSink(config, clock);
     if (auditSink) closers.add("audit log", () => auditSink.close());
@@ -349,6 +352,13 @@ export async function startAgent(
         },
       });
       serverNode?.leadershipListeners.add(() => leader.leadershipChanged());
+      // A secondary datacenter's leader replicates ACLs from the primary while it leads.
+      const replication = raftSide.server.aclReplication;
+      if (replication) {
+        serverNode?.leadershipListeners.add((leading) => (leading ? replication.start() : replication.stop()));
+        if (raftSide.consensus.isLeader()) replication.start();
+        closers.add("acl replication", () => replication.stop());
+      }
       leader.start();
       closers.add("leader duties", () => leader.stop());
     }
@@ -408,7 +418,7 @@ function describeAgent(o: {
   const { config, gossip, local } = o;
   return {
     datacenter: config.datacenter,
-    primaryDatacenter: config.datacenter,
+    primaryDatacenter: config.primaryDatacenter || config.datacenter,
     nodeName: config.nodeName,
     nodeId: o.nodeId,
     server: config.server,

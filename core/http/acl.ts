@@ -242,24 +242,27 @@ export function agentTokenHandler(deps: { enabled: boolean; tokens: AgentTokens 
 }
 
 /**
- * `GET /v1/acl/replication` (consul ACLReplicationStatus). cairn does not
- * replicate ACLs between datacenters yet: every datacenter keeps its own,
- * which is what Consul reports for its primary — replication not enabled.
+ * `GET /v1/acl/replication` (consul ACL.ReplicationStatus): what the leader
+ * of this datacenter (or `?dc=`) reports of its replication from the
+ * primary; the primary itself reports it is not enabled.
  */
 export function aclReplicationHandler(deps: AclHttpDeps): Handler {
   return guard(deps, async (req) => {
+    const query = parseQueryOptions(req);
+    const r = await deps.rpc.call("ACL.ReplicationStatus", { query });
     const zero = "0001-01-01T00:00:00Z";
+    const time = (ms: number) => (ms > 0 ? isoTimestamp(Math.round(ms / 1000) * 1000) : zero);
     return jsonResponse({
-      Enabled: false,
-      Running: false,
-      SourceDatacenter: "",
-      ReplicationType: "",
-      ReplicatedIndex: 0,
-      ReplicatedRoleIndex: 0,
-      ReplicatedTokenIndex: 0,
-      LastSuccess: zero,
-      LastError: zero,
-      LastErrorMessage: "",
+      Enabled: r.enabled,
+      Running: r.running,
+      SourceDatacenter: r.sourceDatacenter,
+      ReplicationType: r.replicationType,
+      ReplicatedIndex: r.replicatedIndex,
+      ReplicatedRoleIndex: r.replicatedRoleIndex,
+      ReplicatedTokenIndex: r.replicatedTokenIndex,
+      LastSuccess: time(r.lastSuccessMs),
+      LastError: time(r.lastErrorMs),
+      LastErrorMessage: r.lastErrorMessage,
     }, { pretty: wantsPretty(req) });
   });
 }

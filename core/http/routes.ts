@@ -204,7 +204,8 @@ export function createRoutes(backends: HttpBackends): Router {
     { pattern: "/v1/acl/role", methods: PUT, handler: aclCreateHandler(aclDeps, "role"), authz: none },
     { pattern: "/v1/acl/role/", methods: ["GET", "PUT", "DELETE"], handler: aclItemHandler(aclDeps, "role"), authz: none },
     { pattern: "/v1/acl/roles", methods: GET, handler: aclListHandler(aclDeps, "role"), authz: none },
-    { pattern: "/v1/acl/replication", methods: GET, handler: aclReplicationHandler(aclDeps), authz: on("acl", "read") },
+    // Consul: no ACL needed to see replication's status.
+    { pattern: "/v1/acl/replication", methods: GET, handler: aclReplicationHandler(aclDeps), authz: none },
     { pattern: "/v1/agent/token/", methods: PUT, handler: agentTokenHandler({ enabled: aclDeps.enabled, tokens: backends.acl?.tokens }), authz: on("acl", "write") },
 
     // Status: public.

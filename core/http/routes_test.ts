@@ -288,7 +288,7 @@ test("route table: what each route needs from the caller's token, handed to the 
     "PUT /v1/acl/role/r1 none",
     "DELETE /v1/acl/role/r1 none",
     "GET /v1/acl/roles none",
-    "GET /v1/acl/replication acl:read",
+    "GET /v1/acl/replication none",
     "PUT /v1/agent/token/default acl:write",
     "GET /v1/agent/self agent:read:node-a",
     "GET /v1/agent/version none",

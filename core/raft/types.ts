@@ -225,12 +225,6 @@ export interface SnapshotSink {
   /** Bytes written so far. */
   readonly written: number;
   write(chunk: Uint8Array): Promise<void>;
-  /**
-   * The bytes written so far, read back in chunks once every write resolved
-   * (a user restore checks the archive while writing, then rebuilds its
-   * state from here: nothing but a chunk is held in memory).
-   */
-  readBack(): AsyncIterable<Uint8Array>;
   /** Make it durable under `meta` (its sizeBytes is set to what was written) and keep the newest few. */
   finish(meta: SnapshotMeta): Promise<SnapshotMeta>;
   /** Throw it away. */

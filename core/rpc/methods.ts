@@ -477,6 +477,8 @@ export interface AclReadArgs {
   name?: string;
   policy?: string;
   role?: string;
+  /** Token lists: false leaves out local tokens (what a secondary datacenter replicates); default true. */
+  includeLocal?: boolean;
   query: QueryOptions;
 }
 
@@ -489,13 +491,38 @@ export interface AclResolveReply {
   defaultAllow: boolean;
 }
 
+/** A token to resolve; `scope` is the datacenter whose view the rules are for (a secondary asking the primary). */
+export interface AclResolveArgs {
+  secret: string;
+  datacenter?: string;
+  /** Policies limited to other datacenters and node identities of others leave out; default: the answering server's. */
+  scope?: string;
+}
+
+/** ACL replication in a secondary datacenter, as its leader runs it (consul structs.ACLReplicationStatus). */
+export interface AclReplicationStatus {
+  enabled: boolean;
+  running: boolean;
+  sourceDatacenter: string;
+  /** "policies" (token replication off) or "tokens"; "" when not enabled. */
+  replicationType: string;
+  replicatedIndex: number;
+  replicatedRoleIndex: number;
+  replicatedTokenIndex: number;
+  /** Wall-clock ms of the last successful round, of the last failed one; 0: never. */
+  lastSuccessMs: number;
+  lastErrorMs: number;
+  lastErrorMessage: string;
+}
+
 /** Every RPC method with its argument and reply types. */
 export interface RpcMethods {
   /** ACLs (consul agent/consul/acl_endpoint.go): bootstrap, token/policy/role reads and writes, token resolution. */
   "ACL.Bootstrap": { args: { datacenter?: string }; reply: Record<string, unknown> };
   "ACL.Write": { args: AclWriteArgs; reply: { item?: Record<string, unknown>; deleted?: boolean; index: number } };
   "ACL.Read": { args: AclReadArgs; reply: { items: Record<string, unknown>[]; meta: QueryMeta } };
-  "ACL.Resolve": { args: { secret: string; datacenter?: string }; reply: AclResolveReply };
+  "ACL.Resolve": { args: AclResolveArgs; reply: AclResolveReply };
+  "ACL.ReplicationStatus": { args: { query: QueryOptions }; reply: AclReplicationStatus };
   "KVS.Apply": { args: KvsApplyArgs; reply: { ok: boolean; index: number } };
   "KVS.Get": { args: { key: string; query: QueryOptions }; reply: { entries: DirEntry[]; meta: QueryMeta } };
   "KVS.List": { args: { prefix: string; query: QueryOptions }; reply: { entries: DirEntry[]; meta: QueryMeta } };

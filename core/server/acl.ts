@@ -5,6 +5,16 @@
 // request carried, so a leader never takes an agent's word for a decision.
 // The leader makes IDs and secrets (an injected UUID source) and creation
 // times before proposing; the FSM only stores.
+//
+// Across datacenters (consul acl_server.go, acl_endpoint.go): a server of a
+// datacenter other than `primary_datacenter` (a secondary) keeps what its
+// leader replicates from the primary (acl_replication.ts). A token it cannot
+// answer for — token replication off, tokens not replicated yet, or a
+// replicated token linking a policy that has not arrived — it resolves at
+// the primary (`ACL.Resolve` with its own datacenter as the scope), kept for
+// acl.token_ttl, with acl.down_policy when the primary does not answer.
+// Writes of global objects (policies, roles, global tokens) go to the
+// primary; local tokens stay in the datacenter that made them.
 import { Authorizer, permissionDeniedReason, type Access } from "../acl/authorizer.ts";
 import {
   AclRuleError,
@@ -19,8 +29,8 @@ import {
   type AclResource,
   type PolicyRules,
 } from "../acl/policy.ts";
-import { AclDisabledError, AclNotFoundError, BadRequestError, NotFoundError, PermissionDeniedError } from "../errors.ts";
-import type { AclReadArgs, AclResolveReply, AclWriteArgs, HandlerOptions, RpcHandlers } from "../rpc/methods.ts";
+import { AclDisabledError, AclNotFoundError, BadRequestError, NoPathToDatacenterError, NotFoundError, PermissionDeniedError } from "../errors.ts";
+import type { AclReadArgs, AclReplicationStatus, AclResolveReply, AclWriteArgs, HandlerOptions, Rpc, RpcHandlers } from "../rpc/methods.ts";
 import {
   aclBootstrapState,
   aclPolicyByName,
@@ -51,6 +61,28 @@ export interface AclServerConfig {
   readBootstrapReset?: () => number | undefined;
   /** Remove the reset file once it was used. */
   clearBootstrapReset?: () => void;
+  /** primary_datacenter: "" or this server's datacenter makes it the primary. */
+  primaryDatacenter?: string;
+  /** acl.enable_token_replication: a secondary replicates global tokens and may keep local ones. */
+  enableTokenReplication?: boolean;
+  /** acl.tokens.replication, as the agent holds it now. */
+  replicationToken?: () => string;
+  /** acl.token_ttl: how long a secondary keeps a token the primary resolved. Default 30 s. */
+  tokenTtlMs?: number;
+  /** acl.down_policy: what a secondary does when the primary does not answer. Default extend-cache. */
+  downPolicy?: "allow" | "deny" | "extend-cache" | "async-cache";
+}
+
+/** Where a secondary's resolver asks the primary: the server's router, and monotonic time for its cache. */
+export interface AclRemote {
+  rpc: () => Rpc | undefined;
+  now: () => number;
+}
+
+interface RemoteEntry {
+  value: { reply: AclResolveReply; identity: AclIdentity } | "not-found";
+  /** Monotonic ms; 0: to be asked again before the next use. */
+  expiresMs: number;
 }
 
 /** Who is asking and what they may do. */
@@ -82,15 +114,117 @@ export class AclResolver {
   #cacheStore: StateStore | undefined;
   readonly #cache = new Map<string, AclIdentity>();
   readonly #parsed = new Map<string, { modifyIndex: number; rules: PolicyRules }>();
+  readonly #remoteCfg: AclRemote | undefined;
+  /** Tokens the primary resolved for this secondary, by SecretID. */
+  readonly #remote = new Map<string, RemoteEntry>();
+  readonly #inflight = new Map<string, Promise<void>>();
 
-  constructor(config: AclServerConfig, state: () => StateStore, datacenter: string) {
+  constructor(config: AclServerConfig, state: () => StateStore, datacenter: string, remote?: AclRemote) {
     this.config = config;
     this.#state = state;
     this.#datacenter = datacenter;
+    this.#remoteCfg = remote;
   }
 
   get enabled(): boolean {
     return this.config.enabled;
+  }
+
+  /** ACLs on and primary_datacenter names another datacenter. */
+  get isSecondary(): boolean {
+    const primary = this.config.primaryDatacenter ?? "";
+    return this.config.enabled && primary !== "" && primary !== this.#datacenter;
+  }
+
+  get primaryDatacenter(): string {
+    return this.config.primaryDatacenter || this.#datacenter;
+  }
+
+  /** Whether tokens may be kept here (consul LocalTokensEnabled): the primary, or a secondary replicating tokens with a replication token. */
+  localTokensEnabled(): boolean {
+    if (!this.isSecondary) return true;
+    return this.config.enableTokenReplication === true && (this.config.replicationToken?.() ?? "") !== "";
+  }
+
+  /**
+   * Whether this secondary must ask the primary about a secret (consul
+   * ResolveIdentityFromToken): always without token replication; with it,
+   * while no token was replicated yet, or when the token links a policy or
+   * role this datacenter does not have yet.
+   */
+  remoteNeeded(secret: string | undefined): boolean {
+    if (!this.isSecondary) return false;
+    if (this.config.enableTokenReplication !== true) return true;
+    const state = this.#state();
+    const s = secret === undefined || secret === "" ? anonymousTokenSecret : secret;
+    const token = aclTokenBySecret(state, s);
+    if (!token) return state.maxIndex("acl_tokens") === 0;
+    if (token.local) return false;
+    const missing = (links: readonly AclLink[], table: "acl_policies" | "acl_roles") => links.some((l) => state.tables[table].get(l.id) === undefined);
+    return missing(token.policies, "acl_policies") || missing(token.roles, "acl_roles");
+  }
+
+  /**
+   * Make sure a secret the primary must resolve is in the cache (a
+   * secondary, before a request runs): asked again once its acl.token_ttl
+   * is over. When the primary does not answer, acl.down_policy: extend-cache
+   * and async-cache keep what was cached; otherwise allow or deny everything
+   * for this request. Never throws.
+   */
+  async prefetch(secret: string | undefined): Promise<void> {
+    if (!this.remoteNeeded(secret) || !this.#remoteCfg) return;
+    const key = secret ?? "";
+    const hit = this.#remote.get(key);
+    if (hit && hit.value !== "not-found" && hit.expiresMs > this.#remoteCfg.now()) return;
+    let p = this.#inflight.get(key);
+    if (!p) {
+      p = this.#fetch(key, hit, this.#remoteCfg).finally(() => this.#inflight.delete(key));
+      this.#inflight.set(key, p);
+    }
+    await p;
+  }
+
+  async #fetch(key: string, stale: RemoteEntry | undefined, remote: AclRemote): Promise<void> {
+    const defaultAllow = this.config.defaultPolicy === "allow";
+    let reply: AclResolveReply;
+    try {
+      const rpc = remote.rpc();
+      if (!rpc) throw new Error("no route to the primary datacenter");
+      reply = await rpc.call("ACL.Resolve", { secret: key, datacenter: this.primaryDatacenter, scope: this.#datacenter });
+    } catch (err) {
+      if (err instanceof AclNotFoundError) {
+        // Not remembered: a token made a moment later in the primary must work at once.
+        this.#remote.set(key, { value: "not-found", expiresMs: 0 });
+        return;
+      }
+      const down = this.config.downPolicy ?? "extend-cache";
+      if ((down === "extend-cache" || down === "async-cache") && stale) return;
+      const allow = down === "allow";
+      this.#remote.set(key, { value: { reply: { accessorId: "", rules: [], defaultAllow: allow }, identity: { accessorId: "", authz: new Authorizer(mergeRules([]), { defaultAllow: allow }) } }, expiresMs: 0 });
+      return;
+    }
+    const parts: PolicyRules[] = [];
+    for (const text of reply.rules) {
+      try {
+        parts.push(parseRules(text));
+      } catch {
+        // the primary checked these rules when they were written; a bad one grants nothing
+      }
+    }
+    const local = { ...reply, defaultAllow };
+    if (this.#remote.size > 10_000) this.#remote.clear();
+    this.#remote.set(key, {
+      value: { reply: local, identity: { accessorId: reply.accessorId, authz: new Authorizer(mergeRules(parts), { defaultAllow }) } },
+      expiresMs: remote.now() + Math.max(0, this.config.tokenTtlMs ?? 30_000),
+    });
+  }
+
+  /** What the primary said about a secret this secondary cannot answer for (after `prefetch`); AclNotFoundError when it does not know it. */
+  remoteReply(secret: string | undefined): AclResolveReply | undefined {
+    const hit = this.#remote.get(secret ?? "");
+    if (!hit) return undefined;
+    if (hit.value === "not-found") throw new AclNotFoundError();
+    return hit.value.reply;
   }
 
   /**
@@ -98,18 +232,18 @@ export class AclResolver {
    * and identities, its own identities. A stored policy comes with its row
    * (its parse is kept by ID and modifyIndex); an identity's rules are made here.
    */
-  #rules(token: AclToken): { text: string; policy?: AclPolicy }[] {
+  #rules(token: AclToken, datacenter = this.#datacenter): { text: string; policy?: AclPolicy }[] {
     const state = this.#state();
     const out: { text: string; policy?: AclPolicy }[] = [];
     const addPolicies = (links: readonly AclLink[]) => {
       for (const l of links) {
         const p = state.tables.acl_policies.get(l.id);
-        if (p && (p.datacenters.length === 0 || p.datacenters.includes(this.#datacenter))) out.push({ text: p.rules, policy: p });
+        if (p && (p.datacenters.length === 0 || p.datacenters.includes(datacenter))) out.push({ text: p.rules, policy: p });
       }
     };
     const addIdentities = (holder: Pick<AclToken, "serviceIdentities" | "nodeIdentities">) => {
       for (const si of holder.serviceIdentities) out.push({ text: serviceIdentityRules(si.serviceName) });
-      for (const ni of holder.nodeIdentities) if (ni.datacenter === this.#datacenter) out.push({ text: nodeIdentityRules(ni.nodeName) });
+      for (const ni of holder.nodeIdentities) if (ni.datacenter === datacenter) out.push({ text: nodeIdentityRules(ni.nodeName) });
     };
     addPolicies(token.policies);
     for (const r of token.roles) {
@@ -122,9 +256,9 @@ export class AclResolver {
     return out;
   }
 
-  /** The rule texts a token holds (policies, roles' policies, identities). */
-  ruleTexts(token: AclToken): string[] {
-    return this.#rules(token).map((r) => r.text);
+  /** The rule texts a token holds (policies, roles' policies, identities) in `datacenter` (default this server's). */
+  ruleTexts(token: AclToken, datacenter?: string): string[] {
+    return this.#rules(token, datacenter || this.#datacenter).map((r) => r.text);
   }
 
   /** The stored token for a secret ("" or undefined: anonymous), or AclNotFoundError. `nowMs` expires tokens. */
@@ -143,6 +277,11 @@ export class AclResolver {
   /** Who the secret is and what it may do; undefined when ACLs are off. */
   identify(secret: string | undefined, nowMs: number): AclIdentity | undefined {
     if (!this.config.enabled) return undefined;
+    if (this.isSecondary && this.remoteNeeded(secret)) {
+      const hit = this.#remote.get(secret ?? "");
+      if (hit?.value === "not-found") throw new AclNotFoundError();
+      if (hit) return hit.value.identity;
+    }
     const state = this.#state();
     const idx = state.maxIndex(...aclTableNames);
     if (idx !== this.#cacheIndex || state !== this.#cacheStore) {
@@ -244,7 +383,42 @@ function managementToken(accessorId: string, secretId: string, description: stri
 
 // ---- endpoint family ----
 
-type AclHandlers = Pick<RpcHandlers, "ACL.Bootstrap" | "ACL.Write" | "ACL.Read" | "ACL.Resolve">;
+type AclHandlers = Pick<RpcHandlers, "ACL.Bootstrap" | "ACL.Write" | "ACL.Read" | "ACL.Resolve" | "ACL.ReplicationStatus">;
+
+/** What `/v1/acl/replication` says where no replication runs (the primary; Consul's zero status). */
+const noReplication: AclReplicationStatus = {
+  enabled: false,
+  running: false,
+  sourceDatacenter: "",
+  replicationType: "",
+  replicatedIndex: 0,
+  replicatedRoleIndex: 0,
+  replicatedTokenIndex: 0,
+  lastSuccessMs: 0,
+  lastErrorMs: 0,
+  lastErrorMessage: "",
+};
+
+/** The server's router, for calls to the primary datacenter. */
+function primaryRpc(ctx: ServerContext, primary: string): Rpc {
+  const rpc = ctx.remote?.();
+  if (!rpc) throw new NoPathToDatacenterError(primary);
+  return rpc;
+}
+
+/**
+ * Whether an ACL write in a secondary belongs to the primary (consul
+ * TokenSet, TokenDelete, TokenClone, PolicySet, RoleSet): every policy and
+ * role, and every token but a local one of this datacenter.
+ */
+function writeGoesToPrimary(state: StateStore, args: AclWriteArgs): boolean {
+  if (args.kind !== "token") return true;
+  const item = isObj(args.item) ? args.item : {};
+  if (args.op === "create") return item.local !== true;
+  const id = args.op === "update" ? (typeof item.accessorId === "string" ? item.accessorId : "") : (args.id ?? "");
+  const stored = state.tables.acl_tokens.get(id);
+  return stored ? !stored.local : !(args.op === "update" && item.local === true);
+}
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -403,6 +577,8 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
   return {
     async "ACL.Bootstrap"(_args, options) {
       const acl = requireAcl(ctx);
+      // Only the primary bootstraps (consul BootstrapTokens: ErrDisabled elsewhere); ?dc= reaches it.
+      if (acl.isSecondary) throw new AclDisabledError();
       requireLeader(ctx);
       const row = aclBootstrapState(state());
       let resetIndex: number | undefined;
@@ -431,7 +607,14 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
     },
 
     async "ACL.Write"(args: AclWriteArgs, options) {
-      requireAcl(ctx);
+      const acl = requireAcl(ctx);
+      if (acl.isSecondary) {
+        // Global objects are the primary's: the write goes there as it is (its request id too, so it applies once).
+        if (writeGoesToPrimary(state(), args)) {
+          return await primaryRpc(ctx, acl.primaryDatacenter).call("ACL.Write", { ...args, datacenter: acl.primaryDatacenter }, { signal: options?.signal });
+        }
+        if (!acl.localTokensEnabled()) throw new BadRequestError("Local tokens are disabled");
+      }
       const caller = aclAuthorize(ctx, args.token, "acl", "write");
       requireLeader(ctx);
       const kind = args.kind;
@@ -498,6 +681,10 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
     async "ACL.Read"(args: AclReadArgs, options) {
       const acl = requireAcl(ctx);
       const q = args.query;
+      // A secondary without a token store of its own (or that cannot answer for this token yet) asks the primary.
+      if (args.kind === "token" && acl.isSecondary && (!acl.localTokensEnabled() || (args.op === "self" && acl.remoteNeeded(q.token)))) {
+        return await primaryRpc(ctx, acl.primaryDatacenter).call("ACL.Read", { ...args, query: { ...q, datacenter: acl.primaryDatacenter } }, { signal: options?.signal });
+      }
       if (args.op === "self") {
         const token = acl.tokenFor(q.token, ctx.clock.wallNow());
         const { value, meta } = await read(ctx, q, (st) => {
@@ -517,6 +704,7 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
             return { index, value: t ? [tokenOut(t, showSecrets)] : [] };
           }
           let all = st.tables.acl_tokens.prefix("", ws);
+          if (args.includeLocal === false) all = all.filter((t) => !t.local);
           if (args.policy) all = all.filter((t) => t.policies.some((p) => p.id === args.policy));
           if (args.role) all = all.filter((t) => t.roles.some((r) => r.id === args.role));
           return { index, value: all.map((t) => tokenOut(t, showSecrets)) };
@@ -541,14 +729,22 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
       return { items: value as Record<string, unknown>[], meta };
     },
 
-    "ACL.Resolve"(args): Promise<AclResolveReply> {
-      try {
-        const acl = requireAcl(ctx);
-        const token = acl.tokenFor(args.secret, ctx.clock.wallNow());
-        return Promise.resolve({ accessorId: token.accessorId, rules: acl.ruleTexts(token), defaultAllow: acl.config.defaultPolicy === "allow" });
-      } catch (err) {
-        return Promise.reject(err);
+    async "ACL.Resolve"(args): Promise<AclResolveReply> {
+      const acl = requireAcl(ctx);
+      if (acl.remoteNeeded(args.secret)) {
+        await acl.prefetch(args.secret);
+        const reply = acl.remoteReply(args.secret);
+        if (reply) return reply;
       }
+      const token = acl.tokenFor(args.secret, ctx.clock.wallNow());
+      return { accessorId: token.accessorId, rules: acl.ruleTexts(token, args.scope), defaultAllow: acl.config.defaultPolicy === "allow" };
+    },
+
+    async "ACL.ReplicationStatus"(args) {
+      requireAcl(ctx);
+      // The leader runs replication: its status is the datacenter's (Consul reads it consistently).
+      if (!args.query.allowStale) requireLeader(ctx);
+      return await Promise.resolve(ctx.aclReplication?.status() ?? { ...noReplication });
     },
   };
 }
@@ -560,7 +756,8 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
  */
 export async function initializeAcls(ctx: ServerContext): Promise<boolean> {
   const acl = ctx.acl;
-  if (!acl?.enabled || !ctx.consensus.isLeader()) return false;
+  // A secondary gets the built-in policies and the anonymous token from the primary (replication), never makes its own.
+  if (!acl?.enabled || acl.isSecondary || !ctx.consensus.isLeader()) return false;
   const s = ctx.fsm.state;
   let changed = false;
   const policies: AclPolicy[] = [];

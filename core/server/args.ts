@@ -168,8 +168,9 @@ const argShapes: { [M in RpcMethod]: Shape } = {
   // ACL arguments are checked field by field in core/server/acl.ts, with Consul's wording.
   "ACL.Bootstrap": obj({ ...routing }),
   "ACL.Write": obj({ kind: str, op: str, item: optional(any), id: optional(str), ...routing }),
-  "ACL.Read": obj({ kind: str, op: str, id: optional(str), name: optional(str), policy: optional(str), role: optional(str), query: queryOptions }),
-  "ACL.Resolve": obj({ secret: str, ...routing }),
+  "ACL.Read": obj({ kind: str, op: str, id: optional(str), name: optional(str), policy: optional(str), role: optional(str), includeLocal: optional(bool), query: queryOptions }),
+  "ACL.Resolve": obj({ secret: str, scope: optional(str), ...routing }),
+  "ACL.ReplicationStatus": obj({ query: queryOptions }),
   "KVS.Apply": obj({
     op: str,
     entry: obj({ key: str, flags: optional(kvFlags), value: optional(bytes), modifyIndex: optional(uint), session: optional(str) }),

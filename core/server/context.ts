@@ -12,6 +12,7 @@ import { notLeader } from "./consensus.ts";
 import type { Consensus } from "./consensus.ts";
 import type { Fsm } from "./fsm.ts";
 import type { AclResolver } from "./acl.ts";
+import type { AclReplicator } from "./acl_replication.ts";
 import { wrapCommand } from "./fsm.ts";
 
 export interface ServerContext {
@@ -30,6 +31,8 @@ export interface ServerContext {
   queryTimes?: QueryTimes;
   /** ACLs (absent or disabled: every request is allowed). */
   acl?: AclResolver;
+  /** ACL replication from the primary (servers of a secondary datacenter; its leader runs it). */
+  aclReplication?: AclReplicator;
 }
 
 /** Writes go to the leader; a follower says where the leader is (the RPC layer forwards). */

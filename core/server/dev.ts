@@ -4,6 +4,7 @@
 // is compacted by snapshots; only the stores (memory, no fsync) and the
 // transport (nobody to talk to) differ from `-server`.
 
+import type { Rpc } from "../rpc/methods.ts";
 import type { Clock } from "../clock/clock.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
@@ -46,6 +47,8 @@ export interface DevServerOptions {
   coordinateUpdate?: Partial<CoordinateUpdateConfig>;
   /** ACLs (`acl {}`); absent: off. */
   acl?: AclServerConfig;
+  /** Calls to other datacenters (tests pair two dev servers as two datacenters). */
+  remote?: () => Rpc | undefined;
 }
 
 export interface DevServer {
@@ -109,7 +112,7 @@ export async function createDevServer(options: DevServerOptions): Promise<DevSer
     snapshotIntervalMs: options.snapshotIntervalMs,
     raft: { trailingLogs: options.trailingLogs },
   });
-  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes, coordinateUpdate: options.coordinateUpdate, acl: options.acl });
+  const server = new Server({ fsm, consensus: raft, clock: options.clock, rng: options.rng, logger, datacenter: options.datacenter, coordinates: options.coordinates, queryTimes: options.queryTimes, coordinateUpdate: options.coordinateUpdate, acl: options.acl, remote: options.remote });
   await becomeLeader(raft);
   return {
     fsm,

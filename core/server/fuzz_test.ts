@@ -48,6 +48,7 @@ function corpus(archive: Uint8Array): { [M in RpcMethod]: RpcMethods[M]["args"][
     "ACL.Write": [{ kind: "policy", op: "create", item: { name: "p1", rules: `key_prefix "" { policy = "read" }` } }, { kind: "token", op: "create", item: { description: "t" } }],
     "ACL.Read": [{ kind: "policy", op: "list", query: q }, { kind: "token", op: "self", query: q }],
     "ACL.Resolve": [{ secret: "anonymous" }],
+    "ACL.ReplicationStatus": [{ query: q }],
     "KVS.Apply": [
       { op: "set", entry: { key: "app/a", value: bytes("1"), flags: 3 } },
       { op: "cas", entry: { key: "app/b", value: bytes("2"), modifyIndex: 0 } },

@@ -16,6 +16,7 @@ import type { Fsm } from "./fsm.ts";
 import { catalogEndpoints } from "./catalog.ts";
 import { withAclFilters } from "./acl_filter.ts";
 import { aclAuthorize, aclEndpoints, AclResolver, initializeAcls, type AclServerConfig } from "./acl.ts";
+import { AclReplicator } from "./acl_replication.ts";
 import { CoordinateBatcher, coordinateEndpoints, type CoordinateUpdateConfig } from "./coordinate.ts";
 import { healthEndpoints } from "./health.ts";
 import { kvsEndpoints } from "./kvs.ts";
@@ -71,7 +72,19 @@ export class Server {
       queryTimes: options.queryTimes,
     };
     const fsm = options.fsm;
-    if (options.acl) this.#ctx.acl = new AclResolver(options.acl, () => fsm.state, this.#ctx.datacenter ?? "dc1");
+    if (options.acl) {
+      const acl = new AclResolver(options.acl, () => fsm.state, this.#ctx.datacenter ?? "dc1", { rpc: () => options.remote?.(), now: () => options.clock.now() });
+      this.#ctx.acl = acl;
+      // A secondary datacenter's servers replicate ACLs from the primary (its leader runs this).
+      if (acl.isSecondary) {
+        this.#ctx.aclReplication = new AclReplicator(this.#ctx, {
+          primary: acl.primaryDatacenter,
+          tokens: options.acl.enableTokenReplication === true,
+          replicationToken: () => options.acl?.replicationToken?.() ?? "",
+          remote: () => options.remote?.(),
+        });
+      }
+    }
     this.sessionTimers = new SessionTimers(this.#ctx);
     this.coordinateBatcher = new CoordinateBatcher(this.#ctx, options.coordinateUpdate);
     this.handlers = withAclFilters(this.#ctx, {
@@ -118,8 +131,28 @@ export class Server {
     aclAuthorize(this.#ctx, typeof token === "string" ? token : undefined, "operator", access);
   }
 
-  /** Answer one RPC. Unknown methods reject with a TypeError (callers are typed). */
+  /** ACL replication from the primary (a secondary datacenter's servers); the agent starts it with leadership. */
+  get aclReplication(): AclReplicator | undefined {
+    return this.#ctx.aclReplication;
+  }
+
+  /**
+   * Answer one RPC. Unknown methods reject with a TypeError (callers are
+   * typed). In a secondary datacenter a token this server cannot answer for
+   * is first resolved at the primary, so the endpoints' checks stay synchronous.
+   */
   handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal; internal?: boolean }): Promise<RpcReply<M>> {
+    const acl = this.#ctx.acl;
+    if (acl?.isSecondary && options?.internal !== true && method !== "ACL.Resolve") {
+      const a = args as { token?: unknown; query?: { token?: unknown } } | null;
+      const t = a?.token ?? a?.query?.token;
+      const token = typeof t === "string" ? t : undefined;
+      if (acl.remoteNeeded(token)) return acl.prefetch(token).then(() => this.#dispatch(method, args, options));
+    }
+    return this.#dispatch(method, args, options);
+  }
+
+  #dispatch<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal; internal?: boolean }): Promise<RpcReply<M>> {
     const h = this.handlers[method] as
       | ((a: RpcArgs<M>, o?: HandlerOptions) => Promise<RpcReply<M>>)
       | undefined;

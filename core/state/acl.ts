@@ -312,6 +312,23 @@ export function applyAclBootstrapCommand(state: Writable, index: number, cmd: Re
   });
 }
 
+/**
+ * A name two policies (or roles) would share once `batch` is stored, or
+ * undefined. A stored row the batch replaces counts under its new name, so a
+ * batch may swap names (ACL replication brings renames as they are).
+ */
+function nameClash(stored: readonly { id: string; name: string }[], batch: readonly { id: string; name: string }[]): string | undefined {
+  const byName = new Map<string, string>();
+  const replaced = new Set(batch.map((x) => x.id));
+  for (const x of stored) if (!replaced.has(x.id)) byName.set(x.name, x.id);
+  for (const x of batch) {
+    const other = byName.get(x.name);
+    if (other !== undefined && other !== x.id) return x.name;
+    byName.set(x.name, x.id);
+  }
+  return undefined;
+}
+
 /** ACLTokenSet `{ tokens }`; ACLTokenDelete `{ accessorIds }`; likewise for policies and roles. */
 export function applyAclSetCommand(state: Writable, index: number, cmd: Record<string, unknown>, kind: "token" | "policy" | "role"): unknown {
   const list = cmd.items;
@@ -331,10 +348,8 @@ export function applyAclSetCommand(state: Writable, index: number, cmd: Record<s
   if (kind === "policy") {
     const rows = list.map((p) => aclPolicyFrom(p, index));
     if (rows.some((r) => !r)) return new Error("Invalid ACL policy request: malformed policy");
-    for (const p of rows) {
-      const same = aclPolicyByName(state, p!.name);
-      if (same && same.id !== p!.id) return new Error(`Invalid Policy: A Policy with Name "${p!.name}" already exists`);
-    }
+    const clash = nameClash(state.tables.acl_policies.all(), rows as AclPolicy[]);
+    if (clash !== undefined) return new Error(`Invalid Policy: A Policy with Name "${clash}" already exists`);
     return state.write(index, (tx) => {
       for (const p of rows) aclPolicySetTxn(tx, index, p!);
       return rows.map((p) => tx.tables.acl_policies.get(p!.id));
@@ -342,10 +357,8 @@ export function applyAclSetCommand(state: Writable, index: number, cmd: Record<s
   }
   const rows = list.map((r) => aclRoleFrom(r, index));
   if (rows.some((r) => !r)) return new Error("Invalid ACL role request: malformed role");
-  for (const r of rows) {
-    const same = aclRoleByName(state, r!.name);
-    if (same && same.id !== r!.id) return new Error(`Invalid Role: A Role with Name "${r!.name}" already exists`);
-  }
+  const clash = nameClash(state.tables.acl_roles.all(), rows as AclRole[]);
+  if (clash !== undefined) return new Error(`Invalid Role: A Role with Name "${clash}" already exists`);
   return state.write(index, (tx) => {
     for (const r of rows) aclRoleSetTxn(tx, index, r!);
     return rows.map((r) => tx.tables.acl_roles.get(r!.id));
