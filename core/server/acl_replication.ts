@@ -252,7 +252,12 @@ export class AclReplicator {
         this.#status.lastErrorMs = clock.wallNow();
         this.#status.lastErrorMessage = errorMessage(err);
         this.#ctx.logger.warn("ACL replication round failed", { kind: spec.kind, primary: this.#o.primary, error: errorMessage(err) });
-        await this.#sleep(Math.min(maxBackoffMs, 1000 * 2 ** Math.min(failures - 1, 6)), signal);
+        // Back off, but try at once when the replication token changes (PUT /v1/agent/token/replication).
+        const token = this.#o.replicationToken();
+        const until = clock.now() + Math.min(maxBackoffMs, 1000 * 2 ** Math.min(failures - 1, 6));
+        while (!signal.aborted && clock.now() < until && this.#o.replicationToken() === token) {
+          await this.#sleep(Math.min(1000, until - clock.now()), signal);
+        }
       }
     }
   }

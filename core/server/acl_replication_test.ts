@@ -141,15 +141,21 @@ test("acl replication: a secondary's leader brings policies, roles and global to
   }
 });
 
-test("acl replication: a replication token without acl:write cannot replicate tokens, and says why", async () => {
-  const t = await twoDcs({ replicationToken: () => "not-a-token" });
+test("acl replication: an unknown replication token replicates nothing and says why; a new token is tried at once", async () => {
+  let token = "not-a-token";
+  const t = await twoDcs({ replicationToken: () => token });
   try {
     const repl = t.dc2.server.aclReplication!;
     repl.start();
     await t.clock.runUntil(() => repl.status().lastErrorMessage !== "", { maxMs: 30_000, what: "an error" });
     assert.equal(repl.status().lastErrorMessage, "ACL not found");
     assert.ok(repl.status().lastErrorMs > 0);
+    // Several failures later the back-off is long (sim time)…
+    await t.clock.runFor(20_000);
     assert.equal(t.dc2.fsm.state.tables.acl_policies.all().length, 0);
+    // …but a new replication token (PUT /v1/agent/token/replication) is tried within a second.
+    token = root;
+    await t.clock.runUntil(() => t.dc2.fsm.state.tables.acl_policies.all().length === 2, { maxMs: 2_000, what: "replicated with the new token" });
   } finally {
     await t.stop();
   }
