@@ -12,6 +12,15 @@
 // a quarter of V8's default tier-up budget (serverBudgetFlags).
 // (Keeping the young generation from growing, --semi-space-growth-factor=1,
 // was tried as well: no measurable saving in the 50-agent gossip bench.)
+//
+// Memory in a client agent: the start (and a join storm) grows V8's young
+// generation, and V8 gives those pages back only in a memory-reducing full
+// collection, which its memory reducer starts only after a full collection
+// of its own; an agent that gossips quietly may not have one for a long
+// time. So a client that is idle and whose heap grew by reduceAfterGrowthBytes
+// since the last time collects once (a few ms on an agent's heap; at most
+// every reduceEveryMs): a lone idle client's anonymous memory went from 17.2
+// to 12.6-14.3 MiB (docs/performance.md, gossip).
 
 /** Share of one core, averaged over one window, above which a client is busy. */
 export const busyCpuShare = 0.04;
@@ -34,6 +43,10 @@ export const defaultBudgetFlags: readonly string[] = ["--interrupt-budget=67584"
  * is a one-time cost a server can afford.
  */
 export const serverBudgetFlags: readonly string[] = ["--interrupt-budget=16896"];
+/** Growth of V8's heap since the last collection below which an idle client does not collect. */
+export const reduceAfterGrowthBytes = 2 * 1024 * 1024;
+/** At most one memory-reducing collection in this long. */
+export const reduceEveryMs = 10_000;
 /** Flags while a client is idle. */
 export const leanFlags: readonly string[] = ["--no-turbofan"];
 /** V8's defaults, restored once a client is busy. */
@@ -44,6 +57,10 @@ export interface V8Deps {
   setV8Flags(flags: readonly string[]): void;
   /** CPU time of this process (user + system), microseconds. */
   cpuMicros(): number;
+  /** V8's heap as committed (bytes): what the process holds for it. */
+  heapBytes(): number;
+  /** A full collection that gives V8's free pages back to the system. */
+  reduceMemory(): void;
   nowMs(): number;
   /** A repeating timer that does not keep the process alive. */
   every(ms: number, fn: () => void): { cancel(): void };
@@ -68,11 +85,13 @@ export interface ClientV8 {
 }
 
 /**
- * Client agents: start without TurboFan and turn it on for good once busy.
- * Servers and -dev get nothing changed.
+ * Client agents: start without TurboFan and turn it on for good once busy;
+ * collect when idle after the heap grew. Servers and -dev get only the
+ * server budget.
  */
 export function clientV8(config: { server: boolean; dev: boolean }, deps: V8Deps): ClientV8 {
-  let busy = config.server || config.dev;
+  const watched = !config.server && !config.dev;
+  let busy = !watched;
   let timer: { cancel(): void } | undefined;
   let stopped = false;
   deps.setV8Flags(busy ? serverBudgetFlags : leanFlags);
@@ -81,16 +100,24 @@ export function clientV8(config: { server: boolean; dev: boolean }, deps: V8Deps
       return busy;
     },
     started() {
-      if (busy || stopped || timer) return;
+      if (!watched || stopped || timer) return;
       let prev = { cpuMicros: deps.cpuMicros(), nowMs: deps.nowMs() };
+      let heapAfterLast = 0;
+      let lastReduceMs = -Infinity;
       timer = deps.every(busyWindowMs, () => {
         const cur = { cpuMicros: deps.cpuMicros(), nowMs: deps.nowMs() };
-        if (isBusy(prev, cur)) {
-          deps.setV8Flags(busyFlags);
-          busy = true;
-          timer?.cancel();
-        }
+        const windowBusy = isBusy(prev, cur);
         prev = cur;
+        if (windowBusy) {
+          if (!busy) deps.setV8Flags(busyFlags);
+          busy = true;
+          return;
+        }
+        if (cur.nowMs - lastReduceMs >= reduceEveryMs && deps.heapBytes() >= heapAfterLast + reduceAfterGrowthBytes) {
+          deps.reduceMemory();
+          heapAfterLast = deps.heapBytes();
+          lastReduceMs = cur.nowMs;
+        }
       });
     },
     stop() {

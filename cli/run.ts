@@ -3,7 +3,8 @@
 // cli/main.ts is the process entry; everything here is callable from tests
 // through `runCli(argv, io)`.
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
-import { setFlagsFromString } from "node:v8";
+import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { agentCommand } from "./agent.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { catalogDatacenters } from "./catalog_datacenters.ts";
@@ -86,11 +87,18 @@ const aclPolicyCreate = lazyCommand("acl policy create", "Create an ACL policy",
 const aclPolicyDelete = lazyCommand("acl policy delete", "Delete an ACL policy", async () => (await import("./acl_policy.ts")).aclPolicyDelete);
 const aclPolicyList = lazyCommand("acl policy list", "Lists ACL policies", async () => (await import("./acl_policy.ts")).aclPolicyList);
 const aclPolicyRead = lazyCommand("acl policy read", "Read an ACL policy", async () => (await import("./acl_policy.ts")).aclPolicyRead);
+const aclRoleCreate = lazyCommand("acl role create", "Create an ACL role", async () => (await import("./acl_role.ts")).aclRoleCreate);
+const aclRoleDelete = lazyCommand("acl role delete", "Delete an ACL role", async () => (await import("./acl_role.ts")).aclRoleDelete);
+const aclRoleList = lazyCommand("acl role list", "Lists ACL roles", async () => (await import("./acl_role.ts")).aclRoleList);
+const aclRoleRead = lazyCommand("acl role read", "Read an ACL role", async () => (await import("./acl_role.ts")).aclRoleRead);
+const aclRoleUpdate = lazyCommand("acl role update", "Update an ACL role", async () => (await import("./acl_role.ts")).aclRoleUpdate);
 const aclSetAgentToken = lazyCommand("acl set-agent-token", "Assign tokens for the Cairn agent's usage", async () => (await import("./acl_set_agent_token.ts")).aclSetAgentToken);
+const aclTokenClone = lazyCommand("acl token clone", "Clone an ACL token", async () => (await import("./acl_token.ts")).aclTokenClone);
 const aclTokenCreate = lazyCommand("acl token create", "Create an ACL token", async () => (await import("./acl_token.ts")).aclTokenCreate);
 const aclTokenDelete = lazyCommand("acl token delete", "Delete an ACL token", async () => (await import("./acl_token.ts")).aclTokenDelete);
 const aclTokenList = lazyCommand("acl token list", "List ACL tokens", async () => (await import("./acl_token.ts")).aclTokenList);
 const aclTokenRead = lazyCommand("acl token read", "Read an ACL token", async () => (await import("./acl_token.ts")).aclTokenRead);
+const aclTokenUpdate = lazyCommand("acl token update", "Update an ACL token", async () => (await import("./acl_token.ts")).aclTokenUpdate);
 const syncCommand = lazyCommand("sync", "Consul-Terraform-Sync: run network automation tasks on catalog changes", async () => (await import("./sync.ts")).syncCommand);
 const syncStartCommand = lazyCommand("sync start", "Run Consul-Terraform-Sync's daemon (tasks driven by catalog changes)", async () => (await import("./sync.ts")).syncStartCommand);
 const syncTaskCommands: Command[] = [
@@ -157,12 +165,20 @@ Usage: cairn acl <subcommand> [options] [args]
   aclPolicyDelete,
   aclPolicyList,
   aclPolicyRead,
+  parentCommand("acl role", "Manage Cairn's ACL roles", "\nUsage: cairn acl role <subcommand> [options] [args]\n\n  This command has subcommands for managing Cairn's ACL roles.\n"),
+  aclRoleCreate,
+  aclRoleDelete,
+  aclRoleList,
+  aclRoleRead,
+  aclRoleUpdate,
   aclSetAgentToken,
   parentCommand("acl token", "Manage Cairn's ACL tokens", "\nUsage: cairn acl token <subcommand> [options] [args]\n\n  This command has subcommands for managing Cairn's ACL tokens.\n"),
+  aclTokenClone,
   aclTokenCreate,
   aclTokenDelete,
   aclTokenList,
   aclTokenRead,
+  aclTokenUpdate,
   agentCommand,
   parentCommand(
     "catalog",
@@ -426,6 +442,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
+let gc: ((options: object) => void) | undefined;
+
 /** The real process: argv, stdio, environment. */
 export function processIo(): CliIo {
   return {
@@ -455,6 +473,20 @@ export function processIo(): CliIo {
       cpuMicros: () => {
         const u = process.cpuUsage();
         return u.user + u.system;
+      },
+      heapBytes: () => getHeapStatistics().total_heap_size,
+      reduceMemory: () => {
+        // V8's gc(), fetched once with the flag on only meanwhile (so the flags stay as the code cache
+        // was stamped with); a full, synchronous collection gives the young generation's pages back.
+        gc ??= (() => {
+          setFlagsFromString("--expose-gc");
+          try {
+            return runInNewContext("gc") as (options: object) => void;
+          } finally {
+            setFlagsFromString("--no-expose-gc");
+          }
+        })();
+        gc({ type: "major", execution: "sync" });
       },
     },
   };

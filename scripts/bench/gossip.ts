@@ -21,6 +21,8 @@ const N = Number(process.argv[2] ?? 50);
 const bin = process.env.CAIRN_BIN ?? cairnBin;
 const phaseLimitMs = 90_000;
 const steadyMs = 5_000;
+// BENCH_SETTLE_MS: how long after all-see-all the steady state starts (default 2 s).
+const settleMs = Math.max(0, Number(process.env.BENCH_SETTLE_MS ?? 2_000));
 const tick = 100; // /proc clock ticks per second (USER_HZ)
 // How often every agent's member list is read while waiting (both sides alike). Each read of a
 // cairn agent is an HTTP request its own event loop answers (CPU of its own with 50 members and
@@ -305,7 +307,7 @@ async function runSide(label: string, start: (i: number) => Promise<BenchAgent>)
   console.log(`  all-see-all: ${convergeMs.toFixed(0)} ms (join calls returned after ${joinMs.toFixed(0)} ms; agents used ${stormCpuS.toFixed(1)} CPU-s in all, agent 0 ${((c1[0]!.cpuTicks - c0[0]!.cpuTicks) / tick).toFixed(1)} CPU-s)`);
 
   // Steady state: RSS and CPU per agent over steadyMs.
-  await sleep(2_000);
+  await sleep(settleMs);
   const before = agents.map((a) => procTimes(a.proc.pid));
   const w0 = performance.now();
   await sleep(steadyMs);
