@@ -251,7 +251,8 @@ export function aclReplicationHandler(deps: AclHttpDeps): Handler {
     const query = parseQueryOptions(req);
     const r = await deps.rpc.call("ACL.ReplicationStatus", { query });
     const zero = "0001-01-01T00:00:00Z";
-    const time = (ms: number) => (ms > 0 ? isoTimestamp(Math.round(ms / 1000) * 1000) : zero);
+    // Consul rounds these to the second, and Go writes a whole second without a fraction.
+    const time = (ms: number) => (ms > 0 ? isoTimestamp(Math.round(ms / 1000) * 1000).replace(".000Z", "Z") : zero);
     return jsonResponse({
       Enabled: r.enabled,
       Running: r.running,
