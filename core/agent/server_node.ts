@@ -427,8 +427,11 @@ export class ServerNode {
       const wan = this.#wan;
       return Promise.resolve(wan?.coordinates ? wanDatacenterMaps({ members: () => wan.members() as PoolMember[], coordinates: () => wan.coordinates!() }, { node: this.#o.config.nodeName, datacenter: this.#o.config.datacenter }) : []);
     }
-    return callRaftOperator(this.#operator, method, args, this.#autopilotOps, (m, a) => this.server.authorizeOperator(m, a))
+    // Operator calls check their token outside Server.handle: in a secondary datacenter, resolve it at the primary first.
+    const wait = Object.hasOwn(operatorMethodAccess, method) ? this.server.prefetchAcl(args) : undefined;
+    const run = () => callRaftOperator(this.#operator, method, args, this.#autopilotOps, (m, a) => this.server.authorizeOperator(m, a))
       ?? (this.server.handle as (m: string, a: unknown, o?: { signal?: AbortSignal }) => Promise<unknown>)(method, args, options);
+    return wait ? wait.then(run) : run();
   }
 
   /** Internal.EventFire: a user event for this datacenter, from another one; gossip takes it from here. */

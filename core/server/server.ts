@@ -142,14 +142,23 @@ export class Server {
    * is first resolved at the primary, so the endpoints' checks stay synchronous.
    */
   handle<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal; internal?: boolean }): Promise<RpcReply<M>> {
+    const wait = options?.internal !== true && method !== "ACL.Resolve" ? this.prefetchAcl(args) : undefined;
+    return wait ? wait.then(() => this.#dispatch(method, args, options)) : this.#dispatch(method, args, options);
+  }
+
+  /**
+   * In a secondary datacenter: resolve the token in `args` (`token` or
+   * `query.token`) at the primary when this server cannot answer for it;
+   * undefined when there is nothing to wait for. Callers that check tokens
+   * outside `handle` (operator calls) wait for it first.
+   */
+  prefetchAcl(args: unknown): Promise<void> | undefined {
     const acl = this.#ctx.acl;
-    if (acl?.isSecondary && options?.internal !== true && method !== "ACL.Resolve") {
-      const a = args as { token?: unknown; query?: { token?: unknown } } | null;
-      const t = a?.token ?? a?.query?.token;
-      const token = typeof t === "string" ? t : undefined;
-      if (acl.remoteNeeded(token)) return acl.prefetch(token).then(() => this.#dispatch(method, args, options));
-    }
-    return this.#dispatch(method, args, options);
+    if (!acl?.isSecondary) return undefined;
+    const a = args as { token?: unknown; query?: { token?: unknown } } | null;
+    const t = a?.token ?? a?.query?.token;
+    const token = typeof t === "string" ? t : undefined;
+    return acl.remoteNeeded(token) ? acl.prefetch(token) : undefined;
   }
 
   #dispatch<M extends RpcMethod>(method: M, args: RpcArgs<M>, options?: { signal?: AbortSignal; internal?: boolean }): Promise<RpcReply<M>> {
