@@ -212,8 +212,13 @@ export interface StableStore {
 /** A stored snapshot opened for reading, without loading it (hashicorp/raft SnapshotStore.Open). */
 export interface SnapshotSource {
   readonly meta: SnapshotMeta;
-  /** Up to `length` bytes from `offset` (fewer only at the end). */
-  read(offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * Up to `length` bytes from `offset` (fewer only at the end). With `into`
+   * (at least `length` bytes), a store may read into it and answer a view
+   * of it, so a caller that is done with the bytes before its next read
+   * allocates nothing per read.
+   */
+  read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
   /** The whole data as chunks, from the start. */
   stream(): AsyncIterable<Uint8Array>;
   /** Release it (a file store keeps the file open: a newer snapshot may delete its name meanwhile). */
@@ -225,6 +230,12 @@ export interface SnapshotSink {
   /** Bytes written so far. */
   readonly written: number;
   write(chunk: Uint8Array): Promise<void>;
+  /**
+   * The bytes written so far, read back in chunks once every write resolved
+   * (a user restore checks the archive while writing, then rebuilds its
+   * state from here: nothing but a chunk is held in memory).
+   */
+  readBack(): AsyncIterable<Uint8Array>;
   /** Make it durable under `meta` (its sizeBytes is set to what was written) and keep the newest few. */
   finish(meta: SnapshotMeta): Promise<SnapshotMeta>;
   /** Throw it away. */
@@ -260,6 +271,13 @@ export interface RaftTransport {
   readonly localAddress: string;
   /** Queue `msg` for the server at `target.address`; never throws, never awaits. */
   send(target: { id: ServerId; address: string }, msg: RaftMessage): void;
+  /**
+   * True when `send` has encoded (copied) the message by the time it
+   * returns, so the sender may reuse its buffers at once (an
+   * InstallSnapshot chunk's read buffer). A transport that keeps the
+   * message object (the simulation's) leaves it unset.
+   */
+  readonly copiesOnSend?: boolean;
   /** Register the single receiver of inbound messages (replaces any earlier one). */
   onMessage(handler: (msg: RaftMessage) => void): void;
   /**

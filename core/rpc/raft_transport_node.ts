@@ -37,6 +37,8 @@ export interface TcpRaftTransportStats {
 
 export class TcpRaftTransport implements RaftTransport {
   readonly localAddress: string;
+  /** The pool encodes a message into its frame before send returns. */
+  readonly copiesOnSend = true;
   readonly stats: TcpRaftTransportStats = { sent: 0, dropped: 0, received: 0, invalid: 0, unhandled: 0 };
   readonly #server: RpcServer;
   readonly #pool: RpcClientPool;

@@ -117,6 +117,9 @@ export function formatAddress(host: string, port: number): string {
  * replies written in the turn (HTTP answers to the writes Raft just applied)
  * go out before a commit notice wakes a follower that may take our CPU.
  */
+/** A batch up to this size is copied into one buffer for its write; a bigger one is written as it is (corked). */
+const gatherBytes = 256 * 1024;
+
 class BatchWriter {
   #socket: Socket;
   #chunks: Uint8Array[] = [];
@@ -162,20 +165,28 @@ class BatchWriter {
       this.#bytes = 0;
       return;
     }
-    let out: Uint8Array;
-    if (this.#chunks.length === 1) out = this.#chunks[0]!;
-    else {
-      out = new Uint8Array(this.#bytes);
-      let at = 0;
-      for (const c of this.#chunks) {
-        out.set(c, at);
-        at += c.length;
-      }
-    }
+    const chunks = this.#chunks;
+    const bytes = this.#bytes;
     this.#chunks = [];
     this.#bytes = 0;
     if (this.#counters) this.#counters.writes++;
-    this.#socket.write(out);
+    if (chunks.length === 1) {
+      this.#socket.write(chunks[0]!);
+    } else if (bytes > gatherBytes) {
+      // Big frames (InstallSnapshot chunks, snapshot pulls) are not copied
+      // into one buffer: corked writes leave as one writev.
+      this.#socket.cork();
+      for (const c of chunks) this.#socket.write(c);
+      this.#socket.uncork();
+    } else {
+      const out = new Uint8Array(bytes);
+      let at = 0;
+      for (const c of chunks) {
+        out.set(c, at);
+        at += c.length;
+      }
+      this.#socket.write(out);
+    }
   }
 }
 
