@@ -135,4 +135,9 @@ test("acl multi-dc: /v1/acl/replication in dc2 shows progress from dc1; dc1 repl
   assert.equal(viaDc1.SourceDatacenter, "dc1");
   const primary = (await req(dc1.url(p, "/v1/acl/replication"))).json() as Record<string, unknown>;
   assert.deepEqual([primary.Enabled, primary.Running, primary.LastSuccess], [false, false, "0001-01-01T00:00:00Z"]);
+  // The agent says which datacenter is the primary; operator calls in dc2 check their token there too.
+  const self = (await req(dc2.url(s, "/v1/agent/self"), { token: root })).json() as { Config: { Datacenter: string; PrimaryDatacenter: string } };
+  assert.deepEqual([self.Config.Datacenter, self.Config.PrimaryDatacenter], ["dc2", "dc1"]);
+  assert.equal((await req(dc2.url(s, "/v1/operator/raft/configuration"), { token: root })).status, 200);
+  assert.equal((await req(dc2.url(s, "/v1/operator/raft/configuration"))).status, 403);
 });
