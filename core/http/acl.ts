@@ -16,6 +16,16 @@ function links(v: unknown): { ID: string; Name: string }[] {
   return Array.isArray(v) ? v.map((l: { id: string; name: string }) => ({ ID: l.id, Name: l.name })) : [];
 }
 
+/** Service identities as Consul writes them (tokens and roles alike): Datacenters only when some are named. */
+function serviceIdentitiesJson(si: readonly { serviceName: string; datacenters?: string[] }[]): Record<string, unknown>[] {
+  return si.map((s) => (s.datacenters?.length ? { ServiceName: s.serviceName, Datacenters: s.datacenters } : { ServiceName: s.serviceName }));
+}
+
+/** Service identities of a token or role body (the servers check them). */
+function serviceIdentitiesIn(si: readonly unknown[]): unknown[] {
+  return si.map((s) => (isJsonObject(s) ? { serviceName: field(s, "ServiceName"), datacenters: field(s, "Datacenters") ?? undefined } : s));
+}
+
 /** A token as Consul's api.ACLToken. */
 export function tokenJson(t: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {
@@ -28,7 +38,7 @@ export function tokenJson(t: Record<string, unknown>): Record<string, unknown> {
   const roles = links(t.roles);
   if (roles.length) out.Roles = roles;
   const si = Array.isArray(t.serviceIdentities) ? t.serviceIdentities : [];
-  if (si.length) out.ServiceIdentities = si.map((s: { serviceName: string; datacenters?: string[] }) => (s.datacenters?.length ? { ServiceName: s.serviceName, Datacenters: s.datacenters } : { ServiceName: s.serviceName }));
+  if (si.length) out.ServiceIdentities = serviceIdentitiesJson(si);
   const ni = Array.isArray(t.nodeIdentities) ? t.nodeIdentities : [];
   if (ni.length) out.NodeIdentities = ni.map((n: { nodeName: string; datacenter: string }) => ({ NodeName: n.nodeName, Datacenter: n.datacenter }));
   out.Local = t.local === true;
@@ -54,7 +64,7 @@ export function roleJson(r: Record<string, unknown>): Record<string, unknown> {
   const policies = links(r.policies);
   if (policies.length) out.Policies = policies;
   const si = Array.isArray(r.serviceIdentities) ? r.serviceIdentities : [];
-  if (si.length) out.ServiceIdentities = si.map((s: { serviceName: string }) => ({ ServiceName: s.serviceName }));
+  if (si.length) out.ServiceIdentities = serviceIdentitiesJson(si);
   const ni = Array.isArray(r.nodeIdentities) ? r.nodeIdentities : [];
   if (ni.length) out.NodeIdentities = ni.map((n: { nodeName: string; datacenter: string }) => ({ NodeName: n.nodeName, Datacenter: n.datacenter }));
   out.CreateIndex = r.createIndex;
@@ -104,7 +114,7 @@ function tokenItem(b: Record<string, unknown>): Record<string, unknown> {
   const roles = linksIn(field(b, "Roles"));
   if (roles) item.roles = roles;
   const si = field(b, "ServiceIdentities");
-  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isJsonObject(s) ? { serviceName: field(s, "ServiceName"), datacenters: field(s, "Datacenters") ?? undefined } : s));
+  if (Array.isArray(si)) item.serviceIdentities = serviceIdentitiesIn(si);
   const ni = field(b, "NodeIdentities");
   if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isJsonObject(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
   const ttl = field(b, "ExpirationTTL");
@@ -131,7 +141,7 @@ function roleItem(b: Record<string, unknown>): Record<string, unknown> {
   const p = linksIn(field(b, "Policies"));
   if (p) item.policies = p;
   const si = field(b, "ServiceIdentities");
-  if (Array.isArray(si)) item.serviceIdentities = si.map((s) => (isJsonObject(s) ? { serviceName: field(s, "ServiceName") } : s));
+  if (Array.isArray(si)) item.serviceIdentities = serviceIdentitiesIn(si);
   const ni = field(b, "NodeIdentities");
   if (Array.isArray(ni)) item.nodeIdentities = ni.map((n) => (isJsonObject(n) ? { nodeName: field(n, "NodeName"), datacenter: field(n, "Datacenter") } : n));
   return item;

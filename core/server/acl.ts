@@ -553,7 +553,8 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
     const serviceIdentities = Array.isArray(raw.serviceIdentities)
       ? raw.serviceIdentities.map((si) => {
         if (!isObj(si) || typeof si.serviceName !== "string" || si.serviceName === "") throw new BadRequestError("Service identity is missing the service name field on this role");
-        return { serviceName: si.serviceName };
+        // A role's service identity keeps its datacenters, as a token's does.
+        return Array.isArray(si.datacenters) ? { serviceName: si.serviceName, datacenters: si.datacenters.map(String) } : { serviceName: si.serviceName };
       })
       : prev?.serviceIdentities ?? [];
     const nodeIdentities = Array.isArray(raw.nodeIdentities)
