@@ -29,7 +29,7 @@ import {
   type AclResource,
   type PolicyRules,
 } from "../acl/policy.ts";
-import { AclDisabledError, AclNotFoundError, BadRequestError, NoPathToDatacenterError, NotFoundError, PermissionDeniedError } from "../errors.ts";
+import { AclDisabledError, AclNotFoundError, BadRequestError, DcUnavailableError, NoPathToDatacenterError, NotFoundError, PermissionDeniedError } from "../errors.ts";
 import type { AclReadArgs, AclReplicationStatus, AclResolveReply, AclWriteArgs, HandlerOptions, Rpc, RpcHandlers } from "../rpc/methods.ts";
 import {
   aclBootstrapState,
@@ -83,6 +83,8 @@ interface RemoteEntry {
   value: { reply: AclResolveReply; identity: AclIdentity } | "not-found";
   /** Monotonic ms; 0: to be asked again before the next use. */
   expiresMs: number;
+  /** Made from acl.down_policy because the primary did not answer (not the primary's word). */
+  down?: boolean;
 }
 
 /** Who is asking and what they may do. */
@@ -200,7 +202,7 @@ export class AclResolver {
       const down = this.config.downPolicy ?? "extend-cache";
       if ((down === "extend-cache" || down === "async-cache") && stale) return;
       const allow = down === "allow";
-      this.#remote.set(key, { value: { reply: { accessorId: "", rules: [], defaultAllow: allow }, identity: { accessorId: "", authz: new Authorizer(mergeRules([]), { defaultAllow: allow }) } }, expiresMs: 0 });
+      this.#remote.set(key, { value: { reply: { accessorId: "", rules: [], defaultAllow: allow }, identity: { accessorId: "", authz: new Authorizer(mergeRules([]), { defaultAllow: allow }) } }, expiresMs: 0, down: true });
       return;
     }
     const parts: PolicyRules[] = [];
@@ -219,11 +221,17 @@ export class AclResolver {
     });
   }
 
-  /** What the primary said about a secret this secondary cannot answer for (after `prefetch`); AclNotFoundError when it does not know it. */
+  /**
+   * What the primary said about a secret this secondary cannot answer for
+   * (after `prefetch`); AclNotFoundError when it does not know it, and
+   * DcUnavailableError when it did not answer and nothing was cached: the
+   * agent asking applies its own down_policy and keeps nothing.
+   */
   remoteReply(secret: string | undefined): AclResolveReply | undefined {
     const hit = this.#remote.get(secret ?? "");
     if (!hit) return undefined;
     if (hit.value === "not-found") throw new AclNotFoundError();
+    if (hit.down) throw new DcUnavailableError(this.primaryDatacenter);
     return hit.value.reply;
   }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { AclNotFoundError, BadRequestError } from "../errors.ts";
+import { AclNotFoundError, BadRequestError, DcUnavailableError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { Rng } from "../sim/rng.ts";
@@ -186,6 +186,9 @@ test("acl in a secondary without token replication: tokens resolve at the primar
     await t.s.call("KVS.Apply", { op: "set", entry: { key: "app/z", value: new Uint8Array() }, token: secret });
     const fresh = await t.p.call("ACL.Write", { kind: "token", op: "create", item: { description: "new", policies: [{ name: "app" }] }, token: root });
     await assert.rejects(t.s.call("KVS.Apply", { op: "set", entry: { key: "app/w", value: new Uint8Array() }, token: fresh.item!.secretId as string }), /Permission denied/);
+    // An agent asking dc2 about it is told the primary is unreachable (it applies its own down_policy and caches nothing).
+    await assert.rejects(t.s.call("ACL.Resolve", { secret: fresh.item!.secretId as string }), DcUnavailableError);
+    assert.equal((await t.s.call("ACL.Resolve", { secret })).accessorId, tok.item!.accessorId, "the cached one is still answered");
     t.setReachable(true);
     await t.s.call("KVS.Apply", { op: "set", entry: { key: "app/w", value: new Uint8Array() }, token: fresh.item!.secretId as string });
   } finally {
