@@ -1,6 +1,6 @@
 // `cairn acl policy create|list|read|delete`, as consul command/acl/policy/*.
 import { Acl, type AclPolicyJson } from "../core/api/acl.ts";
-import { formatFlag, outputFormat, prettyPolicy, prettyPolicyListEntry } from "./_acl.ts";
+import { formatFlag, formatOf, policyIdFromPartial, prettyPolicy, prettyPolicyListEntry } from "./_acl.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { apiClientFromFlags, formatHelp, httpFlags, list, str } from "./_flags.ts";
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
@@ -12,13 +12,6 @@ async function loadDataSource(value: string, io: CliIo): Promise<string> {
   if (value === "-") return new TextDecoder().decode(await io.stdin());
   if (value.startsWith("@")) return new TextDecoder().decode(await io.readFile(value.slice(1)));
   return value;
-}
-
-function formatOf(p: ParsedFlags, io: CliIo): "pretty" | "json" | undefined {
-  const f = outputFormat(str(p, "format"));
-  if (f === "pretty" || f === "json") return f;
-  io.stderr(`${f}\n`);
-  return undefined;
 }
 
 function show(io: CliIo, format: "pretty" | "json", p: AclPolicyJson): void {
@@ -34,11 +27,7 @@ async function findPolicyId(acl: Acl, p: ParsedFlags): Promise<string> {
   if (name) return (await acl.policyReadByName(name)).ID;
   const id = str(p, "id");
   if (id === "") throw new Error("Must specify either the -id or -name parameters");
-  if (id.length === 36 || id === "global-management") return id;
-  const matches = (await acl.policyList()).filter((x) => x.ID.startsWith(id));
-  if (matches.length === 0) throw new Error(`No such policy ID with prefix: ${id}`);
-  if (matches.length > 1) throw new Error(`Multiple policies with ID prefix: ${id}`);
-  return matches[0]!.ID;
+  return await policyIdFromPartial(acl, id);
 }
 
 /** The policy ID the flags name, or undefined once the reason is on stderr. */

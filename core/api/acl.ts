@@ -34,6 +34,18 @@ export interface AclPolicyJson {
   ModifyIndex: number;
 }
 
+/** Consul's api.ACLRole. */
+export interface AclRoleJson {
+  ID: string;
+  Name: string;
+  Description: string;
+  Policies?: AclLinkJson[];
+  ServiceIdentities?: { ServiceName: string; Datacenters?: string[] }[];
+  NodeIdentities?: { NodeName: string; Datacenter: string }[];
+  CreateIndex: number;
+  ModifyIndex: number;
+}
+
 export class Acl {
   readonly #c: ApiClient;
 
@@ -66,6 +78,16 @@ export class Acl {
     return this.#json("GET", "/v1/acl/tokens", undefined, q);
   }
 
+  /** `PUT /v1/acl/token/<AccessorID>`: the token as given replaces the stored one (its SecretID and Local cannot change). */
+  tokenUpdate(t: Partial<AclTokenJson> & { AccessorID: string }): Promise<AclTokenJson> {
+    return this.#json("PUT", `/v1/acl/token/${encodeURIComponent(t.AccessorID)}`, t);
+  }
+
+  /** `PUT /v1/acl/token/<AccessorID>/clone`: a new token with the same links; `description` "" keeps the original's. */
+  tokenClone(accessorId: string, description: string): Promise<AclTokenJson> {
+    return this.#json("PUT", `/v1/acl/token/${encodeURIComponent(accessorId)}/clone`, description ? { Description: description } : {});
+  }
+
   async tokenDelete(accessorId: string): Promise<void> {
     await this.#json("DELETE", `/v1/acl/token/${encodeURIComponent(accessorId)}`);
   }
@@ -88,6 +110,30 @@ export class Acl {
 
   async policyDelete(id: string): Promise<void> {
     await this.#json("DELETE", `/v1/acl/policy/${encodeURIComponent(id)}`);
+  }
+
+  roleCreate(r: Partial<AclRoleJson>): Promise<AclRoleJson> {
+    return this.#json("PUT", "/v1/acl/role", r);
+  }
+
+  roleUpdate(r: Partial<AclRoleJson> & { ID: string }): Promise<AclRoleJson> {
+    return this.#json("PUT", `/v1/acl/role/${encodeURIComponent(r.ID)}`, r);
+  }
+
+  roleRead(id: string, q?: QueryOptions): Promise<AclRoleJson> {
+    return this.#json("GET", `/v1/acl/role/${encodeURIComponent(id)}`, undefined, q);
+  }
+
+  roleReadByName(name: string, q?: QueryOptions): Promise<AclRoleJson> {
+    return this.#json("GET", `/v1/acl/role/name/${encodeURIComponent(name)}`, undefined, q);
+  }
+
+  roleList(q?: QueryOptions): Promise<AclRoleJson[]> {
+    return this.#json("GET", "/v1/acl/roles", undefined, q);
+  }
+
+  async roleDelete(id: string): Promise<void> {
+    await this.#json("DELETE", `/v1/acl/role/${encodeURIComponent(id)}`);
   }
 
   /** `PUT /v1/agent/token/<type>`. */
