@@ -4,13 +4,15 @@
 // there and gets Consul's 403 elsewhere (through a server and through a
 // client agent, which resolves tokens through the servers), anonymous lists
 // filtered with X-Consul-Results-Filtered-By-ACLs, -token-file,
-// python-consul with a token, DNS with and without a token, and the audit
-// log (refused and allowed requests, no secret in it or in the agent's log).
+// python-consul and the npm `consul` package with a token, DNS with and
+// without a token, and the audit log (refused and allowed requests, no secret
+// in it or in the agent's log).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { Resolver } from "node:dns/promises";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Consul from "consul";
 import { until } from "../../core/testing/until.ts";
 import { cairn, freePort, makeCluster, startDevAgent, run, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
 
@@ -160,6 +162,75 @@ print("python-consul acl checks passed")
   const r = await run(python, ["-c", script, s.addr, String(s.http), appSecret], { timeoutMs: 30_000 });
   assert.equal(r.code, 0, `${r.stdout}${r.stderr}`);
   assert.match(r.stdout, /python-consul acl checks passed/);
+});
+
+test("acl e2e: roles, token update and clone with the CLI, in Consul's formats", async () => {
+  assert.ok(appAccessor, "the app token was created");
+  const s = c.servers[2]!;
+  const addr = `-http-addr=${s.addr}:${s.http}`;
+  const env = { CONSUL_HTTP_TOKEN: root };
+  const ok = async (args: string[]) => {
+    const r = await cairn(["acl", ...args, addr], { env });
+    assert.equal(r.code, 0, `acl ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const created = await ok(["role", "create", "-name=reader", "-description=reads services", "-policy-name=app", "-service-identity=web:dc1,dc2", "-node-identity=n1:dc1"]);
+  assert.match(created, /^ID: +([0-9a-f-]{36})\nName: +reader\nDescription: +reads services\nPolicies:\n {3}[0-9a-f-]{36} - app\nService Identities:\n {3}web \(Datacenters: dc1, dc2\)\nNode Identities:\n {3}n1 \(Datacenter: dc1\)\n$/);
+  const roleId = /^ID: +(\S+)/.exec(created)![1]!;
+  assert.match(await ok(["role", "list"]), new RegExp(`^reader:\n {3}ID: +${roleId}\n {3}Description: +reads services\n {3}Policies:\n {6}[0-9a-f-]{36} - app\n`, "m"));
+  const byName = JSON.parse(await ok(["role", "read", "-name=reader", "-format=json"])) as { ID: string; ServiceIdentities: unknown };
+  assert.deepEqual([byName.ID, byName.ServiceIdentities], [roleId, [{ ServiceName: "web", Datacenters: ["dc1", "dc2"] }]]);
+  const renamed = await ok(["role", "update", `-id=${roleId.slice(0, 8)}`, "-name=reader2", "-service-identity=db"]);
+  assert.match(renamed, /^Name: +reader2$/m);
+  assert.match(renamed, /^ {3}web \(Datacenters: dc1, dc2\)\n {3}db \(Datacenters: all\)$/m);
+  const noMerge = await ok(["role", "update", `-id=${roleId}`, "-name=reader2", "-no-merge", "-node-identity=n2:dc1"]);
+  assert.doesNotMatch(noMerge, /Policies:|Service Identities:/);
+  const missing = await cairn(["acl", "role", "create", addr, "-name=empty"], { env });
+  assert.deepEqual([missing.code, missing.stderr], [1, "Cannot create a role without specifying -policy-name, -policy-id, -service-identity, or -node-identity at least once\n"]);
+
+  // token update: -description keeps the policies; -append-role-name adds; -policy-name with -append-policy-name is refused.
+  const described = await ok(["token", "update", `-accessor-id=${appAccessor}`, "-description=app writer v2", "-append-role-name=reader2", "-format=json"]);
+  const t = JSON.parse(described) as { Description: string; Policies: { Name: string }[]; Roles: { Name: string }[] };
+  assert.deepEqual([t.Description, t.Policies.map((p) => p.Name), t.Roles.map((r) => r.Name)], ["app writer v2", ["app"], ["reader2"]]);
+  const both = await cairn(["acl", "token", "update", addr, `-accessor-id=${appAccessor}`, "-policy-name=app", "-append-policy-name=app"], { env });
+  assert.equal(both.code, 1);
+  assert.match(both.stderr, /^Cannot combine the use of policy-id\/policy-name flags with append- variants\./);
+  const clone = JSON.parse(await ok(["token", "clone", `-accessor-id=${appAccessor.slice(0, 8)}`, "-description=app clone", "-format=json"])) as { AccessorID: string; SecretID: string; Description: string; Policies: { Name: string }[] };
+  assert.notEqual(clone.AccessorID, appAccessor);
+  assert.deepEqual([clone.Description, clone.Policies.map((p) => p.Name)], ["app clone", ["app"]]);
+  const viaClone = await req(c.url(s, "/v1/kv/app/cloned"), { method: "PUT", body: "c", token: clone.SecretID });
+  assert.equal(viaClone.status, 200, viaClone.text);
+  // Deleting a role a token holds leaves the token working through its own policy.
+  assert.equal(await ok(["role", "delete", "-name=reader2"]), `Role "${roleId}" deleted successfully\n`);
+  const gone = await cairn(["acl", "role", "read", addr, `-id=${roleId}`], { env });
+  assert.equal(gone.code, 1);
+  const still = await req(c.url(s, "/v1/kv/app/after-role"), { method: "PUT", body: "r", token: appSecret });
+  assert.equal(still.status, 200, still.text);
+});
+
+test("acl e2e: the npm consul package with a token: writes under app/, 403 elsewhere; anonymous listings filtered", async () => {
+  assert.ok(appSecret, "the app token was created");
+  const s = c.servers[1]!;
+  const app = new Consul({ host: s.addr, port: s.http, defaults: { token: appSecret } });
+  assert.equal(await app.kv.set("app/npm", "from npm"), true);
+  assert.equal((await app.kv.get("app/npm"))?.Value, "from npm");
+  // papi (under the package) keeps a long text/plain body out of the message: the status and the body say it.
+  const refused = (e: unknown): boolean => {
+    const err = e as { statusCode?: number; response?: { body?: unknown } };
+    return err.statusCode === 403 && String(err.response?.body).includes(`token with AccessorID '${appAccessor}' lacks permission 'key:write' on "other/npm"`);
+  };
+  await assert.rejects(app.kv.set("other/npm", "x"), refused);
+  // Anonymous (public/ read only, from the test above): keys and nodes come back filtered, not refused.
+  const anon = new Consul({ host: s.addr, port: s.http });
+  const keys = (await anon.kv.keys("")) as string[];
+  assert.ok(keys.includes("public/motd"), JSON.stringify(keys));
+  assert.ok(!keys.some((k) => k.startsWith("app/") || k.startsWith("secret/")), JSON.stringify(keys));
+  assert.deepEqual(await anon.catalog.node.list(), []);
+  const forbidden = (e: unknown): boolean => (e as { statusCode?: number }).statusCode === 403;
+  await assert.rejects(anon.kv.get("app/npm"), forbidden);
+  await assert.rejects(anon.kv.set("app/npm", "y"), forbidden);
+  const all = (await new Consul({ host: s.addr, port: s.http, defaults: { token: root } }).kv.keys("")) as string[];
+  assert.ok(all.includes("app/npm") && all.includes("secret/db"), JSON.stringify(all));
 });
 
 test("acl e2e: DNS answers are filtered by the agent's DNS token", async () => {
