@@ -250,7 +250,8 @@ export class AclResolver {
       }
     };
     const addIdentities = (holder: Pick<AclToken, "serviceIdentities" | "nodeIdentities">) => {
-      for (const si of holder.serviceIdentities) out.push({ text: serviceIdentityRules(si.serviceName) });
+      // A service identity naming datacenters grants only there (Consul gives its synthetic policy those Datacenters).
+      for (const si of holder.serviceIdentities) if (!si.datacenters?.length || si.datacenters.includes(datacenter)) out.push({ text: serviceIdentityRules(si.serviceName) });
       for (const ni of holder.nodeIdentities) if (ni.datacenter === datacenter) out.push({ text: nodeIdentityRules(ni.nodeName) });
     };
     addPolicies(token.policies);

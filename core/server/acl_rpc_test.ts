@@ -149,3 +149,14 @@ test("acl rpc: a limited token that filters nothing out gets the shared frozen a
   const nodes = await rpc.call("Catalog.ServiceNodes", { serviceName: "web", query: { ...q(), token: readsAll.secret } });
   assert.equal(nodes.serviceNodes, (await rpc.call("Catalog.ServiceNodes", { serviceName: "web", query: { ...q(), token: root } })).serviceNodes);
 });
+
+test("acl rpc: a service identity (of a token or a role) naming other datacenters grants nothing here", async () => {
+  const { rpc } = await aclServer();
+  const mk = async (item: Record<string, unknown>) => (await rpc.call("ACL.Write", { kind: "token", op: "create", item, token: root })).item!.secretId as string;
+  const register = (token: string) => rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "api", port: 81 }, skipNodeUpdate: true, token });
+  assert.ok((await register(await mk({ serviceIdentities: [{ serviceName: "api" }] }))).index > 0);
+  assert.ok((await register(await mk({ serviceIdentities: [{ serviceName: "api", datacenters: ["dc1"] }] }))).index > 0);
+  await assert.rejects(register(await mk({ serviceIdentities: [{ serviceName: "api", datacenters: ["dc2"] }] })), /lacks permission 'service:write' on "api"/);
+  await rpc.call("ACL.Write", { kind: "role", op: "create", item: { name: "api-elsewhere", serviceIdentities: [{ serviceName: "api", datacenters: ["dc2"] }] }, token: root });
+  await assert.rejects(register(await mk({ roles: [{ name: "api-elsewhere" }] })), /lacks permission 'service:write' on "api"/);
+});
