@@ -160,3 +160,23 @@ test("acl rpc: a service identity (of a token or a role) naming other datacenter
   await rpc.call("ACL.Write", { kind: "role", op: "create", item: { name: "api-elsewhere", serviceIdentities: [{ serviceName: "api", datacenters: ["dc2"] }] }, token: root });
   await assert.rejects(register(await mk({ roles: [{ name: "api-elsewhere" }] })), /lacks permission 'service:write' on "api"/);
 });
+
+test("acl rpc: reads show a token's and a role's links as they are now: deleted policies and roles left out, renamed ones by their new name", async () => {
+  const { rpc } = await aclServer();
+  const write = (kind: "policy" | "role" | "token", op: "create" | "update" | "delete", item: Record<string, unknown>, id?: string) =>
+    rpc.call("ACL.Write", { kind, op, item, ...(id ? { id } : {}), token: root });
+  const p = (await write("policy", "create", { name: "p1", rules: `key_prefix "" { policy = "read" }` })).item!;
+  const p2 = (await write("policy", "create", { name: "p2", rules: `node_prefix "" { policy = "read" }` })).item!;
+  const r = (await write("role", "create", { name: "r1", policies: [{ name: "p1" }, { name: "p2" }] })).item!;
+  const t = (await write("token", "create", { policies: [{ name: "p1" }], roles: [{ name: "r1" }] })).item!;
+  const readToken = async () => (await rpc.call("ACL.Read", { kind: "token", op: "get", id: t.accessorId as string, query: { ...q(), token: root } })).items[0]!;
+  const readRole = async () => (await rpc.call("ACL.Read", { kind: "role", op: "get", id: r.id as string, query: { ...q(), token: root } })).items[0]!;
+  await write("policy", "update", { id: p.id, name: "p1-renamed", rules: `key_prefix "" { policy = "read" }` });
+  assert.deepEqual((await readToken()).policies, [{ id: p.id, name: "p1-renamed" }]);
+  await write("policy", "delete", {}, p2.id as string);
+  assert.deepEqual((await readRole()).policies, [{ id: p.id, name: "p1-renamed" }]);
+  await write("role", "delete", {}, r.id as string);
+  assert.deepEqual((await readToken()).roles, []);
+  const listed = (await rpc.call("ACL.Read", { kind: "token", op: "list", query: { ...q(), token: root } })).items.find((x) => x.accessorId === t.accessorId)!;
+  assert.deepEqual([listed.policies, listed.roles], [[{ id: p.id, name: "p1-renamed" }], []]);
+});
