@@ -79,11 +79,17 @@ export function checksOfNode(tx: ReadTxn, node: string, ws?: WatchSet): HealthCh
  * write rewrites its index row.
  */
 export function checksOfService(tx: ReadTxn, node: string, serviceId: string, ws?: WatchSet): HealthCheck[] {
-  const out: HealthCheck[] = [];
-  for (const r of tx.tables.checks_by_service.prefix(checkServicePrefix(node, serviceId), ws)) {
-    const c = tx.tables.checks.get(r.ref);
+  if (ws) tx.tables.checks_by_service.watches.watchPrefix(ws, checkServicePrefix(node, serviceId));
+  return checksOfServiceInto(tx, node, serviceId, []);
+}
+
+/** checksOfService appended to `out` (no watch), without a list in between: the service queries call it twice per instance. */
+function checksOfServiceInto(tx: ReadTxn, node: string, serviceId: string, out: HealthCheck[]): HealthCheck[] {
+  const checks = tx.tables.checks;
+  tx.tables.checks_by_service.scan(checkServicePrefix(node, serviceId), (r) => {
+    const c = checks.get(r.ref);
     if (c) out.push(c);
-  }
+  });
   return out;
 }
 
@@ -382,11 +388,13 @@ export function watchService(tx: ReadTxn, ws: WatchSet | undefined, name: string
 /** Instances of one service (watching only that name), in node-then-ID order. */
 export function serviceInstancesTxn(tx: ReadTxn, ws: WatchSet | undefined, name: string): ServiceRow[] {
   const out: ServiceRow[] = [];
-  const refs = tx.tables.services_by_name.prefix(serviceNamePrefix(name), ws);
-  for (const r of refs) {
-    const s = tx.tables.services.get(r.ref);
+  const prefix = serviceNamePrefix(name);
+  if (ws) tx.tables.services_by_name.watches.watchPrefix(ws, prefix);
+  const services = tx.tables.services;
+  tx.tables.services_by_name.scan(prefix, (r) => {
+    const s = services.get(r.ref);
     if (s) out.push(s);
-  }
+  });
   return out;
 }
 
@@ -401,6 +409,20 @@ export function toNodeService(row: ServiceRow): NodeService {
   return svc;
 }
 
+/** The frozen NodeService of each service row read by the service queries, made once per row (rows are frozen and replaced on change). */
+const nodeServiceOfRow = new WeakMap<ServiceRow, NodeService>();
+
+/**
+ * toNodeService for the service queries: one frozen object per row, the
+ * same for every read until the row is replaced, so a read allocates no copy
+ * and its JSON can be kept with it (catalog_json.ts jsonText).
+ */
+export function frozenNodeService(row: ServiceRow): NodeService {
+  let s = nodeServiceOfRow.get(row);
+  if (!s) nodeServiceOfRow.set(row, (s = deepFreeze(toNodeService(row))));
+  return s;
+}
+
 /** Catalog.ServiceNodes. */
 export function serviceNodesTxn(
   tx: ReadTxn,
@@ -413,7 +435,7 @@ export function serviceNodesTxn(
     if (!hasAllTags(s, q.tags)) continue;
     const node = tx.tables.nodes.get(nodeKey(s.node));
     if (!node || !matchesNodeMeta(node, q.nodeMeta)) continue;
-    out.push({ node, service: toNodeService(s) });
+    out.push({ node, service: frozenNodeService(s) });
   }
   return { index: serviceMaxIndex(tx, q.name), value: out };
 }
@@ -472,9 +494,9 @@ export function checkServiceNodesTxn(
     const node = tx.tables.nodes.get(nodeKey(s.node));
     if (!node || !matchesNodeMeta(node, q.nodeMeta)) continue;
     // Node-level checks first, then the instance's own (Consul parseCheckServiceNodes).
-    const checks = [...checksOfService(tx, s.node, ""), ...checksOfService(tx, s.node, s.id)];
+    const checks = checksOfServiceInto(tx, s.node, s.id, checksOfServiceInto(tx, s.node, "", []));
     if (q.passingOnly && checks.some((c) => c.status !== "passing")) continue;
-    out.push({ node, service: toNodeService(s), checks });
+    out.push({ node, service: frozenNodeService(s), checks });
   }
   return { index: serviceMaxIndex(tx, q.name), value: out };
 }
