@@ -109,5 +109,5 @@ export function sharedListResponse<T>(req: HttpRequest, meta: QueryMeta, rows: r
     return jsonResponse(rows.map(toJson), { headers, pretty: wantsPretty(req) });
   }
   headers["Content-Type"] = "application/json";
-  return { status: 200, headers, body: encodeRows(rows, toJson, wantsPretty(req), toBytes) };
+  return { status: 200, headers, body: encodeRows(rows, toJson, wantsPretty(req), toBytes), sharedBody: true };
 }

@@ -58,6 +58,7 @@ test("encoded cache: a list of the request's own (filtered, sorted) is spliced f
   assert.equal(text(plain.body as Buffer), JSON.stringify(rows.map(toJson)));
   assert.equal(plain.headers["Content-Type"], "application/json");
   assert.equal(plain.headers["X-Consul-Index"], "7");
+  assert.equal(plain.sharedBody, undefined, "not shared: its gzipped form is not kept");
   const pretty = sharedListResponse(makeRequest("GET", "/v1/health/service/web?pretty"), meta, rows, toJson, toBytes);
   assert.equal(text(pretty.body as string), `${JSON.stringify(rows.map(toJson), null, 4)}\n`);
   assert.equal(text(sharedListResponse(makeRequest("GET", "/v1/health/service/web"), meta, [], toJson, toBytes).body as Buffer), "[]");

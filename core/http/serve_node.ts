@@ -11,6 +11,57 @@ import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { bodyTooLargeResponse, type Router } from "./router.ts";
 import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
+import type * as NodeZlib from "node:zlib";
+
+// node:zlib loads on the first answer a client asks gzipped.
+const zlib = (): typeof NodeZlib => process.getBuiltinModule("node:zlib");
+
+/**
+ * Answers shorter than this go as they are even to a client that accepts
+ * gzip: below about one packet, compressing saves no round trip and costs CPU.
+ */
+export const gzipMinBytes = 1400;
+
+/** Gzipped forms of shared answer bodies (HttpResponse.sharedBody), kept as long as the body is. */
+const gzippedShared = new WeakMap<Uint8Array, Buffer>();
+
+/**
+ * Whether an Accept-Encoding header admits gzip: "gzip" or "*" listed
+ * without q=0 (RFC 9110 12.5.3). Go's HTTP client, and so Consul's API
+ * client, consul-template and most tools built on them, send "gzip".
+ */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  if (header === undefined) return false;
+  for (const item of (Array.isArray(header) ? header.join(",") : header).split(",")) {
+    const [coding, ...params] = item.split(";").map((x) => x.trim().toLowerCase());
+    if (coding !== "gzip" && coding !== "*") continue;
+    const q = params.find((p) => p.startsWith("q="));
+    if (q === undefined || Number(q.slice(2)) > 0) return true;
+  }
+  return false;
+}
+
+/**
+ * The body to send gzipped, or undefined to send it as it is. Consul gzips
+ * every answer for a client that asks (its HTTP handlers are wrapped in a
+ * gzip handler); here text and JSON answers of at least gzipMinBytes are,
+ * unless the handler set its own Content-Encoding. A shared body is
+ * compressed once (zlib's default level, as it is sent many times), any
+ * other for its request only (level 1: fastest).
+ */
+export function gzipBody(accept: string | string[] | undefined, r: HttpResponse): Buffer | undefined {
+  const length = typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.length;
+  if (length < gzipMinBytes || r.status === 204 || r.status === 304 || !acceptsGzip(accept)) return undefined;
+  if (r.headers["Content-Encoding"] !== undefined) return undefined;
+  const type = (r.headers["Content-Type"] ?? "").toLowerCase();
+  if (!type.startsWith("application/json") && !type.startsWith("text/")) return undefined;
+  if (r.sharedBody && typeof r.body !== "string") {
+    let z = gzippedShared.get(r.body);
+    if (!z) gzippedShared.set(r.body, (z = zlib().gzipSync(r.body)));
+    return z;
+  }
+  return zlib().gzipSync(r.body, { level: 1 });
+}
 
 export interface HttpServerOptions {
   router: Router;
@@ -136,10 +187,16 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       void sendStream(res, r.status, r.headers, r.stream);
       return;
     }
+    const gz = gzipBody(res.req.headers["accept-encoding"], r);
+    if (gz) {
+      r.headers["Content-Encoding"] = "gzip";
+      r.headers["Vary"] = "Accept-Encoding";
+    }
+    const body = gz ?? r.body;
     // A known length instead of chunked encoding, as Go's server does for small answers.
-    r.headers["Content-Length"] = String(typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.length);
+    r.headers["Content-Length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.length);
     res.writeHead(r.status, r.headers);
-    res.end(r.body);
+    res.end(body);
   }
 
   /** Chunked: headers at once, then each piece as it comes, waiting for the socket to drain. */

@@ -6,7 +6,8 @@ import { systemClock } from "../clock/mod.ts";
 import { FakeRpc } from "./_fake_rpc.ts";
 import { testBackends } from "./_test_env.ts";
 import { createRoutes } from "./routes.ts";
-import { createHttpServer, ListenError, type HttpServer } from "./serve_node.ts";
+import { gunzipSync } from "node:zlib";
+import { acceptsGzip, createHttpServer, gzipBody, gzipMinBytes, ListenError, type HttpServer } from "./serve_node.ts";
 
 // Real loopback sockets on port 0; the fake RPC's timers use the system clock,
 // but no test waits for one to fire.
@@ -301,4 +302,51 @@ test("serve_node: limits.http_max_conns_per_client: one connection past the limi
   } finally {
     for (const s of many) s.destroy();
   }
+});
+
+test("serve_node: answers are gzipped for a client that accepts gzip (as Consul's are), others get them plain", async () => {
+  const value = "x".repeat(4 * gzipMinBytes);
+  await call("PUT", "/v1/kv/big", value);
+  await call("PUT", "/v1/kv/small", "v");
+  const plain = await call("GET", "/v1/kv/big");
+  assert.equal(plain.headers["content-encoding"], undefined);
+  const gz = await call("GET", "/v1/kv/big", undefined, { headers: { "Accept-Encoding": "deflate, gzip" } });
+  assert.equal(gz.status, 200);
+  assert.equal(gz.headers["content-encoding"], "gzip");
+  assert.equal(gz.headers["vary"], "Accept-Encoding");
+  assert.equal(gz.headers["content-length"], String(gz.body.length));
+  assert.ok(gz.body.length < plain.body.length / 4);
+  assert.equal(gunzipSync(gz.body).toString(), plain.body.toString());
+  assert.equal(JSON.parse(plain.body.toString())[0].Key, "big");
+  // Refused with q=0, and a short answer is not worth compressing.
+  assert.equal((await call("GET", "/v1/kv/big", undefined, { headers: { "Accept-Encoding": "gzip;q=0" } })).headers["content-encoding"], undefined);
+  const small = await call("GET", "/v1/kv/small?raw", undefined, { headers: { "Accept-Encoding": "gzip" } });
+  assert.equal(small.headers["content-encoding"], undefined);
+  assert.equal(small.body.toString(), "v");
+});
+
+test("serve_node: acceptsGzip reads Accept-Encoding's codings and q values", () => {
+  assert.equal(acceptsGzip(undefined), false);
+  assert.equal(acceptsGzip(""), false);
+  assert.equal(acceptsGzip("gzip"), true);
+  assert.equal(acceptsGzip("br, GZIP;q=0.5"), true);
+  assert.equal(acceptsGzip("*"), true);
+  assert.equal(acceptsGzip("gzip;q=0"), false);
+  assert.equal(acceptsGzip("gzip; q=0.000"), false);
+  assert.equal(acceptsGzip("deflate, br"), false);
+  assert.equal(acceptsGzip("x-gzip"), false);
+});
+
+test("serve_node: a shared body is compressed once; other bodies, binary types and set encodings are left alone", () => {
+  const body = Buffer.from(JSON.stringify(Array.from({ length: 200 }, (_, i) => ({ Node: `n${i}` }))));
+  const shared = { status: 200, headers: { "Content-Type": "application/json" }, body, sharedBody: true };
+  const a = gzipBody("gzip", shared);
+  assert.ok(a);
+  assert.equal(gzipBody("gzip", { ...shared, headers: { ...shared.headers } }), a, "the same bytes for the next reader");
+  assert.equal(gunzipSync(a).toString(), body.toString());
+  const own = { status: 200, headers: { "Content-Type": "application/json" }, body };
+  assert.notEqual(gzipBody("gzip", own), gzipBody("gzip", own));
+  assert.equal(gzipBody("gzip", { ...own, headers: { "Content-Type": "application/octet-stream" } }), undefined);
+  assert.equal(gzipBody("gzip", { ...own, headers: { "Content-Type": "application/json", "Content-Encoding": "identity" } }), undefined);
+  assert.equal(gzipBody(undefined, own), undefined);
 });

@@ -42,6 +42,12 @@ export interface HttpResponse {
    * headers, `body` ignored. It should end when the request's signal aborts.
    */
   stream?: AsyncIterable<Uint8Array | string>;
+  /**
+   * `body` is one buffer shared by many answers and never changed
+   * (encoded_cache.ts): its gzipped form may be kept and sent to every
+   * client that accepts gzip, instead of compressing it again each time.
+   */
+  sharedBody?: boolean;
 }
 
 export type Handler = (req: HttpRequest) => Promise<HttpResponse>;
