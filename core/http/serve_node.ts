@@ -45,9 +45,9 @@ export function acceptsGzip(header: string | string[] | undefined): boolean {
  * The body to send gzipped, or undefined to send it as it is. Consul gzips
  * every answer for a client that asks (its HTTP handlers are wrapped in a
  * gzip handler); here text and JSON answers of at least gzipMinBytes are,
- * unless the handler set its own Content-Encoding. A shared body is
- * compressed once (zlib's default level, as it is sent many times), any
- * other for its request only (level 1: fastest).
+ * unless the handler set its own Content-Encoding, at zlib's level 1
+ * (fastest: a 100 KB answer in about a millisecond, to ~8 KB). A shared body
+ * is compressed once for all its readers, any other for its request.
  */
 export function gzipBody(accept: string | string[] | undefined, r: HttpResponse): Buffer | undefined {
   const length = typeof r.body === "string" ? Buffer.byteLength(r.body) : r.body.length;
@@ -57,7 +57,7 @@ export function gzipBody(accept: string | string[] | undefined, r: HttpResponse)
   if (!type.startsWith("application/json") && !type.startsWith("text/")) return undefined;
   if (r.sharedBody && typeof r.body !== "string") {
     let z = gzippedShared.get(r.body);
-    if (!z) gzippedShared.set(r.body, (z = zlib().gzipSync(r.body)));
+    if (!z) gzippedShared.set(r.body, (z = zlib().gzipSync(r.body, { level: 1 })));
     return z;
   }
   return zlib().gzipSync(r.body, { level: 1 });
