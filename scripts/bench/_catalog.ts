@@ -2,7 +2,7 @@
 // at N keep-alive connections, and blocking watchers of one service woken by
 // a registration.
 import { Agent, request } from "node:http";
-import { httpCall } from "./_http.ts";
+import { acceptGzip, httpCall, replyText } from "./_http.ts";
 
 export interface Target {
   host: string;
@@ -29,7 +29,7 @@ export interface GetPhaseResult {
  * connections, round-robin over svc-0 … svc-<services - 1>: every service
  * once before any comes again.
  */
-export async function healthGetPhase(target: Target, options: { conns: number; seconds: number; services: number }): Promise<GetPhaseResult> {
+export async function healthGetPhase(target: Target, options: { conns: number; seconds: number; services: number; gzip?: boolean }): Promise<GetPhaseResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: options.conns });
   const lat: number[] = [];
   let errors = 0;
@@ -41,10 +41,10 @@ export async function healthGetPhase(target: Target, options: { conns: number; s
     while (performance.now() < until) {
       const svc = i++ % options.services;
       const s = performance.now();
-      const r = await httpCall(target, agent, "GET", `/v1/health/service/svc-${svc}?passing`);
+      const r = await httpCall(target, agent, "GET", `/v1/health/service/svc-${svc}?passing`, undefined, options.gzip ? acceptGzip : undefined);
       lat.push(performance.now() - s);
       if (r.status !== 200) errors++;
-      else if (entries === 0) entries = (JSON.parse(r.body.toString()) as unknown[]).length;
+      else if (entries === 0) entries = (JSON.parse(replyText(r)) as unknown[]).length;
     }
   }));
   const elapsed = (performance.now() - t0) / 1000;
@@ -67,6 +67,10 @@ export interface FanoutOptions {
   other: string;
   /** A registration body of svc-0 (must wake every watcher). */
   watched: string;
+  /** Ask for gzipped answers (Accept-Encoding: gzip), as Go's HTTP client does. */
+  gzip?: boolean;
+  /** The server's CPU time so far, ms (from /proc when it runs here). */
+  serverCpuMs?: () => number;
 }
 
 export interface FanoutResult {
@@ -80,6 +84,12 @@ export interface FanoutResult {
   errors: number;
   /** Instances in the first watcher's answer. */
   entries: number;
+  /** Bytes of the first watcher's answer as sent (gzipped when asked for). */
+  bytes: number;
+  /** CPU this (client) process spent from the watched registration until the last answer, ms. */
+  clientCpuMs: number;
+  /** The same for the server (options.serverCpuMs), NaN when not known. */
+  serverCpuMs: number;
 }
 
 /** Parks `watchers` blocking queries on svc-0, registers another service, then svc-0, and times the wake-ups. */
@@ -93,15 +103,26 @@ export async function watcherFanout(target: Target, options: FanoutOptions): Pro
   let answered = 0;
   let errors = 0;
   let entries = 0;
+  let bytes = 0;
   let putAt = Infinity;
+  let clientCpuAt = process.cpuUsage();
+  let clientCpuMs = NaN;
+  let serverCpuAt = NaN;
+  let serverCpuMs = NaN;
   let otherPhase = true;
   let wokenByOther = 0;
   const wake: number[] = [];
   let allDone: () => void = () => {};
   const done = new Promise<void>((r) => (allDone = r));
+  const finish = (): void => {
+    const c = process.cpuUsage(clientCpuAt);
+    clientCpuMs = (c.user + c.system) / 1000;
+    serverCpuMs = (options.serverCpuMs?.() ?? NaN) - serverCpuAt;
+    allDone();
+  };
   for (let i = 0; i < watchers; i++) {
     const path = `/v1/health/service/svc-0?passing&index=${index}&wait=${options.wait}`;
-    const req = request({ host: target.host, port: target.port, method: "GET", path, agent }, (res) => {
+    const req = request({ host: target.host, port: target.port, method: "GET", path, agent, ...(options.gzip ? { headers: acceptGzip } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       // Only the first answer is parsed (to count its entries); the rest are drained.
       if (i === 0) res.on("data", (c: Buffer) => chunks.push(c));
@@ -112,15 +133,19 @@ export async function watcherFanout(target: Target, options: FanoutOptions): Pro
         else {
           answered++;
           wake.push(t - putAt);
-          if (i === 0) entries = (JSON.parse(Buffer.concat(chunks).toString()) as unknown[]).length;
+          if (i === 0) {
+            const body = Buffer.concat(chunks);
+            bytes = body.length;
+            entries = (JSON.parse(replyText({ body, gzipped: res.headers["content-encoding"] === "gzip" })) as unknown[]).length;
+          }
         }
-        if (answered + wokenByOther + errors >= watchers) allDone();
+        if (answered + wokenByOther + errors >= watchers) finish();
       });
     });
     req.on("socket", () => connected++);
     req.on("error", () => {
       errors++;
-      if (answered + wokenByOther + errors >= watchers) allDone();
+      if (answered + wokenByOther + errors >= watchers) finish();
     });
     req.end();
   }
@@ -130,11 +155,13 @@ export async function watcherFanout(target: Target, options: FanoutOptions): Pro
   await httpCall(target, setup, "PUT", "/v1/catalog/register", options.other);
   await new Promise((r) => setTimeout(r, 1_000));
   otherPhase = false;
+  clientCpuAt = process.cpuUsage();
+  serverCpuAt = options.serverCpuMs?.() ?? NaN;
   putAt = performance.now();
   await httpCall(target, setup, "PUT", "/v1/catalog/register", options.watched);
   await Promise.race([done, new Promise((r) => setTimeout(r, options.answerMs))]);
   agent.destroy();
   setup.destroy();
   wake.sort((a, b) => a - b);
-  return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors, entries };
+  return { connected, wokenByOther, answered, allMs: wake.length ? wake[wake.length - 1]! : NaN, p50: percentile(wake, 0.5), p99: percentile(wake, 0.99), errors, entries, bytes, clientCpuMs, serverCpuMs };
 }
