@@ -3,8 +3,8 @@
 // slices of a phase.
 import { Agent } from "node:http";
 
-/** Operation number `i` over `agent`: true when it succeeded. */
-export type Op = (agent: Agent, i: number) => Promise<boolean>;
+/** Operation number `i` over `agent` (node:http's, or a benchmark's own client): true when it succeeded. */
+export type Op<A = Agent> = (agent: A, i: number) => Promise<boolean>;
 
 export interface LoadResult {
   opsPerSec: number;
@@ -19,14 +19,14 @@ export function percentile(sorted: Float64Array, p: number): number {
 }
 
 /** One phase's figures for one target, summed over its slices. */
-export class Tally {
+export class Tally<A extends { destroy(): void } = Agent> {
   latencies: number[] = [];
   errors = 0;
   seconds = 0;
   /** Each worker's next operation number, carried from slice to slice. */
   readonly next: number[];
 
-  constructor(readonly conns: number, readonly agent: Agent = new Agent({ keepAlive: true, maxSockets: conns })) {
+  constructor(readonly conns: number, readonly agent: A = new Agent({ keepAlive: true, maxSockets: conns }) as unknown as A) {
     this.next = Array.from({ length: conns }, (_, w) => w);
   }
 
@@ -39,7 +39,7 @@ export class Tally {
 }
 
 /** `tally.conns` workers issuing `op` back to back for `secs`. */
-export async function slice(tally: Tally, op: Op, secs: number): Promise<void> {
+export async function slice<A extends { destroy(): void }>(tally: Tally<A>, op: Op<A>, secs: number): Promise<void> {
   const t0 = performance.now();
   const end = t0 + secs * 1000;
   await Promise.all(tally.next.map(async (first, w) => {

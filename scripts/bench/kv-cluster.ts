@@ -22,6 +22,12 @@
 // and peer URLs (peers mutually authenticated). Compared in the same run:
 // cairn+TLS / cairn plain and cairn+TLS / etcd+TLS.
 //
+// The load goes through scripts/bench/_lean_http.ts, a keep-alive HTTP/1.1
+// client much cheaper than node:http's Agent (which, over TLS, spent more CPU
+// per request than the servers it measured, on the same two cores);
+// `--node-client` uses node:http(s)'s Agent as before 2026-11-25. Each phase
+// also prints the load generator's own CPU per operation.
+//
 // `--acl` (issue #21): a second cairn cluster with ACLs on (default deny),
 // 100 policies, and the load's token allowed by a key_prefix rule of one of
 // them (it links all 100). Compared in the same run: cairn+acl / cairn.
@@ -32,9 +38,11 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { cairn as cairnCli, freePort, makeCluster, startProcess, tempDir, waitFor, waitForLeader, type Cluster, type Proc } from "../e2e/harness.ts";
 import { type LoadResult, type Op, slice, Tally } from "./_load.ts";
+import { LeanAgent } from "./_lean_http.ts";
 
 const withTls = process.argv.includes("--tls");
 const withAcl = process.argv.includes("--acl");
+const withNodeClient = process.argv.includes("--node-client");
 
 const seconds = Number(process.env.CAIRN_BENCH_SECONDS ?? 3);
 const warmupSeconds = Number(process.env.CAIRN_BENCH_WARMUP_SECONDS ?? 1);
@@ -75,9 +83,51 @@ function httpCall(agent: Agent, target: HttpTarget, method: string, path: string
   });
 }
 
+/** How the load reaches one server: one request at a time per connection, up to the phase's connections. */
+interface Client {
+  call(method: string, path: string, body?: Buffer): Promise<Reply>;
+  destroy(): void;
+}
+
+/** node:http(s)'s keep-alive Agent (`--node-client`). */
+class NodeClient implements Client {
+  readonly #agent: Agent;
+  constructor(readonly target: HttpTarget, conns: number) {
+    this.#agent = target.ca ? (new HttpsAgent({ keepAlive: true, maxSockets: conns }) as unknown as Agent) : new Agent({ keepAlive: true, maxSockets: conns });
+  }
+  call(method: string, path: string, body?: Buffer): Promise<Reply> {
+    return httpCall(this.#agent, this.target, method, path, body);
+  }
+  destroy(): void {
+    this.#agent.destroy();
+  }
+}
+
+/** The lean client (default): the same requests at a fraction of the client's CPU, over TCP or TLS (the server's certificate checked against `ca`). */
+class LeanClient implements Client {
+  readonly #lean: LeanAgent;
+  readonly #headers: Record<string, string>;
+  constructor(target: HttpTarget, conns: number) {
+    this.#lean = new LeanAgent({ host: target.host, port: target.port, ...(target.ca ? { ca: target.ca } : {}) }, conns);
+    this.#headers = target.token ? { "X-Consul-Token": target.token } : {};
+  }
+  call(method: string, path: string, body?: Buffer): Promise<Reply> {
+    return this.#lean.call(method, path, this.#headers, body);
+  }
+  destroy(): void {
+    this.#lean.destroy();
+  }
+}
+
+function makeClient(target: HttpTarget, conns: number): Client {
+  return withNodeClient ? new NodeClient(target, conns) : new LeanClient(target, conns);
+}
+
 interface Result extends LoadResult {
   /** CPU time (user + system) of all three servers per operation, microseconds. */
   serverCpuUsPerOp: number;
+  /** CPU time of this process (the load generator) per operation, microseconds. */
+  clientCpuUsPerOp: number;
 }
 
 /** CPU time used so far by these processes (user + system), microseconds, from /proc. */
@@ -93,42 +143,47 @@ function cpuMicros(pids: number[]): number {
   return (ticks * 1_000_000) / 100; // USER_HZ
 }
 
-/** A phase's figures with the servers' CPU time over its slices. */
-class CpuTally extends Tally {
+/** A phase's figures with the servers' and the load generator's CPU time over its slices. */
+class CpuTally extends Tally<Client> {
   cpuMicros = 0;
-  constructor(conns: number, https = false) {
-    super(conns, https ? (new HttpsAgent({ keepAlive: true, maxSockets: conns }) as unknown as Agent) : undefined);
+  clientCpuMicros = 0;
+  constructor(conns: number, target: HttpTarget) {
+    super(conns, makeClient(target, conns));
   }
 
   override result(): Result {
     const n = this.latencies.length;
-    return { ...super.result(), serverCpuUsPerOp: n > 0 ? this.cpuMicros / n : NaN };
+    return { ...super.result(), serverCpuUsPerOp: n > 0 ? this.cpuMicros / n : NaN, clientCpuUsPerOp: n > 0 ? this.clientCpuMicros / n : NaN };
   }
 }
 
-/** A slice of load (`slice`) with the CPU time of `pids`, the servers'. */
-async function cpuSlice(tally: CpuTally, op: Op, pids: number[], secs: number): Promise<void> {
+/** A slice of load (`slice`) with the CPU time of `pids`, the servers', and of this process. */
+async function cpuSlice(tally: CpuTally, op: Op<Client>, pids: number[], secs: number): Promise<void> {
   const cpu0 = cpuMicros(pids);
+  const own0 = process.cpuUsage();
   await slice(tally, op, secs);
   tally.cpuMicros += cpuMicros(pids) - cpu0;
+  const own = process.cpuUsage(own0);
+  tally.clientCpuMicros += own.user + own.system;
 }
 
 interface Target {
   name: string;
-  https?: boolean;
+  /** Where the load goes. */
+  http: HttpTarget;
   /** The server processes, for their CPU time. */
   pids: number[];
-  put(agent: Agent, i: number): Promise<boolean>;
-  gets: Array<{ mode: string; get(agent: Agent, i: number): Promise<boolean> }>;
+  put: Op<Client>;
+  gets: Array<{ mode: string; get: Op<Client> }>;
 }
 
 function cairnTarget(t: HttpTarget, pids: number[], name = "cairn"): Target {
-  const get = (q: string) => async (agent: Agent, i: number) => (await httpCall(agent, t, "GET", `/v1/kv/bench/k${i % keyCount}${q}`)).status === 200;
+  const get = (q: string): Op<Client> => async (client, i) => (await client.call("GET", `/v1/kv/bench/k${i % keyCount}${q}`)).status === 200;
   return {
     name,
-    https: t.ca !== undefined,
+    http: t,
     pids,
-    put: async (agent, i) => (await httpCall(agent, t, "PUT", `/v1/kv/bench/k${i % keyCount}`, value)).status === 200,
+    put: async (client, i) => (await client.call("PUT", `/v1/kv/bench/k${i % keyCount}`, value)).status === 200,
     gets: [
       { mode: "default", get: get("") },
       { mode: "consistent", get: get("?consistent") },
@@ -140,17 +195,17 @@ function cairnTarget(t: HttpTarget, pids: number[], name = "cairn"): Target {
 const b64 = (s: string | Buffer) => Buffer.from(s).toString("base64");
 
 function etcdTarget(t: HttpTarget, pids: number[], name = "etcd"): Target {
-  const range = (serializable: boolean) => async (agent: Agent, i: number) => {
+  const range = (serializable: boolean): Op<Client> => async (client, i) => {
     const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), serializable }));
-    return (await httpCall(agent, t, "POST", "/v3/kv/range", body)).status === 200;
+    return (await client.call("POST", "/v3/kv/range", body)).status === 200;
   };
   return {
     name,
-    https: t.ca !== undefined,
+    http: t,
     pids,
-    put: async (agent, i) => {
+    put: async (client, i) => {
       const body = Buffer.from(JSON.stringify({ key: b64(`bench/k${i % keyCount}`), value: b64(value) }));
-      return (await httpCall(agent, t, "POST", "/v3/kv/put", body)).status === 200;
+      return (await client.call("POST", "/v3/kv/put", body)).status === 200;
     },
     gets: [
       { mode: "default", get: range(false) },
@@ -165,8 +220,8 @@ function etcdTarget(t: HttpTarget, pids: number[], name = "etcd"): Target {
  * target goes first (ABBA), so that a shared machine's changing load falls
  * on all of them alike instead of on whichever ran later.
  */
-async function interleaved(label: string, conns: number, targets: Target[], op: (t: Target) => Op): Promise<Result[]> {
-  const tallies = targets.map((t) => new CpuTally(conns, t.https));
+async function interleaved(label: string, conns: number, targets: Target[], op: (t: Target) => Op<Client>): Promise<Result[]> {
+  const tallies = targets.map((t) => new CpuTally(conns, t.http));
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => targets.length - 1 - k);
     for (const k of order) await cpuSlice(tallies[k]!, op(targets[k]!), targets[k]!.pids, seconds / rounds);
@@ -180,7 +235,7 @@ async function runAll(targets: Target[]): Promise<Array<Map<string, Result>>> {
   const out = targets.map(() => new Map<string, Result>());
   if (warmupSeconds > 0) {
     for (const t of targets) {
-      const warm = new CpuTally(16, t.https);
+      const warm = new CpuTally(16, t.http);
       await cpuSlice(warm, t.put, t.pids, warmupSeconds);
       warm.agent.destroy();
     }
@@ -197,7 +252,7 @@ async function runAll(targets: Target[]): Promise<Array<Map<string, Result>>> {
 }
 
 function fmt(r: Result): string {
-  return `${r.opsPerSec.toFixed(0).padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms  servers' CPU ${r.serverCpuUsPerOp.toFixed(0).padStart(5)} us/op  errors ${r.errors}`;
+  return `${r.opsPerSec.toFixed(0).padStart(7)} ops/s  p50 ${r.p50Ms.toFixed(2).padStart(6)} ms  p99 ${r.p99Ms.toFixed(2).padStart(7)} ms  servers' CPU ${r.serverCpuUsPerOp.toFixed(0).padStart(5)} us/op  client CPU ${r.clientCpuUsPerOp.toFixed(0).padStart(4)} us/op  errors ${r.errors}`;
 }
 
 interface Etcd {
@@ -274,8 +329,14 @@ function ratios(label: string, a: Map<string, Result>, b: Map<string, Result>): 
   for (const [k, c] of a) {
     const e = b.get(k);
     if (!e) continue;
-    console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p50 ${(c.p50Ms / e.p50Ms).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x   servers' CPU/op ${(c.serverCpuUsPerOp / e.serverCpuUsPerOp).toFixed(2).padStart(5)}x`);
+    console.log(`  ${k.padEnd(22)} ops/s ${(c.opsPerSec / e.opsPerSec).toFixed(2).padStart(5)}x   p50 ${(c.p50Ms / e.p50Ms).toFixed(2).padStart(5)}x   p99 ${(c.p99Ms / e.p99Ms).toFixed(2).padStart(5)}x   servers' CPU/op ${(c.serverCpuUsPerOp / e.serverCpuUsPerOp).toFixed(2).padStart(5)}x   client CPU/op ${(c.clientCpuUsPerOp / e.clientCpuUsPerOp).toFixed(2).padStart(5)}x`);
   }
+}
+
+/** One target's verdict line: the ops/s ratio of phase `key` against `min`. */
+function verdict(label: string, key: string, a: Map<string, Result>, b: Map<string, Result>, min: number): void {
+  const r = a.get(key)!.opsPerSec / b.get(key)!.opsPerSec;
+  console.log(`  ${label.padEnd(24)} ${key}  ${r.toFixed(2)}x  (target >= ${min.toFixed(2)}x: ${r >= min ? "met" : "NOT met"})`);
 }
 
 /**
@@ -370,6 +431,9 @@ async function main(): Promise<void> {
     console.log(`# load average at end: ${loadavg().map((x) => x.toFixed(2)).join(" ")}`);
     ratios("cairn+tls / cairn (target ≥ 0.8 ops/s)", cairnTls, cairn);
     ratios("cairn+tls / etcd+tls (target ≥ 1.5 ops/s at 64 connections)", cairnTls, etcdTls);
+    console.log(`\n# issue #20 targets (ops/s ratios measured in this run; load average now ${loadavg().map((x) => x.toFixed(2)).join(" ")})`);
+    verdict("cairn+tls / cairn", "PUT c=64", cairnTls, cairn, 0.8);
+    verdict("cairn+tls / etcd+tls", "PUT c=64", cairnTls, etcdTls, 1.5);
   } finally {
     await cluster?.stopAll();
     cluster?.root.remove();
