@@ -381,22 +381,8 @@ export function analyze(f: DoctorFacts, t: DoctorThresholds = defaultThresholds)
   }
 
   // ---- versions ----
-  const builds = new Map<string, string[]>();
-  for (const m of lanView) {
-    if (m.status !== "alive") continue;
-    const b = (m.tags.build ?? "").split(":")[0] || "unknown";
-    builds.set(b, [...(builds.get(b) ?? []), m.name]);
-  }
-  if (builds.size > 1) {
-    const serverBuilds = new Set(serverMembers.filter((m) => m.status === "alive").map((m) => (m.tags.build ?? "").split(":")[0]));
-    out.push({
-      id: "version-skew",
-      severity: serverBuilds.size > 1 ? "warning" : "info",
-      title: serverBuilds.size > 1 ? "Servers run different versions" : "Agents run different versions",
-      evidence: [...builds].map(([b, names]) => `${b}: ${names.length <= 8 ? names.join(", ") : `${names.slice(0, 8).join(", ")} and ${names.length - 8} more`}`),
-      fix: ["Finish the upgrade: servers first, one at a time (wait for cairn operator autopilot state to show every server healthy between them), then the clients."],
-    });
-  }
+  const skew = versionSkew(lanView.filter((m) => m.status === "alive"));
+  if (skew) out.push(skew);
 
   // ---- checks ----
   const history = new Map((f.checkHistory ?? []).map((h) => [`${h.node}/${h.checkId}`, h]));
@@ -465,6 +451,87 @@ export function analyze(f: DoctorFacts, t: DoctorThresholds = defaultThresholds)
   }
 
   return out.sort((a, b) => severityOrder[a.severity] - severityOrder[b.severity]);
+}
+
+/** "1.15.2-dev" → [1, 15, 2]; undefined when the text is no version. */
+function parseVersion(v: string): [number, number, number] | undefined {
+  const m = /^v?(\d+)\.(\d+)(?:\.(\d+))?/.exec(v);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
+}
+
+function compareVersions(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < 3; i++) if (a[i]! !== b[i]!) return a[i]! - b[i]!;
+  return 0;
+}
+
+/**
+ * Alive members whose `build` tags (`<version>:<revision>`) name different
+ * versions. Consul's upgrade order is servers first, one at a time, then the
+ * clients, and each release speaks to the one before it: servers that differ
+ * are an upgrade to finish (warning); a client newer than the servers, or more
+ * than one minor release behind the newest, is out of that order (warning); a
+ * client at most one minor release behind is where a rollout normally stands
+ * (info). Members without a build tag are left out: nothing to compare.
+ */
+function versionSkew(alive: readonly MemberFact[]): Finding | undefined {
+  const known = alive.map((m) => ({ m, v: (m.tags.build ?? "").split(":")[0]! })).filter((x) => x.v !== "");
+  if (new Set(known.map((x) => x.v)).size < 2) return undefined;
+  const servers = known.filter((x) => isServer(x.m));
+  const serverVersions = [...new Set(servers.map((x) => x.v))];
+  const parsed = serverVersions.map(parseVersion).filter((v): v is [number, number, number] => v !== undefined);
+  const oldest = parsed.length ? parsed.reduce((a, b) => (compareVersions(a, b) <= 0 ? a : b)) : undefined;
+  const newest = parsed.length ? parsed.reduce((a, b) => (compareVersions(a, b) >= 0 ? a : b)) : undefined;
+  const ahead: string[] = [];
+  const farBehind: string[] = [];
+  for (const x of known) {
+    if (isServer(x.m) || !oldest || !newest) continue;
+    const v = parseVersion(x.v);
+    if (!v) continue;
+    if (compareVersions(v, oldest) > 0) ahead.push(x.m.name);
+    else if (v[0] < newest[0] || newest[1] - v[1] > 1) farBehind.push(x.m.name);
+  }
+  const groups = new Map<string, string[]>();
+  for (const x of known) {
+    const k = `${x.v} (${isServer(x.m) ? "server" : "client"})`;
+    groups.set(k, [...(groups.get(k) ?? []), x.m.name]);
+  }
+  const list = (names: string[]) => (names.length <= 8 ? names.join(", ") : `${names.slice(0, 8).join(", ")} and ${names.length - 8} more`);
+  const evidence = [...groups].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, names]) => `${k}: ${list(names)}`);
+  const serverText = serverVersions.length ? serverVersions.sort().join(" and ") : "unknown";
+  if (serverVersions.length > 1) {
+    return {
+      id: "version-skew",
+      severity: "warning",
+      title: `Servers run different versions (${serverText})`,
+      evidence,
+      fix: ["Finish the upgrade: the remaining servers one at a time (wait for cairn operator autopilot state to show every server healthy between them), then the clients."],
+    };
+  }
+  if (ahead.length > 0) {
+    return {
+      id: "version-skew",
+      severity: "warning",
+      title: `Clients run a newer version than the servers (${serverText}): ${list(ahead)}`,
+      evidence,
+      fix: [`Upgrade the servers first, one at a time, to the clients' version, or put ${list(ahead)} back on ${serverText}: a client ahead of its servers may ask for what they cannot do.`],
+    };
+  }
+  if (farBehind.length > 0) {
+    return {
+      id: "version-skew",
+      severity: "warning",
+      title: `Clients lag the servers (${serverText}) by more than one minor release: ${list(farBehind)}`,
+      evidence,
+      fix: [`Upgrade ${list(farBehind)} to ${serverText}: each release is only promised to speak to the one before it.`],
+    };
+  }
+  return {
+    id: "version-skew",
+    severity: "info",
+    title: serverVersions.length ? `Some clients still run an older version than the servers (${serverText}), within one minor release` : "Agents run different versions (no server's build is known)",
+    evidence,
+    fix: ["Servers first, then clients is the upgrade order; roll the remaining clients forward when convenient."],
+  };
 }
 
 /** Exit code: 0 nothing to act on (info only), 1 problems found. (2, could not ask, is decided before analysis.) */

@@ -128,12 +128,37 @@ test("doctor: an unhealthy follower trailing the leader", () => {
   assert.match(x.evidence[0]!, /s3 Healthy=false, LastContact=4\.2s, LastIndex=40 \(leader s1 at 100, 60 entries behind\)/);
 });
 
-test("doctor: version skew among servers is a warning, among clients only information", () => {
+test("doctor: version skew among servers is a warning, a client one minor release behind only information", () => {
   const servers = analyze(cluster((f) => (f.entry.members![1] = member("s2", { build: "0.2.0" }))));
-  assert.equal(servers.find((x) => x.id === "version-skew")!.severity, "warning");
+  const s = servers.find((x) => x.id === "version-skew")!;
+  assert.equal(s.severity, "warning");
+  assert.equal(s.title, "Servers run different versions (0.1.0 and 0.2.0)");
+  assert.deepEqual(s.evidence, ["0.1.0 (client): c4", "0.1.0 (server): s1, s3", "0.2.0 (server): s2"]);
   const clients = analyze(cluster((f) => (f.entry.members![3] = member("c4", { server: false, build: "0.0.9" }))));
-  assert.equal(clients.find((x) => x.id === "version-skew")!.severity, "info");
+  const c = clients.find((x) => x.id === "version-skew")!;
+  assert.equal(c.severity, "info");
+  assert.match(c.title, /older version than the servers \(0\.1\.0\), within one minor release/);
   assert.equal(exitCodeFor(clients), 0);
+});
+
+test("doctor: a client newer than the servers, or more than one minor release behind, is a warning", () => {
+  const ahead = analyze(cluster((f) => (f.entry.members![3] = member("c4", { server: false, build: "0.1.1" }))));
+  const a = ahead.find((x) => x.id === "version-skew")!;
+  assert.equal(a.severity, "warning");
+  assert.equal(a.title, "Clients run a newer version than the servers (0.1.0): c4");
+  assert.match(a.fix[0]!, /^Upgrade the servers first/);
+  assert.equal(exitCodeFor(ahead), 1);
+  const behind = analyze(cluster((f) => {
+    f.entry.members = f.entry.members!.map((m) => (m.name === "c4" ? member("c4", { server: false, build: "1.13.2" }) : member(m.name, { build: "1.15.0" })));
+  }));
+  const b = behind.find((x) => x.id === "version-skew")!;
+  assert.equal(b.severity, "warning");
+  assert.equal(b.title, "Clients lag the servers (1.15.0) by more than one minor release: c4");
+  // A prerelease suffix and a member without a build tag (a plain Serf agent) do not make a skew of their own.
+  const same = analyze(cluster((f) => {
+    f.entry.members = [...f.entry.members!.map((m) => member(m.name, { server: m.tags.role === "consul", build: "1.15.0-dev" })), { ...member("x9", { server: false }), tags: { role: "node" } }];
+  }));
+  assert.ok(!same.some((x) => x.id === "version-skew"), same.map((x) => x.id).join(" "));
 });
 
 test("doctor: failing checks (serfHealth left to the membership findings) and flapping ones", () => {
