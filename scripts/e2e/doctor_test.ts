@@ -5,13 +5,14 @@
 // removed from Raft, a paused follower autopilot finds unhealthy, a nearly
 // full data dir disk (the threshold lowered to what the disk has), a key only
 // one agent holds, a primary key only one agent uses, a dead second datacenter, a wall clock 30 s ahead
-// (libfaketime), a pool split by nftables, and no agent to ask (exit 2).
+// (libfaketime), a pool split by nftables, a member claiming another build
+// (a Debian `serf` agent with Consul's tags), and no agent to ask (exit 2).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { cairn, freePort, makeCluster, startAgent, startDevAgent, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
+import { cairn, freePort, makeCluster, serf, startAgent, startDevAgent, startSerf, waitFor, waitForLeader, type Agent, type Cluster, type ServerSpec } from "./harness.ts";
 
 interface Finding {
   id: string;
@@ -347,6 +348,52 @@ test("doctor: an agent whose wall clock runs 30 s ahead (libfaketime) is a clock
   assert.ok(x, describe(report));
   assert.match(x.title, /Clocks differ by about (29|30|31)\.\ds/);
   assert.ok(x.evidence.some((e) => /^clock-client: \+(29|30|31)\d{3} ms/.test(e)), x.evidence.join("\n"));
+});
+
+test("doctor: a member claiming another build (a real serf agent with Consul's tags) is a version skew, client ahead of the servers a warning", async () => {
+  const server = await startDevAgent(["-node=vsn-server"]);
+  clients.push(server);
+  type M = { Name: string; Status: number; Tags: Record<string, string> };
+  const members = async () => (await (await fetch(`${server.http}/v1/agent/members`)).json()) as M[];
+  const own = (await members()).find((m) => m.Name === "vsn-server")!;
+  const [major, minor] = own.Tags.build!.split(":")[0]!.split(".").map(Number) as [number, number];
+  const newer = `${major}.${minor + 1}.0`;
+  // The tags a Consul client agent gossips, with a build one minor release ahead of the server's.
+  const tags = ["role=node", "dc=dc1", "segment=", "vsn=2", "vsn_min=2", "vsn_max=3", `build=${newer}:abcdef12`, "id=5d7d0a56-c2ae-4bd1-9f3e-0c7d0f1b0a11"];
+  const other = await startSerf("vsn-client", { args: [`-join=${server.serfAddr}`, ...tags.flatMap((t) => ["-tag", t])] });
+  try {
+    await waitFor(async () => (await members()).some((m) => m.Name === "vsn-client" && m.Status === 1), { timeoutMs: 30_000, what: "vsn-client alive in the server's pool" });
+    const { code, report } = await doctor(server.httpAddr, ["-sample=0"]);
+    assert.equal(code, 1, describe(report));
+    const x = report.Findings.find((f) => f.id === "version-skew");
+    assert.ok(x, describe(report));
+    assert.equal(x.severity, "warning");
+    const ours = own.Tags.build!.split(":")[0]!;
+    assert.equal(x.title, `Clients run a newer version than the servers (${ours}): vsn-client`);
+    assert.deepEqual(x.evidence, [`${newer} (client): vsn-client`, `${ours} (server): vsn-server`].sort());
+    assert.match(x.fix[0]!, /^Upgrade the servers first, one at a time, to the clients' version, or put vsn-client back on /);
+    const text = await cairn(["doctor", `-http-addr=${server.httpAddr}`, "-sample=0"]);
+    assert.equal(text.code, 1, text.stdout + text.stderr);
+    assert.ok(text.stdout.includes(`[WARNING] Clients run a newer version than the servers (${ours}): vsn-client`), text.stdout);
+    assert.ok(text.stdout.includes(`- ${newer} (client): vsn-client`), text.stdout);
+
+    // The same client one minor release behind (as mid-rollout, servers first): only information.
+    if (minor > 0) {
+      const older = `${major}.${minor - 1}.3`;
+      const set = await serf(other, ["tags", "-set", `build=${older}:abcdef12`]);
+      assert.equal(set.code, 0, set.stdout + set.stderr);
+      await waitFor(async () => (await members()).find((m) => m.Name === "vsn-client")?.Tags.build === `${older}:abcdef12`, { timeoutMs: 30_000, what: "the new build tag gossiped" });
+      const later = await doctor(server.httpAddr, ["-sample=0"]);
+      const y = later.report.Findings.find((f) => f.id === "version-skew");
+      assert.ok(y, describe(later.report));
+      assert.equal(y.severity, "info");
+      assert.match(y.title, /older version than the servers .* within one minor release/);
+      assert.ok(y.evidence.includes(`${older} (client): vsn-client`), y.evidence.join("\n"));
+    }
+  } finally {
+    await serf(other, ["leave"]).catch(() => undefined);
+    await other.proc.kill("SIGKILL");
+  }
 });
 
 test("doctor: no agent to ask exits 2", async () => {
