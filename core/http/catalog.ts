@@ -13,7 +13,7 @@ import type {
   QueryMeta,
   Rpc,
 } from "../rpc/mod.ts";
-import { formatGoDurationMs, nodeServicesToJson, nodeToJson, serviceNodeJsonBytes, serviceNodeToJson } from "../state/catalog_json.ts";
+import { formatGoDurationMs, nodeServicesToJson, nodeToJson, serviceNodeToJson } from "../state/catalog_json.ts";
 import { translateNodes, translateNodeServices, translateServiceNodes, withTranslateHeader, type WanTranslation } from "./translate.ts";
 import { parseGoDuration, parseQueryOptions, parseWriteOptions, setMetaHeaders } from "./blocking.ts";
 import { sharedListResponse } from "./encoded_cache.ts";
@@ -338,7 +338,7 @@ export function catalogServiceHandler(options: { rpc: Rpc; near?: NearOptions; t
     );
     const rows = options.near ? sortNear(reply.serviceNodes, (s) => s.node.node, args.query.near ?? "", options.near) : reply.serviceNodes;
     // A shared (frozen) answer left as it came is encoded once for every reader (encoded_cache.ts).
-    return withTranslateHeader(options.translate, sharedListResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows), serviceNodeToJson, serviceNodeJsonBytes));
+    return withTranslateHeader(options.translate, sharedListResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows), serviceNodeToJson));
   };
 }
 

@@ -2,17 +2,11 @@
 // of the same service answer at the same index the same frozen array
 // (core/server/read_cache.ts); here its JSON is written once and the bytes
 // reused, so a thousand blocking watchers woken by one change, or a load
-// balancer polling, cost one encoding between them. Only frozen arrays
+// balancer polling, cost one JSON.stringify between them. Only frozen arrays
 // are shared: anything a request changed on its way here (?filter, ?near,
 // WAN address translation, ACL filtering) is a new array and is encoded for
 // itself. The bytes are held up to a budget (a 100-instance answer is about
 // 100 KB), least recently used dropped first.
-//
-// An answer at a new index is mostly the instances of the one before: the
-// service and catalog answers pass a `toBytes` that returns each instance's
-// JSON kept with its rows (core/state/catalog_json.ts), so both a new shared
-// answer and a request's own list are spliced from bytes made before, and
-// only instances that changed are encoded again.
 
 import { setMetaHeaders } from "./blocking.ts";
 import type { QueryMeta } from "../rpc/mod.ts";
@@ -42,29 +36,9 @@ function evict(budget: number): void {
   }
 }
 
-const open = Buffer.from("[");
-const comma = Buffer.from(",");
-const close = Buffer.from("]");
-
-/** The compact JSON list of rows, spliced from each row's bytes. */
-function spliced<T>(rows: readonly T[], toBytes: (row: T) => Buffer): Buffer {
-  const parts: Buffer[] = [open];
-  for (let i = 0; i < rows.length; i++) {
-    if (i > 0) parts.push(comma);
-    parts.push(toBytes(rows[i]!));
-  }
-  parts.push(close);
-  return Buffer.concat(parts);
-}
-
-/**
- * `rows` as Consul's JSON (a list of toJson(row)), encoded once per frozen
- * array and style. `toBytes`, when given, is Buffer.from(JSON.stringify(toJson(row)))
- * done faster (bytes kept with the rows, catalog_json.ts), for the compact style.
- */
-export function encodeRows<T>(rows: readonly T[], toJson: (row: T) => unknown, pretty: boolean, toBytes?: (row: T) => Buffer): Buffer | string {
-  const text = (): Buffer | string => {
-    if (!pretty && toBytes) return spliced(rows, toBytes);
+/** `rows` as Consul's JSON (a list of toJson(row)), encoded once per frozen array and style. */
+export function encodeRows<T>(rows: readonly T[], toJson: (row: T) => unknown, pretty: boolean): Buffer | string {
+  const text = (): string => {
     const value = rows.map(toJson);
     return pretty ? `${JSON.stringify(value, null, 4)}\n` : JSON.stringify(value);
   };
@@ -80,8 +54,7 @@ export function encodeRows<T>(rows: readonly T[], toJson: (row: T) => unknown, p
     return have;
   }
   encodedCacheStats.misses++;
-  const t = text();
-  const bytes = typeof t === "string" ? Buffer.from(t) : t;
+  const bytes = Buffer.from(text());
   if (pretty) e.pretty = bytes;
   else e.plain = bytes;
   heldBytes += bytes.length;
@@ -100,14 +73,9 @@ export function setEncodedCacheBudget(bytes: number): number {
 }
 
 /** readResponse (catalog.ts) for a list answer, sharing the encoding of a frozen one. */
-export function sharedListResponse<T>(req: HttpRequest, meta: QueryMeta, rows: readonly T[], toJson: (row: T) => unknown, toBytes?: (row: T) => Buffer): HttpResponse {
+export function sharedListResponse<T>(req: HttpRequest, meta: QueryMeta, rows: readonly T[], toJson: (row: T) => unknown): HttpResponse {
   const headers = setMetaHeaders({}, meta);
-  if (!Object.isFrozen(rows)) {
-    // Filtered, sorted or ACL-filtered: this request's own list, yet mostly of the shared
-    // entries, whose kept bytes still serve (an entry that was changed is encoded afresh).
-    if (toBytes && !wantsPretty(req)) return { status: 200, headers: { ...headers, "Content-Type": "application/json" }, body: spliced(rows, toBytes) };
-    return jsonResponse(rows.map(toJson), { headers, pretty: wantsPretty(req) });
-  }
+  if (!Object.isFrozen(rows)) return jsonResponse(rows.map(toJson), { headers, pretty: wantsPretty(req) });
   headers["Content-Type"] = "application/json";
-  return { status: 200, headers, body: encodeRows(rows, toJson, wantsPretty(req), toBytes), sharedBody: true };
+  return { status: 200, headers, body: encodeRows(rows, toJson, wantsPretty(req)), sharedBody: true };
 }

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { encodeRows, encodedCacheStats, setEncodedCacheBudget, sharedListResponse } from "./encoded_cache.ts";
-import { makeRequest } from "./types.ts";
+import { encodeRows, encodedCacheStats, setEncodedCacheBudget } from "./encoded_cache.ts";
 
 const toJson = (r: { n: number }): unknown => ({ N: r.n, Text: "ü \u2028" });
 
@@ -48,18 +47,4 @@ test("encoded cache: held bytes stay within the budget, least recently used drop
   } finally {
     setEncodedCacheBudget(prev);
   }
-});
-
-test("encoded cache: a list of the request's own (filtered, sorted) is spliced from the rows' bytes when it can, pretty-printed from toJson", () => {
-  const rows = [{ n: 2 }, { n: 1 }];
-  const toBytes = (r: { n: number }): Buffer => Buffer.from(JSON.stringify(toJson(r)));
-  const meta = { index: 7, knownLeader: true, lastContactMs: 0, consistencyLevel: "leader" as const };
-  const plain = sharedListResponse(makeRequest("GET", "/v1/health/service/web"), meta, rows, toJson, toBytes);
-  assert.equal(text(plain.body as Buffer), JSON.stringify(rows.map(toJson)));
-  assert.equal(plain.headers["Content-Type"], "application/json");
-  assert.equal(plain.headers["X-Consul-Index"], "7");
-  assert.equal(plain.sharedBody, undefined, "not shared: its gzipped form is not kept");
-  const pretty = sharedListResponse(makeRequest("GET", "/v1/health/service/web?pretty"), meta, rows, toJson, toBytes);
-  assert.equal(text(pretty.body as string), `${JSON.stringify(rows.map(toJson), null, 4)}\n`);
-  assert.equal(text(sharedListResponse(makeRequest("GET", "/v1/health/service/web"), meta, [], toJson, toBytes).body as Buffer), "[]");
 });

@@ -4,7 +4,7 @@
 import { BadRequestError } from "../errors.ts";
 import { sortNear, type NearOptions } from "../gossip/near.ts";
 import type { Rpc } from "../rpc/mod.ts";
-import { checkServiceNodeJsonBytes, checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
+import { checkServiceNodeToJson, healthCheckToJson } from "../state/catalog_json.ts";
 import { callOptions, listArgs, pathTail, readResponse } from "./catalog.ts";
 import { sharedListResponse } from "./encoded_cache.ts";
 import type { HttpRequest, HttpResponse } from "./types.ts";
@@ -57,7 +57,7 @@ export function healthServiceHandler(options: { rpc: Rpc; near?: NearOptions; tr
     );
     const rows = options.near ? sortNear(reply.nodes, (n) => n.node.node, args.query.near ?? "", options.near) : reply.nodes;
     // A shared (frozen) answer left as it came is encoded once for every reader (encoded_cache.ts).
-    return withTranslateHeader(options.translate, sharedListResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows), checkServiceNodeToJson, checkServiceNodeJsonBytes));
+    return withTranslateHeader(options.translate, sharedListResponse(req, reply.meta, translateServiceNodes(req, options.translate, rows), checkServiceNodeToJson));
   };
 }
 

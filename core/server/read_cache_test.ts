@@ -3,7 +3,6 @@ import { test } from "node:test";
 import { registerTxn } from "../state/catalog.ts";
 import { StateStore } from "../state/store.ts";
 import { WatchSet } from "../state/watch.ts";
-import { checkServiceNodeJsonBytes, checkServiceNodeToJson, serviceNodeJsonBytes, serviceNodeToJson } from "../state/catalog_json.ts";
 import { ReadCache, sharedCheckServiceNodes, sharedServiceNodes } from "./read_cache.ts";
 
 const clock = { nowMs: 0 };
@@ -81,36 +80,4 @@ test("read cache: bounded, least recently used dropped first, valid at one index
   assert.equal(c.get(st, "b", 1), undefined, "b was least recently used");
   assert.equal(c.get(st, "a", 1), 10);
   assert.equal(c.get(st, "a", 2), undefined, "another index misses");
-});
-
-test("shared reads: answers spliced from each instance's kept JSON are byte for byte JSON.stringify's, and follow every change", () => {
-  const s = store();
-  const same = (): void => {
-    for (const passingOnly of [false, true]) {
-      const h = sharedCheckServiceNodes(s, undefined, { name: "web", passingOnly }).value;
-      assert.equal(`[${h.map((x) => checkServiceNodeJsonBytes(x).toString()).join(",")}]`, JSON.stringify(h.map(checkServiceNodeToJson)));
-    }
-    const c = sharedServiceNodes(s, undefined, { name: "web" }).value;
-    assert.equal(`[${c.map((x) => serviceNodeJsonBytes(x).toString()).join(",")}]`, JSON.stringify(c.map(serviceNodeToJson)));
-  };
-  same();
-  const before = checkServiceNodeJsonBytes(sharedCheckServiceNodes(s, undefined, { name: "web" }).value[1]!);
-  // A check's output, a node's address, a service's port and a node-level check each reach the next answer.
-  reg(s, 3, { node: "n2", address: "10.0.0.2", check: { name: "w", checkId: "w2", serviceId: "web-2", status: "critical", output: "boom" } });
-  same();
-  const after = checkServiceNodeJsonBytes(sharedCheckServiceNodes(s, undefined, { name: "web" }).value[1]!);
-  assert.notEqual(after, before);
-  assert.match(after.toString(), /"Output":"boom"/);
-  reg(s, 4, { node: "n1", address: "10.9.9.9", nodeMeta: { rack: "a" } });
-  same();
-  assert.match(serviceNodeJsonBytes(sharedServiceNodes(s, undefined, { name: "web" }).value[0]!).toString(), /"Address":"10\.9\.9\.9"/);
-  reg(s, 5, { node: "n1", address: "10.9.9.9", nodeMeta: { rack: "a" }, service: { service: "web", id: "web-1", tags: ["v1"], port: 9090 } });
-  same();
-  assert.match(checkServiceNodeJsonBytes(sharedCheckServiceNodes(s, undefined, { name: "web" }).value[0]!).toString(), /"Port":9090/);
-  reg(s, 6, { node: "n1", address: "10.9.9.9", nodeMeta: { rack: "a" }, check: { name: "alive", checkId: "alive", status: "warning" } });
-  same();
-  assert.match(checkServiceNodeJsonBytes(sharedCheckServiceNodes(s, undefined, { name: "web" }).value[0]!).toString(), /"CheckID":"alive"/);
-  // An entry that is not frozen (built by hand) is encoded afresh, never from what was kept.
-  const loose = { ...sharedCheckServiceNodes(s, undefined, { name: "web" }).value[0]!, checks: [] };
-  assert.equal(checkServiceNodeJsonBytes(loose).toString(), JSON.stringify(checkServiceNodeToJson(loose)));
 });

@@ -409,20 +409,6 @@ export function toNodeService(row: ServiceRow): NodeService {
   return svc;
 }
 
-/** The frozen NodeService of each service row read by the service queries, made once per row (rows are frozen and replaced on change). */
-const nodeServiceOfRow = new WeakMap<ServiceRow, NodeService>();
-
-/**
- * toNodeService for the service queries: one frozen object per row, the
- * same for every read until the row is replaced, so a read allocates no copy
- * and its JSON can be kept with it (catalog_json.ts jsonText).
- */
-export function frozenNodeService(row: ServiceRow): NodeService {
-  let s = nodeServiceOfRow.get(row);
-  if (!s) nodeServiceOfRow.set(row, (s = deepFreeze(toNodeService(row))));
-  return s;
-}
-
 /** Catalog.ServiceNodes. */
 export function serviceNodesTxn(
   tx: ReadTxn,
@@ -435,7 +421,7 @@ export function serviceNodesTxn(
     if (!hasAllTags(s, q.tags)) continue;
     const node = tx.tables.nodes.get(nodeKey(s.node));
     if (!node || !matchesNodeMeta(node, q.nodeMeta)) continue;
-    out.push({ node, service: frozenNodeService(s) });
+    out.push({ node, service: toNodeService(s) });
   }
   return { index: serviceMaxIndex(tx, q.name), value: out };
 }
@@ -496,7 +482,7 @@ export function checkServiceNodesTxn(
     // Node-level checks first, then the instance's own (Consul parseCheckServiceNodes).
     const checks = checksOfServiceInto(tx, s.node, s.id, checksOfServiceInto(tx, s.node, "", []));
     if (q.passingOnly && checks.some((c) => c.status !== "passing")) continue;
-    out.push({ node, service: frozenNodeService(s), checks });
+    out.push({ node, service: toNodeService(s), checks });
   }
   return { index: serviceMaxIndex(tx, q.name), value: out };
 }

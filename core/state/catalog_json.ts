@@ -132,58 +132,6 @@ export function checkServiceNodeToJson(csn: CheckServiceNode): Json {
   return { Node: nodeToJson(csn.node), Service: nodeServiceToJson(csn.service), Checks: csn.checks.map(healthCheckToJson) };
 }
 
-// ---- encoded once per instance ----
-//
-// A service answer is rebuilt whenever anything about the service changes,
-// though mostly one instance of a hundred did. The JSON of each instance is
-// kept with its NodeService (catalog.ts frozenNodeService: one frozen object
-// per service row), together with the node and check rows it was made from,
-// so a new answer is mostly spliced from bytes made before. Rows are frozen
-// and replaced, never edited, so comparing them by identity tells whether
-// the kept bytes still hold; they go when the service row does.
-
-interface Kept {
-  node: Node;
-  checks: readonly HealthCheck[] | undefined;
-  bytes: Buffer;
-}
-
-const keptHealth = new WeakMap<NodeService, Kept>();
-const keptCatalog = new WeakMap<NodeService, Kept>();
-
-function sameChecks(a: readonly HealthCheck[] | undefined, b: readonly HealthCheck[] | undefined): boolean {
-  if (a === b) return true;
-  if (!a || !b || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-function keptBytes(
-  kept: WeakMap<NodeService, Kept>,
-  service: NodeService,
-  node: Node,
-  checks: readonly HealthCheck[] | undefined,
-  encode: () => unknown,
-): Buffer {
-  const frozen = Object.isFrozen(service) && Object.isFrozen(node) && (checks ?? []).every((c) => Object.isFrozen(c));
-  if (!frozen) return Buffer.from(JSON.stringify(encode()));
-  const k = kept.get(service);
-  if (k && k.node === node && sameChecks(k.checks, checks)) return k.bytes;
-  const bytes = Buffer.from(JSON.stringify(encode()));
-  kept.set(service, { node, checks: checks ? [...checks] : undefined, bytes });
-  return bytes;
-}
-
-/** JSON.stringify(checkServiceNodeToJson(csn)) as bytes, kept with its frozen rows. */
-export function checkServiceNodeJsonBytes(csn: CheckServiceNode): Buffer {
-  return keptBytes(keptHealth, csn.service, csn.node, csn.checks, () => checkServiceNodeToJson(csn));
-}
-
-/** JSON.stringify(serviceNodeToJson(sn)) as bytes, kept with its frozen rows. */
-export function serviceNodeJsonBytes(sn: ServiceNode): Buffer {
-  return keptBytes(keptCatalog, sn.service, sn.node, undefined, () => serviceNodeToJson(sn));
-}
-
 /** LockDelay in nanoseconds, as Consul encodes time.Duration. */
 export function sessionToJson(s: Session): Json {
   return {
