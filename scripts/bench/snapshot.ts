@@ -14,7 +14,15 @@
 //      every key, and each server's peak RSS since it started.
 // Targets (issue #18): peak RSS below the state size + 200 MiB, and at least
 // 100 MiB/s for save and for restore. Prints a table; asserts nothing.
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+// Flags for working on one phase:
+//   --keep-archive FILE  copy the saved archive there (one size only);
+//   --archive FILE       skip steps 1 and 2: restore FILE (one size only: the
+//                        size it was saved at, which gives the key count);
+//   --logs DIR           write the restore cluster's server output to DIR/<name>.log.
+// Step 3 also prints, on stderr, the restore leader's RSS sampled every 100 ms
+// (when its peak came, against the restore command's start).
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { cairn, getJson, makeCluster, waitFor, waitForLeader, type Cluster, type ServerSpec } from "../e2e/harness.ts";
@@ -30,12 +38,22 @@ function arg(name: string): string | undefined {
 }
 
 const sizes = (arg("--sizes") ?? "100").split(",").map((s) => Number(s.trim()));
-if (sizes.some((s) => !Number.isFinite(s) || s <= 0)) {
-  process.stderr.write("usage: snapshot.ts [--sizes 100,1024]  (MiB of state per run)\n");
+const keepArchive = arg("--keep-archive");
+const givenArchive = arg("--archive");
+const logsDir = arg("--logs");
+if (sizes.some((s) => !Number.isFinite(s) || s <= 0) || ((keepArchive !== undefined || givenArchive !== undefined) && sizes.length !== 1)) {
+  process.stderr.write("usage: snapshot.ts [--sizes 100,1024] [--keep-archive FILE | --archive FILE] [--logs DIR]\n  (MiB of state per run; an archive flag takes one size)\n");
   process.exit(2);
 }
 
 const MiB = 1024 * 1024;
+
+/** CPU seconds (user + system) the process used so far (clock ticks of 1/100 s). */
+function cpuS(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
 
 function status(pid: number): { rssMiB: number; hwmMiB: number } {
   const text = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -71,6 +89,7 @@ function snapshotsOnDisk(s: ServerSpec): number {
 interface Row {
   sizeMiB: number;
   archiveMiB: number;
+  /** NaN when the archive was given (--archive). */
   saveS: number;
   saveLeaderBeforeMiB: number;
   saveLeaderPeakMiB: number;
@@ -80,11 +99,11 @@ interface Row {
   restoreFollowerPeakMiB: number;
 }
 
-async function runSize(sizeMiB: number): Promise<Row> {
+/** Steps 1 and 2: a cluster holding `sizeMiB` of state, saved to `file`. */
+async function writeAndSave(sizeMiB: number, file: string): Promise<{ saveS: number; before: number; savePeak: number }> {
   const writes = Math.ceil((sizeMiB * MiB) / valueBytes);
   const config = { raft_snapshot_threshold: writes, raft_trailing_logs: 16, raft_snapshot_interval: "1s" };
   const a = await makeCluster(3, { prefix: "cairn-bench-snap-a-", config });
-  let b: Cluster | undefined;
   try {
     for (const s of a.servers) a.start(s);
     const leaderA = await waitForLeader(a, a.servers, { timeoutMs: 60_000 });
@@ -103,44 +122,85 @@ async function runSize(sizeMiB: number): Promise<Row> {
     const pidA = leaderA.proc!.pid;
     const before = status(pidA).rssMiB;
     resetPeak(pidA);
-    const file = join(a.root.path, "bench.snap");
+    const c0 = cpuS(pidA);
     const s0 = performance.now();
     const saved = await cairn(["snapshot", "save", `-http-addr=127.0.0.1:${leaderA.http}`, file], { timeoutMs: 900_000 });
     const saveS = (performance.now() - s0) / 1000;
     if (saved.code !== 0) throw new Error(`save failed: ${saved.stderr}`);
     const savePeak = status(pidA).hwmMiB;
-    const archiveMiB = statSync(file).size / MiB;
+    process.stderr.write(`# ${sizeMiB} MiB: save took ${(cpuS(pidA) - c0).toFixed(1)} CPU s on the leader\n`);
+    return { saveS, before, savePeak };
+  } finally {
     await a.stopAll();
+    a.root.remove();
+  }
+}
+
+async function runSize(sizeMiB: number): Promise<Row> {
+  const writes = Math.ceil((sizeMiB * MiB) / valueBytes);
+  const config = { raft_snapshot_threshold: writes, raft_trailing_logs: 16, raft_snapshot_interval: "1s" };
+  const work = givenArchive === undefined ? mkdtempSync(join(tmpdir(), "cairn-bench-snap-")) : undefined;
+  let b: Cluster | undefined;
+  let sampler: ReturnType<typeof setInterval> | undefined;
+  try {
+    let saved = { saveS: NaN, before: NaN, savePeak: NaN };
+    let file = givenArchive!;
+    if (work !== undefined) {
+      file = join(work, "bench.snap");
+      saved = await writeAndSave(sizeMiB, file);
+      if (keepArchive !== undefined) copyFileSync(file, keepArchive);
+    }
+    const archiveMiB = statSync(file).size / MiB;
 
     // Ports are taken when the cluster is made: made only now, so none went elsewhere meanwhile.
     b = await makeCluster(3, { prefix: "cairn-bench-snap-b-", config });
     for (const s of b.servers) b.start(s);
     const leaderB = await waitForLeader(b, b.servers, { timeoutMs: 60_000 });
+    const pidB = leaderB.proc!.pid;
+    const cpu0 = new Map(b.servers.map((s) => [s, cpuS(s.proc!.pid)]));
     const r0 = performance.now();
+    let peak = { mib: 0, s: 0 };
+    sampler = setInterval(() => {
+      try {
+        const mib = status(pidB).rssMiB;
+        if (mib > peak.mib) peak = { mib, s: (performance.now() - r0) / 1000 };
+      } catch { /* exited */ }
+    }, 100);
     const restored = await cairn(["snapshot", "restore", `-http-addr=127.0.0.1:${leaderB.http}`, file], { timeoutMs: 900_000 });
     const restoreS = (performance.now() - r0) / 1000;
     if (restored.code !== 0) throw new Error(`restore failed: ${restored.stderr}`);
+    process.stderr.write(`# ${sizeMiB} MiB: restore command done at ${restoreS.toFixed(1)} s (${(cpuS(pidB) - cpu0.get(leaderB)!).toFixed(1)} CPU s on the leader); leader RSS so far peaked at ${peak.mib.toFixed(0)} MiB, ${peak.s.toFixed(1)} s in\n`);
     const bb = b;
-    for (const s of b.servers) await waitFor(async () => (await keyCount(bb, s)) === writes, { timeoutMs: 600_000, what: `${writes} keys on ${s.name}`, intervalMs: 250 });
+    for (const s of b.servers) {
+      await waitFor(async () => (await keyCount(bb, s)) === writes, { timeoutMs: 600_000, what: `${writes} keys on ${s.name}`, intervalMs: 250 });
+      const role = s === leaderB ? "leader" : "follower";
+      process.stderr.write(`# ${sizeMiB} MiB: ${s.name} (${role}) has it at ${((performance.now() - r0) / 1000).toFixed(1)} s, ${(cpuS(s.proc!.pid) - cpu0.get(s)!).toFixed(1)} CPU s since the restore began\n`);
+    }
     const replicatedS = (performance.now() - r0) / 1000;
+    clearInterval(sampler);
+    process.stderr.write(`# ${sizeMiB} MiB: every follower has it at ${replicatedS.toFixed(1)} s; leader RSS peaked (sampled) at ${peak.mib.toFixed(0)} MiB, ${peak.s.toFixed(1)} s in\n`);
     const leaderPeak = status(leaderB.proc!.pid).hwmMiB;
     const followerPeak = Math.max(...b.servers.filter((s) => s !== leaderB).map((s) => status(s.proc!.pid).hwmMiB));
+    if (logsDir !== undefined) {
+      mkdirSync(logsDir, { recursive: true });
+      for (const s of b.servers) writeFileSync(join(logsDir, `${s.name}${s === leaderB ? "-leader" : ""}.log`), b.output(s));
+    }
     return {
       sizeMiB,
       archiveMiB,
-      saveS,
-      saveLeaderBeforeMiB: before,
-      saveLeaderPeakMiB: savePeak,
+      saveS: saved.saveS,
+      saveLeaderBeforeMiB: saved.before,
+      saveLeaderPeakMiB: saved.savePeak,
       restoreS,
       replicatedS,
       restoreLeaderPeakMiB: leaderPeak,
       restoreFollowerPeakMiB: followerPeak,
     };
   } finally {
-    await a.stopAll();
+    clearInterval(sampler);
     await b?.stopAll();
-    a.root.remove();
     b?.root.remove();
+    if (work !== undefined) rmSync(work, { recursive: true, force: true });
   }
 }
 
