@@ -36,6 +36,9 @@ export class MemorySnapshotStore implements SnapshotStore {
         written += chunk.length;
         return Promise.resolve();
       },
+      async *readBack() {
+        for (const c of chunks) yield c.slice();
+      },
       finish: async (meta) => {
         if (!open) throw new Error("snapshot sink is closed");
         open = false;

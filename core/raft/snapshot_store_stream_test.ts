@@ -1,5 +1,5 @@
 // The streaming side of the file snapshot store: a sink written in chunks
-// becomes a snapshot only at finish(), a cancelled one leaves nothing, and
+// reads back what it holds, becomes a snapshot only at finish(), a cancelled one leaves nothing, and
 // open() checks the newest one whole (size and CRC) before handing it out.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -45,6 +45,7 @@ async function contract(store: SnapshotStore): Promise<void> {
   const sink = store.begin();
   for (let off = 0; off < data.length; off += 100_000) await sink.write(data.subarray(off, off + 100_000));
   assert.equal(sink.written, data.length);
+  assert.ok((await collect(sink.readBack())).equals(data), "what was written reads back whole before finish");
   assert.equal(await store.open(), undefined, "nothing is visible before finish");
   const stored = await sink.finish(meta(10, true));
   assert.equal(stored.sizeBytes, data.length, "finish sets the size");

@@ -9,9 +9,9 @@
 //   neither skips nor repeats bytes); a pull that reaches another server is
 //   sent on to the one holding the stream (`server`).
 // - Restore: the leader receives the archive in chunks pushed in order, and
-//   as they arrive it writes state.bin into its Raft snapshot store and
-//   builds the new state store from the same bytes. Only when the whole
-//   archive checked out (gzip, tar, SHA256SUMS, meta) does it install the
+//   as they arrive it writes state.bin into its Raft snapshot store. Only
+//   when the whole archive checked out (gzip, tar, SHA256SUMS, meta) does it
+//   build the new state store from that file, and then it installs the
 //   snapshot as hashicorp/raft Restore does (RaftNode.restoreUserSnapshot):
 //   at an index above everything in the log; followers get it through
 //   InstallSnapshot. A damaged archive changes nothing anywhere.
@@ -118,6 +118,8 @@ interface SaveStream {
 interface RestoreStream {
   queue: ByteQueue;
   received: number;
+  /** ctx.clock.now() when the first piece came (for the phase timings logged). */
+  startedMs: number;
   /** The archive reader and the state builder, running as chunks come in. */
   result: Promise<{ fresh: StateStore; stateIndex: number }>;
   sink: SnapshotSink;
@@ -252,8 +254,11 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
         if (offset + a.archive.length <= r.received && !done) return; // a repeated push
         if (offset !== r.received) throw new BadRequestError(`Snapshot restore stream is at byte ${r.received}, not ${offset}`);
         r.received += a.archive.length;
-        // Copy: the bytes alias the RPC frame.
-        if (a.archive.length > 0) await r.queue.push(a.archive.slice());
+        // Kept as given, not copied: the caller hands the bytes over (a frame
+        // the RPC layer decoded, or a piece the HTTP handler cut), and a view
+        // holds no more than the piece itself; a copy was 1 GiB of garbage
+        // per GiB restored.
+        if (a.archive.length > 0) await r.queue.push(a.archive);
       })();
       r.busy = run;
       try {
@@ -266,8 +271,10 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       restores.delete(id);
       r.timer.cancel();
       r.queue.end();
+      const receivedMs = ctx.clock.now();
       try {
         const { fresh, stateIndex } = await r.result;
+        const builtMs = ctx.clock.now();
         if (!Number.isSafeInteger(stateIndex) || stateIndex < 0 || stateIndex >= maxRestoreIndex) {
           throw new BadRequestError(`Invalid snapshot: its index ${stateIndex} is out of range`);
         }
@@ -276,7 +283,17 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
           stateIndex,
           install: (meta) => ctx.fsm.installRestored(fresh, meta),
         });
-        ctx.logger.info("snapshot restored", { index, bytes: r.received });
+        const installedMs = ctx.clock.now();
+        // Where a restore's time goes (docs/performance.md, snapshot): receiving
+        // (upload, gunzip, checks and the write of state.bin run together as
+        // pieces arrive), the state rebuild from that file, the Raft install.
+        ctx.logger.info("snapshot restored", {
+          index,
+          bytes: r.received,
+          receiveMs: Math.round(receivedMs - r.startedMs),
+          rebuildMs: Math.round(builtMs - receivedMs),
+          installMs: Math.round(installedMs - builtMs),
+        });
         // As hashicorp/raft Restore, answer once a quorum holds it, but do not
         // hold the caller past its RPC timeout: the restore is done here, and
         // followers still installing it catch up on their own.
@@ -287,6 +304,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
         ]);
         timer?.cancel();
         if (!waited) ctx.logger.warn("snapshot restored on the leader; followers are still installing it", { index });
+        else ctx.logger.info("restored snapshot installed on a quorum", { index, replicateMs: Math.round(ctx.clock.now() - installedMs) });
         return { index, streamId: id, server: selfAddress(ctx), received: r.received };
       } catch (err) {
         await r.sink.cancel().catch(() => {});
@@ -296,34 +314,28 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
     },
   });
 
-  /** Begin reading an archive as it is pushed: state.bin to the snapshot store and into a new state store. */
+  /**
+   * Begin reading an archive as it is pushed: state.bin goes to the snapshot
+   * store as it arrives, checked on the way (gzip, tar, SHA256SUMS, meta).
+   * Only once the whole archive checked out is the new state store built,
+   * from that file, as a follower builds it from an InstallSnapshot. Building
+   * it while the archive arrived was no faster (the same CPU does both) and
+   * mixed the upload's transient buffers with the state's own, which left
+   * the leader's peak RSS 400 MiB over a 1 GiB state (docs/performance.md).
+   */
   function startRestore(installer: SnapshotInstaller): RestoreStream {
     const queue = new ByteQueue();
     const sink = installer.snapshotStore.begin();
-    const state = new ByteQueue();
-    const built = StateStore.restore(state, { logger: ctx.logger });
-    // The builder gave up (a malformed state.bin): let the reader's next push fail too.
-    built.catch((err: unknown) => state.end(err));
     const r: RestoreStream = {
       queue,
       received: 0,
+      startedMs: ctx.clock.now(),
       sink,
       busy: Promise.resolve(),
       timer: { cancel() {} },
       result: (async () => {
-        try {
-          await readSnapshotArchiveStream(queue, async (c) => {
-            await sink.write(c);
-            await state.push(c);
-          });
-        } catch (err) {
-          state.end(err);
-          // A state the builder refused explains more than the queue it left full.
-          const refused = await built.then(() => undefined, (e: unknown) => e);
-          throw refused instanceof CorruptionError ? refused : err;
-        }
-        state.end();
-        const fresh = await built;
+        await readSnapshotArchiveStream(queue, (c) => sink.write(c));
+        const fresh = await StateStore.restore(sink.readBack(), { logger: ctx.logger });
         return { fresh, stateIndex: fresh.snapshotIndex };
       })(),
     };

@@ -1,7 +1,7 @@
 // The snapshot endpoints on a dev server: a save pulled in chunks (a pull
 // repeated after a lost answer gets the same bytes), a restore pushed in
 // chunks (a repeated push is not applied twice, a gap is refused), a
-// damaged archive refused with nothing changed, a stream this server does
+// damaged archive (or a sound one around a state that is not) refused with nothing changed, a stream this server does
 // not hold sent on to the one named.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -11,6 +11,7 @@ import { createLocalRpc } from "../rpc/local.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "./dev.ts";
+import { snapshotArchiveStream } from "./snapshot_archive_node.ts";
 import { q } from "./_test_query.ts";
 
 const enc = new TextEncoder();
@@ -19,6 +20,12 @@ async function devServer() {
   const d = await createDevServer({ clock: new SimClock(), rng: new Rng(5) });
   const rpc = createLocalRpc(d.server);
   return { d, rpc };
+}
+
+async function collect(it: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of it) parts.push(c);
+  return Buffer.concat(parts);
 }
 
 async function keys(rpc: ReturnType<typeof createLocalRpc>): Promise<string[]> {
@@ -86,6 +93,8 @@ test("snapshot endpoints: a damaged archive is refused with the reason and chang
     ["garbage", enc.encode("not a snapshot at all, not even gzip"), /Invalid snapshot: Snapshot archive is not valid gzip/],
     ["truncated", archive.subarray(0, archive.length - 25), /Invalid snapshot: Snapshot archive is truncated/],
     ["empty", new Uint8Array(0), /Invalid snapshot: Snapshot archive is empty/],
+    // Checksums right, state.bin not a state: found when the state is rebuilt, after the archive checked out.
+    ["not a state", await collect(snapshotArchiveStream([enc.encode("not a cairn state at all")], { index: 9, nowMs: 0 })), /Invalid snapshot: Snapshot frame too large/],
   ];
   await rpc.call("KVS.Apply", { op: "set", entry: { key: "after-save", value: enc.encode("2") } });
   for (const [name, bytes, reason] of cases) {
