@@ -86,6 +86,7 @@ export class AgentTokenStore implements AgentTokens {
     if (t?.agent) this.#tokens.set("agent", t.agent);
     if (t?.dns) this.#tokens.set("dns", t.dns);
     if (t?.replication) this.#tokens.set("replication", t.replication);
+    if (t?.agentRecovery) this.#tokens.set("agent_recovery", t.agentRecovery);
     this.#path = config.acl?.enableTokenPersistence && config.dataDir ? join(config.dataDir, tokensFile) : "";
     if (this.#path) this.#load();
   }
@@ -105,7 +106,7 @@ export class AgentTokenStore implements AgentTokens {
     }
   }
 
-  get(type: "default" | "agent" | "dns" | "replication"): string {
+  get(type: "default" | "agent" | "dns" | "replication" | "agent_recovery"): string {
     // The agent's own calls and DNS fall back to the default token, as Consul's AgentToken() and DNSToken().
     if (type === "agent" || type === "dns") return this.#tokens.get(type) || this.#tokens.get("default") || "";
     return this.#tokens.get(type) ?? "";
@@ -138,6 +139,8 @@ export function aclRouteAuthorizer(config: AgentConfig, o: { rpc: Rpc; clock: Cl
     downPolicy: acl.downPolicy as DownPolicy,
     enableKeyListPolicy: acl.enableKeyListPolicy,
     defaultToken: () => o.tokens.get("default"),
+    agentRecoveryToken: () => o.tokens.get("agent_recovery"),
+    nodeName: config.nodeName,
   });
   o.tokens.onChange = () => authz.clear();
   return authz;

@@ -22,6 +22,7 @@ import { consulSerfTimings, lanProfile } from "./profiles.ts";
 import type { GossipProfile, SerfTimings } from "./profiles.ts";
 import { SerfCore } from "./serf.ts";
 import type { SerfEvent, SerfInput, SerfTypes, Tags } from "./serf.ts";
+import { pushPullScaleMs } from "./swim.ts";
 import type { SwimMessage } from "./swim.ts";
 import { simTransport } from "./sim_transport.ts";
 import type { SimEnvelope } from "./sim_transport.ts";
@@ -39,7 +40,13 @@ export interface PoolSimOptions {
   delayMs?: [number, number];
   profile?: GossipProfile;
   timings?: SerfTimings;
-  /** Virtual seconds of steady gossip over which bytes and false failures are counted. */
+  /**
+   * Virtual seconds of steady gossip over which bytes and false failures are
+   * counted. Default: one push/pull interval as scaled for n, so that every
+   * member does exactly one push/pull in the window whatever its phase
+   * (the members' push/pulls are not spread evenly: a shorter window over- or
+   * under-counts them).
+   */
   steadySeconds?: number;
   /** Virtual ms allowed for each phase before it counts as not reached. */
   phaseLimitMs?: number;
@@ -65,8 +72,12 @@ export interface PoolSimResult {
   falseFailures: number;
   /** Suspicions raised about live members over the window (refuted before a timeout unless a false failure). */
   suspicions: number;
+  /** Length of the steady window, virtual seconds. */
+  steadySeconds: number;
   /** Wire bytes (uncompressed, as on cairn's LAN pool) each member sent per second, UDP + TCP, steady state. */
   bytesPerNodeSec: number;
+  /** Of bytesPerNodeSec, what went over TCP (push/pull state exchanges, n members' state each). */
+  streamBytesPerNodeSec: number;
   /** Datagrams each member sent per second, steady state. */
   packetsPerNodeSec: number;
   /** Wall-clock ms the run took, and the JS heap at its end (MiB). */
@@ -112,6 +123,7 @@ export class PoolSim {
   /** Counting window for traffic and false failures. */
   #counting = false;
   bytes = 0;
+  streamBytes = 0;
   readonly byKind = new Map<string, number>();
   packets = 0;
   falseFailures = 0;
@@ -127,7 +139,8 @@ export class PoolSim {
 
   constructor(o: PoolSimOptions) {
     this.#o = {
-      delayMs: [1, 10], profile: lanProfile, timings: consulSerfTimings, steadySeconds: 30, phaseLimitMs: 300_000, ...o,
+      delayMs: [1, 10], profile: lanProfile, timings: consulSerfTimings, phaseLimitMs: 300_000, ...o,
+      steadySeconds: o.steadySeconds ?? pushPullScaleMs((o.profile ?? lanProfile).pushPullIntervalMs, o.n) / 1000,
     };
     this.rng = new Rng(o.seed);
     this.udp = new SimNetwork<SimEnvelope<unknown>>(this.clock, this.rng.fork(), { delayMs: this.#o.delayMs, loss: o.loss });
@@ -177,7 +190,11 @@ export class PoolSim {
         t.sendPacket(to, p);
       },
       sendStream: (to, p, opts, onResult) => {
-        if (this.#counting) this.bytes += this.#measure(p as M);
+        if (this.#counting) {
+          const b = this.#measure(p as M);
+          this.bytes += b;
+          this.streamBytes += b;
+        }
         t.sendStream(to, p, opts, onResult);
       },
       listen: (h) => t.listen(h),
@@ -257,6 +274,7 @@ export class PoolSim {
     this.#counting = false;
     const suspicions = this.#suspicionCount() - suspect0;
     const bytesPerNodeSec = this.bytes / n / this.#o.steadySeconds;
+    const streamBytesPerNodeSec = this.streamBytes / n / this.#o.steadySeconds;
     const packetsPerNodeSec = this.packets / n / this.#o.steadySeconds;
     say(`n=${n}: steady window done, wall ${((performance.now() - wall0) / 1000).toFixed(1)} s`);
 
@@ -290,7 +308,7 @@ export class PoolSim {
 
     return {
       n, seed: this.#o.seed, loss: this.#o.loss, bootstrapMs, joinMs, detectMs, failMs, leaveMs,
-      falseFailures: this.falseFailures, suspicions, bytesPerNodeSec, packetsPerNodeSec,
+      falseFailures: this.falseFailures, suspicions, steadySeconds: this.#o.steadySeconds, bytesPerNodeSec, streamBytesPerNodeSec, packetsPerNodeSec,
       wallMs: performance.now() - wall0, heapMiB: process.memoryUsage().heapUsed / 2 ** 20,
     };
   }

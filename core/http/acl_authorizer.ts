@@ -26,6 +26,14 @@ export interface AclAuthorizerOptions {
   enableKeyListPolicy: boolean;
   /** The agent's default token (acl.tokens.default), used when a request carries none. */
   defaultToken(): string;
+  /**
+   * acl.tokens.agent_recovery, answered here without the servers (Consul's
+   * resolveLocallyManagedToken): agent:write on this agent, node:read on all,
+   * so the agent's own endpoints work while no server can resolve a token.
+   */
+  agentRecoveryToken?(): string;
+  /** This agent's node name (the recovery token's agent rule). */
+  nodeName?: string;
 }
 
 export interface ResolvedToken {
@@ -87,6 +95,8 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
 
   /** What a secret may do: from the cache while fresh, else from the servers (down_policy when none answers). */
   async resolve(secret: string): Promise<ResolvedToken> {
+    const recovery = this.#recovery(secret);
+    if (recovery) return recovery;
     const now = this.#o.now();
     const hit = this.#cache.get(secret);
     if (hit && hit.expiresMs > now) {
@@ -100,6 +110,18 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
     }
     return await p;
   }
+
+  #recovery(secret: string): ResolvedToken | undefined {
+    const token = this.#o.agentRecoveryToken?.() ?? "";
+    if (token === "" || !sameSecret(secret, token)) return undefined;
+    const node = this.#o.nodeName ?? "";
+    if (this.#recoveryToken?.node !== node) {
+      const rules = parseRules(`agent ${JSON.stringify(node)} { policy = "write" }\nnode_prefix "" { policy = "read" }`);
+      this.#recoveryToken = { node, value: { accessorId: `agent-recovery:${node}`, authz: new Authorizer(mergeRules([rules]), { defaultAllow: false }) } };
+    }
+    return this.#recoveryToken.value;
+  }
+  #recoveryToken: { node: string; value: ResolvedToken } | undefined;
 
   async #fetch(secret: string, stale: CacheEntry | undefined): Promise<ResolvedToken> {
     let reply: AclResolveReply;
@@ -142,4 +164,12 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
     this.#cache.set(secret, { value, expiresMs: this.#o.now() + this.#o.tokenTtlMs });
     return value;
   }
+}
+
+/** Equal secrets, compared in time that does not depend on where they differ. */
+function sameSecret(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }

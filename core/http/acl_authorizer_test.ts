@@ -139,3 +139,38 @@ test("acl edge: an unknown token is not remembered, so a token created a moment 
   r = await get();
   assert.equal(r.status, 200, text(r));
 });
+
+test("acl edge: the agent recovery token is answered here, with agent:write on this agent and node:read, servers down or not", async () => {
+  const calls: string[] = [];
+  let recovery = "rec-secret";
+  const authz = new AclRouteAuthorizer({
+    resolve: (secret) => {
+      calls.push(secret);
+      return Promise.reject(new RpcError("connection refused"));
+    },
+    now: () => 0,
+    tokenTtlMs: 30_000,
+    downPolicy: "deny",
+    enableKeyListPolicy: false,
+    defaultToken: () => "",
+    agentRecoveryToken: () => recovery,
+    nodeName: "n1",
+  });
+  const id = await authz.resolve("rec-secret");
+  assert.equal(id.accessorId, "agent-recovery:n1");
+  assert.equal(id.authz.allowed("agent", "write", "n1"), true);
+  assert.equal(id.authz.allowed("agent", "write", "n2"), false);
+  assert.equal(id.authz.allowed("node", "read", "any"), true);
+  assert.equal(id.authz.allowed("node", "write", "n1"), false);
+  assert.equal(id.authz.allowed("key", "read", "x"), false);
+  assert.deepEqual(calls, [], "no server was asked");
+  // Another secret goes to the servers (down: down_policy deny).
+  const other = await authz.resolve("rec-secreT");
+  assert.equal(other.authz.allowed("node", "read", "any"), false);
+  assert.deepEqual(calls, ["rec-secreT"]);
+  // Changed through PUT /v1/agent/token/agent_recovery: the old one is an ordinary secret now.
+  recovery = "rec-2";
+  await authz.resolve("rec-secret");
+  assert.deepEqual(calls, ["rec-secreT", "rec-secret"]);
+  assert.equal((await authz.resolve("rec-2")).accessorId, "agent-recovery:n1");
+});

@@ -250,7 +250,8 @@ export class AclResolver {
       }
     };
     const addIdentities = (holder: Pick<AclToken, "serviceIdentities" | "nodeIdentities">) => {
-      for (const si of holder.serviceIdentities) out.push({ text: serviceIdentityRules(si.serviceName) });
+      // A service identity naming datacenters grants only there (Consul gives its synthetic policy those Datacenters).
+      for (const si of holder.serviceIdentities) if (!si.datacenters?.length || si.datacenters.includes(datacenter)) out.push({ text: serviceIdentityRules(si.serviceName) });
       for (const ni of holder.nodeIdentities) if (ni.datacenter === datacenter) out.push({ text: nodeIdentityRules(ni.nodeName) });
     };
     addPolicies(token.policies);
@@ -432,9 +433,28 @@ function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** A token as endpoints answer it (the SecretID only for acl:write holders or the token itself). */
-function tokenOut(t: AclToken, showSecret: boolean): Record<string, unknown> {
-  return { ...t, secretId: showSecret ? t.secretId : "<hidden>" };
+/**
+ * Links as a read shows them (consul state fixupTokenPolicyLinks,
+ * fixupTokenRoleLinks, fixupRolePolicyLinks): a link to a policy or role
+ * deleted since is left out, and each name is the linked item's name now.
+ */
+function liveLinks(st: StateStore, links: readonly AclLink[], table: "acl_policies" | "acl_roles"): AclLink[] {
+  const out: AclLink[] = [];
+  for (const l of links) {
+    const row = st.tables[table].get(l.id);
+    if (row) out.push(row.name === l.name ? l : { id: l.id, name: row.name });
+  }
+  return out;
+}
+
+/** A token as endpoints answer it (the SecretID only for acl:write holders or the token itself), its links live. */
+function tokenOut(st: StateStore, t: AclToken, showSecret: boolean): Record<string, unknown> {
+  return { ...t, policies: liveLinks(st, t.policies, "acl_policies"), roles: liveLinks(st, t.roles, "acl_roles"), secretId: showSecret ? t.secretId : "<hidden>" };
+}
+
+/** A role as endpoints answer it, its policy links live. */
+function roleOut(st: StateStore, r: AclRole): Record<string, unknown> {
+  return { ...r, policies: liveLinks(st, r.policies, "acl_policies") };
 }
 
 function requireAcl(ctx: ServerContext): NonNullable<ServerContext["acl"]> {
@@ -698,7 +718,7 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
         const token = acl.tokenFor(q.token, ctx.clock.wallNow());
         const { value, meta } = await read(ctx, q, (st) => {
           const t = aclTokenBySecret(st, token.secretId) ?? token;
-          return { index: Math.max(1, st.maxIndex("acl_tokens")), value: [tokenOut(t, true)] };
+          return { index: Math.max(1, st.maxIndex("acl_tokens")), value: [tokenOut(st, t, true)] };
         }, options);
         return { items: value, meta };
       }
@@ -710,13 +730,13 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
         if (args.kind === "token") {
           if (args.op === "get") {
             const t = st.tables.acl_tokens.getWatch(args.id ?? "", ws);
-            return { index, value: t ? [tokenOut(t, showSecrets)] : [] };
+            return { index, value: t ? [tokenOut(st, t, showSecrets)] : [] };
           }
           let all = st.tables.acl_tokens.prefix("", ws);
           if (args.includeLocal === false) all = all.filter((t) => !t.local);
           if (args.policy) all = all.filter((t) => t.policies.some((p) => p.id === args.policy));
           if (args.role) all = all.filter((t) => t.roles.some((r) => r.id === args.role));
-          return { index, value: all.map((t) => tokenOut(t, showSecrets)) };
+          return { index, value: all.map((t) => tokenOut(st, t, showSecrets)) };
         }
         if (args.kind === "policy") {
           if (args.op === "get" || args.op === "name") {
@@ -729,11 +749,11 @@ export function aclEndpoints(ctx: ServerContext): AclHandlers {
         if (args.op === "get" || args.op === "name") {
           const r = args.op === "get" ? st.tables.acl_roles.getWatch(args.id ?? "", ws) : aclRoleByName(st, args.name ?? "");
           if (args.op === "name") st.tables.acl_roles.prefix("", ws);
-          return { index, value: r ? [{ ...r }] : [] };
+          return { index, value: r ? [roleOut(st, r)] : [] };
         }
         let all = st.tables.acl_roles.prefix("", ws);
         if (args.policy) all = all.filter((r) => r.policies.some((p) => p.id === args.policy));
-        return { index, value: all.map((r) => ({ ...r })) };
+        return { index, value: all.map((r) => roleOut(st, r)) };
       }, options);
       return { items: value as Record<string, unknown>[], meta };
     },

@@ -149,3 +149,34 @@ test("acl rpc: a limited token that filters nothing out gets the shared frozen a
   const nodes = await rpc.call("Catalog.ServiceNodes", { serviceName: "web", query: { ...q(), token: readsAll.secret } });
   assert.equal(nodes.serviceNodes, (await rpc.call("Catalog.ServiceNodes", { serviceName: "web", query: { ...q(), token: root } })).serviceNodes);
 });
+
+test("acl rpc: a service identity (of a token or a role) naming other datacenters grants nothing here", async () => {
+  const { rpc } = await aclServer();
+  const mk = async (item: Record<string, unknown>) => (await rpc.call("ACL.Write", { kind: "token", op: "create", item, token: root })).item!.secretId as string;
+  const register = (token: string) => rpc.call("Catalog.Register", { node: "n1", address: "10.0.0.1", service: { service: "api", port: 81 }, skipNodeUpdate: true, token });
+  assert.ok((await register(await mk({ serviceIdentities: [{ serviceName: "api" }] }))).index > 0);
+  assert.ok((await register(await mk({ serviceIdentities: [{ serviceName: "api", datacenters: ["dc1"] }] }))).index > 0);
+  await assert.rejects(register(await mk({ serviceIdentities: [{ serviceName: "api", datacenters: ["dc2"] }] })), /lacks permission 'service:write' on "api"/);
+  await rpc.call("ACL.Write", { kind: "role", op: "create", item: { name: "api-elsewhere", serviceIdentities: [{ serviceName: "api", datacenters: ["dc2"] }] }, token: root });
+  await assert.rejects(register(await mk({ roles: [{ name: "api-elsewhere" }] })), /lacks permission 'service:write' on "api"/);
+});
+
+test("acl rpc: reads show a token's and a role's links as they are now: deleted policies and roles left out, renamed ones by their new name", async () => {
+  const { rpc } = await aclServer();
+  const write = (kind: "policy" | "role" | "token", op: "create" | "update" | "delete", item: Record<string, unknown>, id?: string) =>
+    rpc.call("ACL.Write", { kind, op, item, ...(id ? { id } : {}), token: root });
+  const p = (await write("policy", "create", { name: "p1", rules: `key_prefix "" { policy = "read" }` })).item!;
+  const p2 = (await write("policy", "create", { name: "p2", rules: `node_prefix "" { policy = "read" }` })).item!;
+  const r = (await write("role", "create", { name: "r1", policies: [{ name: "p1" }, { name: "p2" }] })).item!;
+  const t = (await write("token", "create", { policies: [{ name: "p1" }], roles: [{ name: "r1" }] })).item!;
+  const readToken = async () => (await rpc.call("ACL.Read", { kind: "token", op: "get", id: t.accessorId as string, query: { ...q(), token: root } })).items[0]!;
+  const readRole = async () => (await rpc.call("ACL.Read", { kind: "role", op: "get", id: r.id as string, query: { ...q(), token: root } })).items[0]!;
+  await write("policy", "update", { id: p.id, name: "p1-renamed", rules: `key_prefix "" { policy = "read" }` });
+  assert.deepEqual((await readToken()).policies, [{ id: p.id, name: "p1-renamed" }]);
+  await write("policy", "delete", {}, p2.id as string);
+  assert.deepEqual((await readRole()).policies, [{ id: p.id, name: "p1-renamed" }]);
+  await write("role", "delete", {}, r.id as string);
+  assert.deepEqual((await readToken()).roles, []);
+  const listed = (await rpc.call("ACL.Read", { kind: "token", op: "list", query: { ...q(), token: root } })).items.find((x) => x.accessorId === t.accessorId)!;
+  assert.deepEqual([listed.policies, listed.roles], [[{ id: p.id, name: "p1-renamed" }], []]);
+});

@@ -8,7 +8,11 @@
 //     clients' mean RSS, over BENCH_STEADY_S (20) seconds of idle gossip;
 //   - a failure: one client is killed (SIGKILL); time until every server
 //     lists it failed, and until the leader's catalog has its serfHealth
-//     critical.
+//     critical;
+//   - a mass failure: BENCH_MASS (a third of the clients) killed together;
+//     time until every server lists them all failed, and until the leader's
+//     catalog has every one's serfHealth critical (the reconcile of a mass
+//     failure), and the leader's CPU meanwhile.
 // Usage: node --import tsx scripts/bench/gossip-fleet.ts [N=150]
 // (CAIRN_E2E_BIN or dist/cairn). Every process is killed by PID at the end
 // (scripts/e2e/harness.ts also kills them when this process exits).
@@ -117,6 +121,27 @@ async function main(): Promise<void> {
     console.log(`  kill -9 ${victim.name}: failed on all 3 servers after ${(failedMs / 1000).toFixed(1)} s, ` +
       `serfHealth critical in the catalog after ${((performance.now() - k0) / 1000).toFixed(1)} s ` +
       `(+${(criticalMs / 1000).toFixed(1)} s); ${load()}`);
+
+    // A mass failure.
+    const mass = Number(process.env.BENCH_MASS ?? Math.floor(N / 3));
+    const doomed = clients.filter((a) => a !== victim).slice(0, mass);
+    const names = new Set(doomed.map((a) => a.name));
+    const lc0 = proc(leader.proc!.pid).cpuTicks;
+    const m0 = performance.now();
+    await Promise.all(doomed.map((a) => a.proc.kill("SIGKILL")));
+    await waitUntil(`every server lists the ${mass} killed clients failed`, async () => {
+      const lists = await Promise.all(c.servers.map((s) => getJson(c.url(s, "/v1/agent/members"), 10_000) as Promise<Member[] | undefined>));
+      return lists.every((ms) => ms !== undefined && ms.filter((m) => names.has(m.Name) && m.Status === 4).length === mass);
+    }, 500);
+    const massFailedMs = performance.now() - m0;
+    await waitUntil(`the catalog has the ${mass} killed clients' serfHealth critical`, async () => {
+      const critical = (await getJson(c.url(leader, "/v1/health/state/critical"), 10_000)) as { Node: string; CheckID: string }[] | undefined;
+      return (critical ?? []).filter((x) => x.CheckID === "serfHealth" && names.has(x.Node)).length === mass;
+    }, 500);
+    const massCriticalMs = performance.now() - m0;
+    const leaderCpuS = (proc(leader.proc!.pid).cpuTicks - lc0) / tick;
+    console.log(`  kill -9 ${mass} clients at once: all failed on all 3 servers after ${(massFailedMs / 1000).toFixed(1)} s, ` +
+      `all serfHealth critical in the catalog after ${(massCriticalMs / 1000).toFixed(1)} s; leader used ${leaderCpuS.toFixed(1)} CPU-s meanwhile; ${load()}`);
   } finally {
     for (const a of clients) await a.stop();
     await c.stopAll();

@@ -206,6 +206,8 @@ test("acl e2e: roles, token update and clone with the CLI, in Consul's formats",
   assert.equal(gone.code, 1);
   const still = await req(c.url(s, "/v1/kv/app/after-role"), { method: "PUT", body: "r", token: appSecret });
   assert.equal(still.status, 200, still.text);
+  const after = JSON.parse(await ok(["token", "read", `-accessor-id=${appAccessor}`, "-format=json"])) as { Roles?: unknown[]; Policies: { Name: string }[] };
+  assert.deepEqual([after.Roles ?? [], after.Policies.map((p) => p.Name)], [[], ["app"]]);
 });
 
 test("acl e2e: the npm consul package with a token: writes under app/, 403 elsewhere; anonymous listings filtered", async () => {
