@@ -30,7 +30,7 @@ import {
   type PolicyRules,
 } from "../acl/policy.ts";
 import { AclDisabledError, AclNotFoundError, BadRequestError, DcUnavailableError, NoPathToDatacenterError, NotFoundError, PermissionDeniedError } from "../errors.ts";
-import type { AclReadArgs, AclReplicationStatus, AclResolveReply, AclWriteArgs, HandlerOptions, Rpc, RpcHandlers } from "../rpc/methods.ts";
+import type { AclReadArgs, AclResolveReply, AclWriteArgs, HandlerOptions, Rpc, RpcHandlers } from "../rpc/methods.ts";
 import {
   aclBootstrapState,
   aclPolicyByName,
@@ -46,6 +46,7 @@ import type { StateStore } from "../state/store.ts";
 import type { ServerContext } from "./context.ts";
 import { raftApply, read, requireLeader } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
+import { noReplication } from "./acl_replication.ts";
 
 /** The server side of `acl {}`. */
 export interface AclServerConfig {
@@ -395,18 +396,6 @@ function managementToken(accessorId: string, secretId: string, description: stri
 type AclHandlers = Pick<RpcHandlers, "ACL.Bootstrap" | "ACL.Write" | "ACL.Read" | "ACL.Resolve" | "ACL.ReplicationStatus">;
 
 /** What `/v1/acl/replication` says where no replication runs (the primary; Consul's zero status). */
-const noReplication: AclReplicationStatus = {
-  enabled: false,
-  running: false,
-  sourceDatacenter: "",
-  replicationType: "",
-  replicatedIndex: 0,
-  replicatedRoleIndex: 0,
-  replicatedTokenIndex: 0,
-  lastSuccessMs: 0,
-  lastErrorMs: 0,
-  lastErrorMessage: "",
-};
 
 /** The server's router, for calls to the primary datacenter. */
 function primaryRpc(ctx: ServerContext, primary: string): Rpc {

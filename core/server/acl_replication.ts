@@ -21,6 +21,20 @@ import type { ServerContext } from "./context.ts";
 import { raftApply } from "./context.ts";
 import { encodeCommand, MessageType } from "./fsm.ts";
 
+/** What `/v1/acl/replication` answers where no replication runs (the primary, ACLs off). */
+export const noReplication: AclReplicationStatus = {
+  enabled: false,
+  running: false,
+  sourceDatacenter: "",
+  replicationType: "",
+  replicatedIndex: 0,
+  replicatedRoleIndex: 0,
+  replicatedTokenIndex: 0,
+  lastSuccessMs: 0,
+  lastErrorMs: 0,
+  lastErrorMessage: "",
+};
+
 type AclItem = AclToken | AclPolicy | AclRole;
 
 /** What one round changes: IDs to delete, items to store. */
@@ -165,18 +179,7 @@ export class AclReplicator {
   constructor(ctx: ServerContext, o: AclReplicationOptions) {
     this.#ctx = ctx;
     this.#o = { roundsPerSecond: 1, burst: 5, appliesPerSecond: 100, batchBytes: 256 * 1024, waitMs: 5 * 60_000, ...o };
-    this.#status = {
-      enabled: true,
-      running: false,
-      sourceDatacenter: o.primary,
-      replicationType: o.tokens ? "tokens" : "policies",
-      replicatedIndex: 0,
-      replicatedRoleIndex: 0,
-      replicatedTokenIndex: 0,
-      lastSuccessMs: 0,
-      lastErrorMs: 0,
-      lastErrorMessage: "",
-    };
+    this.#status = { ...noReplication, enabled: true, sourceDatacenter: o.primary, replicationType: o.tokens ? "tokens" : "policies" };
   }
 
   get running(): boolean {
