@@ -133,7 +133,7 @@ test("agent: bad flags and invalid configs print ==> and exit 1", () => {
 test("agent: .hcl files, -config-format and -hcl fragments", () => {
   const dir = mkdtempSync(join(tmpdir(), "cairn-agent-hcl-"));
   try {
-    writeFileSync(join(dir, "a.hcl"), 'data_dir = "/a"\nnode_name = "from-hcl"\nacl { enable_token_replication = true }\n');
+    writeFileSync(join(dir, "a.hcl"), 'data_dir = "/a"\nnode_name = "from-hcl"\nauto_reload_config = true\n');
     writeFileSync(join(dir, "b.conf"), 'retry_join = ["x"]\n');
     let c = config([`-config-dir=${dir}`]);
     assert.equal(c.nodeName, "from-hcl");
@@ -142,7 +142,7 @@ test("agent: .hcl files, -config-format and -hcl fragments", () => {
       c.warnings.map((w) => w.message),
       [
         `Skipping "${join(dir, "b.conf")}": config files must end in .hcl, .json, .yaml or .yml (or set -config-format)`,
-        `Config key "acl.enable_token_replication" from "${join(dir, "a.hcl")}" line 3 has no effect in cairn yet: ACL replication between datacenters is not implemented yet`,
+        `Config key "auto_reload_config" from "${join(dir, "a.hcl")}" line 3 has no effect in cairn yet: reloading when config files change is not implemented yet; send SIGHUP or run \`cairn reload\``,
       ],
     );
     // -config-format reads every file of the directory in that format.

@@ -10,10 +10,10 @@ test("config keys: the whole table, or one status, as text or JSON", async () =>
   const c = keyCounts();
   assert.match(io.stdoutText, /^Key\s+Status\s+Notes\n/);
   assert.match(io.stdoutText, /\nacl\.enabled\s+implemented\n/);
-  assert.match(io.stdoutText, /\nacl\.enable_token_replication\s+planned\s+ACL replication between datacenters is not implemented yet\n/);
+  assert.match(io.stdoutText, /\nauto_reload_config\s+planned\s+reloading when config files change is not implemented yet; send SIGHUP or run `cairn reload`\n/);
   assert.match(io.stdoutText, /\nnode_name\s+implemented\n/);
   assert.match(io.stdoutText, /\nconnect\.enabled\s+ignored\s+the service mesh/);
-  assert.match(io.stdoutText, /\nacl_replication_token\s+planned\s+ACL replication between datacenters is not implemented yet; deprecated by Consul: use acl\.tokens\.replication\n/);
+  assert.match(io.stdoutText, /\nacl_replication_token\s+implemented\s+also turns token replication on, as in Consul; deprecated by Consul: use acl\.tokens\.replication\n/);
   assert.ok(io.stdoutText.endsWith(`\n${c.total} keys: ${c.implemented} implemented, ${c.planned} planned, ${c.ignored} ignored\n`));
 
   io = testIo();
