@@ -2,6 +2,7 @@
 // nested verbs found by longest match, Consul's usage text and exit codes.
 // cli/main.ts is the process entry; everything here is callable from tests
 // through `runCli(argv, io)`.
+import { concatBytes } from "../core/bytes.ts";
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
@@ -452,14 +453,7 @@ export function processIo(): CliIo {
     stdin: async () => {
       const chunks: Uint8Array[] = [];
       for await (const chunk of process.stdin) chunks.push(chunk as Uint8Array);
-      const total = chunks.reduce((n, c) => n + c.length, 0);
-      const out = new Uint8Array(total);
-      let off = 0;
-      for (const c of chunks) {
-        out.set(c, off);
-        off += c.length;
-      }
-      return out;
+      return concatBytes(chunks);
     },
     env: process.env,
     readFile: async (path) => new Uint8Array(await readFile(path)),

@@ -11,7 +11,7 @@ import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
 import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft.ts";
 import { RaftCore } from "./raft.ts";
-import { concatBytes } from "./_bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import { IndexQueue } from "./index_queue.ts";
 import type {
   Configuration,

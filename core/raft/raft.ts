@@ -11,7 +11,7 @@
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import type { Rng } from "../sim/rng.ts";
-import { concatBytes } from "./_bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import { decodeConfiguration, encodeConfiguration } from "./codec.ts";
 import { RaftLog } from "./log.ts";
 import { Progress } from "./progress.ts";

@@ -1,5 +1,5 @@
 // In-memory SnapshotStore keeping the newest `retain` snapshots.
-import { concatBytes } from "./_bytes.ts";
+import { concatBytes } from "../bytes.ts";
 import type { SnapshotMeta, SnapshotSink, SnapshotSource, SnapshotStore } from "./types.ts";
 
 export class MemorySnapshotStore implements SnapshotStore {

@@ -10,7 +10,7 @@ import { FsmError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import { isKvFlags, type KvFlags, type KvsOp, type TxnOp } from "../rpc/methods.ts";
-import { concatChunks } from "../state/snapshot.ts";
+import { concatBytes } from "../bytes.ts";
 import type { ByteStream } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
 import type { KvsWriteEntry } from "../state/kvs.ts";
@@ -253,7 +253,7 @@ export class Fsm {
 
   /** The whole state as one buffer (the Raft seam's shape). */
   snapshot(): Uint8Array {
-    return concatChunks(this.#state.snapshot({ index: this.#lastIndex }));
+    return concatBytes(this.#state.snapshot({ index: this.#lastIndex }));
   }
 
   /** The whole state as a lazy stream of chunks (point in time). */

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { checkServiceNodesTxn, deregisterTxn, registerTxn, serviceChecksTxn, serviceNodesTxn } from "./catalog.ts";
-import { concatChunks } from "./snapshot.ts";
+import { concatBytes } from "../bytes.ts";
 import { StateStore } from "./store.ts";
 import { WatchSet } from "./watch.ts";
 
@@ -76,7 +76,7 @@ test("health index: a check moved from one service to another (or to the node) f
 
 test("health index: a snapshot restore rebuilds the index (also from a snapshot without it)", async () => {
   const s = fixture();
-  const restored = await StateStore.restore([concatChunks(s.snapshot())]);
+  const restored = await StateStore.restore([concatBytes(s.snapshot())]);
   assert.deepEqual(checkIds(restored, "web"), checkIds(s, "web"));
   assert.deepEqual(checkIds(restored, "api"), checkIds(s, "api"));
   // An older snapshot had no checks_by_service rows: the restore derives them.
@@ -84,7 +84,7 @@ test("health index: a snapshot restore rebuilds the index (also from a snapshot 
   reg(old, 1, { node: "n1", address: "10.0.0.1", service: { service: "web", id: "web-1" }, check: { name: "web", checkId: "web-1-chk", serviceId: "web-1" } });
   reg(old, 2, { node: "n1", address: "10.0.0.1", check: { name: "serf", checkId: "serfHealth", status: "passing" } });
   for (const r of old.tables.checks_by_service.all()) old.tables.checks_by_service._delete(r.key);
-  const fromOld = await StateStore.restore([concatChunks(old.snapshot())]);
+  const fromOld = await StateStore.restore([concatBytes(old.snapshot())]);
   assert.deepEqual(checkIds(fromOld, "web"), [["serfHealth", "web-1-chk"]]);
 });
 

@@ -12,7 +12,7 @@ import {
 } from "./catalog.ts";
 import { applyDeregisterCommand, applyRegisterCommand, applySessionCommand } from "./catalog_commands.ts";
 import { kvsLockDelayUntil, sessionListTxn } from "./session_ops.ts";
-import { concatChunks } from "./snapshot.ts";
+import { concatBytes } from "../bytes.ts";
 import { StateStore } from "./store.ts";
 import { WatchSet } from "./watch.ts";
 
@@ -140,7 +140,7 @@ test("catalog: snapshot and restore carry nodes, services, checks, sessions and 
   web(s, 2, "n1", { tags: ["a"] });
   reg(s, 3, { node: "n1", address: "10.0.0.1", check: { name: "serf", checkId: "serfHealth", status: "passing" } });
   applySessionCommand(s, 4, { op: "create", session: { id: "s", name: "x", node: "n1", lockDelayMs: 15000, behavior: "release", ttl: "30s", nodeChecks: ["serfHealth"], serviceChecks: [] } });
-  const data = concatChunks(s.snapshot());
+  const data = concatBytes(s.snapshot());
   const r = await StateStore.restore([data]);
   assert.deepEqual(checkServiceNodesTxn(r, undefined, { name: "web" }), checkServiceNodesTxn(s, undefined, { name: "web" }));
   assert.deepEqual(sessionListTxn(r, undefined), sessionListTxn(s, undefined));
@@ -183,7 +183,7 @@ test("catalog: health answers come from the checks_by_service index: node checks
   web(s, 8, "n2");
   const rows = s.tables.checks_by_service.all();
   s.write(9, (tx) => { for (const r of rows) tx.delete(tx.tables.checks_by_service, r.key); });
-  const restored = await StateStore.restore(concatChunks([...s.snapshot()]));
+  const restored = await StateStore.restore(concatBytes([...s.snapshot()]));
   assert.deepEqual(restored.tables.checks_by_service.all(), rows);
   assert.deepEqual(checkServiceNodesTxn(restored, undefined, { name: "web" }).value.map((x) => x.checks.length), [1, 1]);
 });

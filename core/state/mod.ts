@@ -72,7 +72,7 @@ export {
 export type { Session } from "./session.ts";
 export { isReadOnlyTxn, txnDispatch } from "./txn_ops.ts";
 export type { TxnOutcome } from "./txn_ops.ts";
-export { concatChunks, decodeSnapshot, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
+export { decodeSnapshot, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
 export type { ByteStream, CapturedState, SnapshotRecord } from "./snapshot.ts";
 export {
   applyPreparedQueryCommand,

@@ -203,16 +203,3 @@ function checkRecord(rec: unknown): SnapshotRecord {
   throw new CorruptionError(`Snapshot record is malformed: type ${JSON.stringify(String(r.t))}`);
 }
 
-/** Join chunks into one buffer (for seams that want the whole snapshot at once). */
-export function concatChunks(chunks: Iterable<Uint8Array>): Uint8Array {
-  const list = [...chunks];
-  let n = 0;
-  for (const c of list) n += c.length;
-  const out = new Uint8Array(n);
-  let off = 0;
-  for (const c of list) {
-    out.set(c, off);
-    off += c.length;
-  }
-  return out;
-}

@@ -19,7 +19,8 @@ import { fuzzSeeds, mutateBytes, mutateLeaves, mutateValue, replayHint } from ".
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { tableList } from "./schema.ts";
-import { concatChunks, decodeSnapshotSync, type SnapshotRecord } from "./snapshot.ts";
+import { concatBytes } from "../bytes.ts";
+import { decodeSnapshotSync, type SnapshotRecord } from "./snapshot.ts";
 import { StateStore } from "./store.ts";
 
 const q = { minQueryIndex: 0, maxQueryTimeMs: 0, allowStale: true, requireConsistent: false };
@@ -82,7 +83,7 @@ function damageRecord(rng: Rng, records: SnapshotRecord[]): Uint8Array {
   } else {
     out[i] = mutateLeaves(rng, r) as SnapshotRecord & Record<string, unknown>;
   }
-  return concatChunks(out.map(frame));
+  return concatBytes(out.map(frame));
 }
 
 /** Every read a server makes of a store, and a snapshot round trip; throws on the first failure. */
@@ -91,7 +92,7 @@ function exercise(s: StateStore): string {
   s.kvsListKeys("", "/");
   s.kvsGet("app/lock");
   for (const t of tableList(s.tables)) t.all();
-  const again = StateStore.restoreSync(concatChunks(s.snapshot()));
+  const again = StateStore.restoreSync(concatBytes(s.snapshot()));
   const dump = (x: StateStore) => JSON.stringify(tableList(x.tables).map((t) => [t.name, t.all()]), (_k, v: unknown) => (v instanceof Uint8Array ? [...v] : v));
   assert.equal(dump(again), dump(s), "a restored store snapshots and restores to the same content");
   return dump(s);
@@ -99,7 +100,7 @@ function exercise(s: StateStore): string {
 
 test("state snapshot fuzz: damaged streams restore to a working store or are refused with CorruptionError", async () => {
   const d = await seeded();
-  const good = concatChunks(d.fsm.state.snapshot());
+  const good = concatBytes(d.fsm.state.snapshot());
   const records = [...decodeSnapshotSync(good)];
   assert.ok(records.filter((r) => r.t === "rows").length >= 6, "every table has rows");
   await d.stop();
@@ -141,7 +142,7 @@ function chunks(rng: Rng, b: Uint8Array): Uint8Array[] {
 
 test("Snapshot.Restore fuzz: an archive around damaged state is refused or restored, and every read still works", { timeout: 60_000 }, async () => {
   const d = await seeded();
-  const good = concatChunks(d.fsm.state.snapshot());
+  const good = concatBytes(d.fsm.state.snapshot());
   const records = [...decodeSnapshotSync(good)];
   const h = d.server.handlers;
   const reads: [string, () => Promise<unknown>][] = [

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { CorruptionError } from "../errors.ts";
 import { Rng, seeds } from "../sim/rng.ts";
-import { concatChunks } from "./snapshot.ts";
+import { concatBytes } from "../bytes.ts";
 import { StateStore } from "./store.ts";
 
 function dump(s: StateStore) {
@@ -32,7 +32,7 @@ test("snapshot: restore round-trips every table and index, whatever the chunking
     const rng = new Rng(seed);
     const s = new StateStore();
     populate(s, rng);
-    const whole = concatChunks(s.snapshot());
+    const whole = concatBytes(s.snapshot());
     // re-chunk into random sizes
     const pieces: Uint8Array[] = [];
     for (let off = 0; off < whole.length;) {
@@ -60,7 +60,7 @@ test("snapshot: captures a point in time; later writes are not in it", async () 
 test("snapshot: truncated or garbled streams are refused with CorruptionError", async () => {
   const s = new StateStore();
   s.kvsSet(2, { key: "a" });
-  const whole = concatChunks(s.snapshot());
+  const whole = concatBytes(s.snapshot());
   await assert.rejects(StateStore.restore(whole.subarray(0, whole.length - 3)), CorruptionError);
   const bad = whole.slice();
   bad[6] = 0xc1; // never-used msgpack byte inside the header record

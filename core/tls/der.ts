@@ -2,6 +2,7 @@
 // encoder for the types a certificate is built from, and a reader that walks
 // tag-length-value triples without interpreting them. Pure; every value is a
 // Uint8Array of complete DER.
+import { concatBytes } from "../bytes.ts";
 import { isoTimestamp } from "../clock/utc_text.ts";
 
 export const TAG = {
@@ -20,16 +21,6 @@ export const TAG = {
   set: 0x31,
 } as const;
 
-/** The parts end to end. */
-export function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
 
 /** One TLV: the tag byte, the definite length (short or long form), the content. */
 export function tlv(tag: number, content: Uint8Array): Uint8Array {
@@ -41,15 +32,15 @@ export function tlv(tag: number, content: Uint8Array): Uint8Array {
     for (let v = n; v > 0; v = Math.floor(v / 256)) len.unshift(v & 0xff);
     head = [tag, 0x80 | len.length, ...len];
   }
-  return concat([Uint8Array.from(head), content]);
+  return concatBytes([Uint8Array.from(head), content]);
 }
 
 export function sequence(...items: readonly Uint8Array[]): Uint8Array {
-  return tlv(TAG.sequence, concat(items));
+  return tlv(TAG.sequence, concatBytes(items));
 }
 
 export function set(...items: readonly Uint8Array[]): Uint8Array {
-  return tlv(TAG.set, concat(items));
+  return tlv(TAG.set, concatBytes(items));
 }
 
 /** `[n]` context-specific: constructed (EXPLICIT, or IMPLICIT over a SEQUENCE) or primitive (IMPLICIT over a primitive). */
@@ -63,7 +54,7 @@ export function unsignedInteger(magnitude: Uint8Array): Uint8Array {
   while (i < magnitude.length - 1 && magnitude[i] === 0) i++;
   let body = magnitude.subarray(i);
   if (body.length === 0) body = Uint8Array.of(0);
-  if (body[0]! & 0x80) body = concat([Uint8Array.of(0), body]);
+  if (body[0]! & 0x80) body = concatBytes([Uint8Array.of(0), body]);
   return tlv(TAG.integer, body);
 }
 
@@ -83,7 +74,7 @@ export function octetString(bytes: Uint8Array): Uint8Array {
 }
 
 export function bitString(bytes: Uint8Array, unusedBits = 0): Uint8Array {
-  return tlv(TAG.bitString, concat([Uint8Array.of(unusedBits), bytes]));
+  return tlv(TAG.bitString, concatBytes([Uint8Array.of(unusedBits), bytes]));
 }
 
 /**

@@ -5,11 +5,11 @@
 // constraints), and PEM. Pure: keys, randomness, the clock and signing are
 // the caller's (core/tls/generate_node.ts).
 import { decodeBase64, encodeBase64 } from "../api/base64.ts";
+import { concatBytes } from "../bytes.ts";
 import {
   bitString,
   boolean,
   children,
-  concat,
   context,
   DerError,
   directoryString,
@@ -159,7 +159,7 @@ function ia5Body(s: string): Uint8Array {
 /** Permitted DNS subtrees (RFC 5280 §4.2.1.10), as Go writes PermittedDNSDomains. */
 export function nameConstraintsExtension(permittedDnsDomains: readonly string[], critical: boolean): Uint8Array {
   const subtrees = permittedDnsDomains.map((d) => sequence(context(2, ia5Body(d), false)));
-  return extension(OID.nameConstraints, critical, sequence(context(0, concat(subtrees), true)));
+  return extension(OID.nameConstraints, critical, sequence(context(0, concatBytes(subtrees), true)));
 }
 
 export interface TbsTemplate {
