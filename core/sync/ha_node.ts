@@ -11,7 +11,7 @@ import { decodeBase64 } from "../api/base64.ts";
 import type { Clock, Timer } from "../clock/clock.ts";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
-import { sleep } from "./_sleep.ts";
+import { sleep } from "../clock/sleep.ts";
 
 export interface ElectorOptions {
   client: ApiClient;

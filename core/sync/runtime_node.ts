@@ -23,7 +23,7 @@ import type { DriverResult, SyncDriver } from "./driver.ts";
 import { renderHealthEntries, renderKvEntries } from "./render.ts";
 import type { RenderedInputs, RenderedService } from "./render.ts";
 import { SyncScheduler } from "./scheduler.ts";
-import { sleep } from "./_sleep.ts";
+import { sleep } from "../clock/sleep.ts";
 import type { RunOrder, Trigger } from "./scheduler.ts";
 import { moduleVariables, taskDependencies, taskSpec } from "./task.ts";
 import type { Dependency } from "./task.ts";

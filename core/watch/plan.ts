@@ -13,6 +13,7 @@
 import type { RawRequest, RawResponse } from "../api/client.ts";
 import { escapeKey } from "../api/kv.ts";
 import type { Clock } from "../clock/clock.ts";
+import { sleep } from "../clock/sleep.ts";
 import { uuidToIndex } from "../http/event.ts";
 import type { WatchParams, WatchType } from "../config/types.ts";
 
@@ -214,18 +215,4 @@ export async function runWatchPlan(o: WatchPlanOptions): Promise<"stopped" | "er
     await o.onChange(r.index, r.data);
   }
   return "stopped";
-}
-
-function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      timer.cancel();
-      resolve();
-    };
-    const timer = clock.setTimer(ms, () => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    });
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
