@@ -96,27 +96,20 @@ export function grpcHealthStatus(body: Uint8Array): number | undefined {
   let status = 0;
   while (i < msg.length) {
     const tag = msg[i++]!;
+    const wireType = tag & 7;
+    // Only varints (0) and length-delimited fields (2): both start with a varint.
+    if (wireType !== 0 && wireType !== 2) return undefined;
     let v = 0;
     let shift = 0;
-    if ((tag & 7) === 0) {
-      for (;;) {
-        if (i >= msg.length || shift > 28) return undefined;
-        const b = msg[i++]!;
-        v |= (b & 0x7f) << shift;
-        shift += 7;
-        if (b < 0x80) break;
-      }
-      if (tag >> 3 === 1) status = v;
-    } else if ((tag & 7) === 2) {
-      for (;;) {
-        if (i >= msg.length || shift > 28) return undefined;
-        const b = msg[i++]!;
-        v |= (b & 0x7f) << shift;
-        shift += 7;
-        if (b < 0x80) break;
-      }
-      i += v;
-    } else return undefined;
+    for (;;) {
+      if (i >= msg.length || shift > 28) return undefined;
+      const b = msg[i++]!;
+      v |= (b & 0x7f) << shift;
+      shift += 7;
+      if (b < 0x80) break;
+    }
+    if (wireType === 2) i += v;
+    else if (tag >> 3 === 1) status = v;
   }
   return i === msg.length ? status : undefined;
 }
