@@ -87,6 +87,7 @@ export class AgentTokenStore implements AgentTokens {
     if (t?.dns) this.#tokens.set("dns", t.dns);
     if (t?.replication) this.#tokens.set("replication", t.replication);
     if (t?.agentRecovery) this.#tokens.set("agent_recovery", t.agentRecovery);
+    if (t?.configFileServiceRegistration) this.#tokens.set("config_file_service_registration", t.configFileServiceRegistration);
     this.#path = config.acl?.enableTokenPersistence && config.dataDir ? join(config.dataDir, tokensFile) : "";
     if (this.#path) this.#load();
   }
@@ -106,7 +107,7 @@ export class AgentTokenStore implements AgentTokens {
     }
   }
 
-  get(type: "default" | "agent" | "dns" | "replication" | "agent_recovery"): string {
+  get(type: "default" | "agent" | "dns" | "replication" | "agent_recovery" | "config_file_service_registration"): string {
     // The agent's own calls and DNS fall back to the default token, as Consul's AgentToken() and DNSToken().
     if (type === "agent" || type === "dns") return this.#tokens.get(type) || this.#tokens.get("default") || "";
     return this.#tokens.get(type) ?? "";

@@ -169,6 +169,10 @@ export async function startAgent(
       rng: new Rng(seed ^ 0x5bd1e995),
       logger: logger.named("agent"),
       rpc: agentRpc,
+      // Services and checks sync with their own token, else a config file's or the default token; the node with the agent token.
+      ...(config.acl?.enabled
+        ? { tokens: { agent: () => aclTokens.get("agent"), user: () => aclTokens.get("default"), configFile: () => aclTokens.get("config_file_service_registration") } }
+        : {}),
       store: config.dev || config.dataDir === "" ? new MemoryDefinitionStore() : new FileDefinitionStore(config.dataDir),
       ...(config.enableAgentTlsForChecks ? { checkTls: agentCheckTls(config) } : {}),
       enableScriptChecks: config.enableScriptChecks,

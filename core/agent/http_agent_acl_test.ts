@@ -15,7 +15,9 @@ import { LocalAgent } from "../local/local_agent.ts";
 
 test("agent acl: a service:write \"web\" token registers web only, and sees only web", async () => {
   const clock = new SimClock();
-  const local = new LocalAgent({ node: { node: "node-a", id: "", address: "127.0.0.1", taggedAddresses: {}, meta: {} }, clock, rng: new Rng(1), rpc: new FakeCatalogRpc() });
+  const rpc = new FakeCatalogRpc();
+  const tokens = { agent: () => "agent-secret", user: () => "", configFile: () => "" };
+  const local = new LocalAgent({ node: { node: "node-a", id: "", address: "127.0.0.1", taggedAddresses: {}, meta: {} }, clock, rng: new Rng(1), rpc, tokens });
   local.start();
   const authorizer = new AclRouteAuthorizer({
     resolve: (secret) => {
@@ -35,6 +37,9 @@ test("agent acl: a service:write \"web\" token registers web only, and sees only
     return { status: r.status, text: typeof r.body === "string" ? r.body : new TextDecoder().decode(r.body), headers: r.headers };
   };
   assert.equal((await call("PUT", "/v1/agent/service/register", "web", { Name: "web", Port: 80 })).status, 200);
+  // The catalog write carries the token the service was registered with, not the agent's.
+  const written = rpc.calls.filter((c) => c.method === "Catalog.Register" && (c.args as { service?: { id: string } }).service?.id === "web");
+  assert.deepEqual(written.map((c) => (c.args as { token?: string }).token), ["web"]);
   const db = await call("PUT", "/v1/agent/service/register", "web", { Name: "db", Port: 5432 });
   assert.deepEqual([db.status, db.text], [403, `Permission denied: token with AccessorID 'acc-web' lacks permission 'service:write' on "db"`]);
   assert.equal((await call("PUT", "/v1/agent/service/register", "root", { Name: "db", Port: 5432 })).status, 200);

@@ -64,7 +64,7 @@ export function defaultConfig(): AgentConfig {
       policyTtlMs: 30_000,
       roleTtlMs: 30_000,
       enableTokenReplication: false,
-      tokens: { initialManagement: "", default: "", agent: "", dns: "", replication: "", agentRecovery: "" },
+      tokens: { initialManagement: "", default: "", agent: "", dns: "", replication: "", agentRecovery: "", configFileServiceRegistration: "" },
     },
     audit: { enabled: false, sink: {} },
     autopilot: { cleanupDeadServers: true, lastContactThresholdMs: 200, maxTrailingLogs: 250, minQuorum: 0, serverStabilizationTimeMs: 10_000 },

@@ -71,7 +71,6 @@ const PEERING = "cluster peering is not part of cairn";
 const RAFT_STORE = "cairn has its own Raft log store";
 const INTERNAL = "internal Consul tuning, not meant for users";
 const STREAMING = "cairn answers blocking queries without Consul's streaming backend";
-const DEFINITION_TOKEN = "a service or check definition's own ACL token is not used yet: the agent token registers it";
 const SYSLOG = "syslog output is not implemented yet";
 const SINKS = "metrics sinks other than Prometheus are not implemented yet";
 const LIMITS = "this limit is not implemented yet";
@@ -131,7 +130,7 @@ export const CHECK_KEYS: KeyTable = {
   name: impl(),
   notes: impl(),
   service_id: impl(),
-  token: planned(DEFINITION_TOKEN),
+  token: impl("string", { note: "the ACL token its catalog syncs carry; default: acl.tokens.config_file_service_registration, then the default token" }),
   status: impl(),
   args: impl(undefined, { aliases: ["scriptargs"] }),
   http: impl(),
@@ -177,7 +176,7 @@ export const SERVICE_KEYS: KeyTable = {
   socket_path: ignored(MESH),
   check: impl(undefined, { keys: CHECK_KEYS, note: "one check of the service (check keys)" }),
   checks: impl(undefined, { keys: CHECK_KEYS, list: true, note: "checks of the service (check keys)" }),
-  token: planned(DEFINITION_TOKEN),
+  token: impl("string", { note: "the ACL token its catalog syncs carry; default: acl.tokens.config_file_service_registration, then the default token" }),
   weights: impl(undefined, { keys: { passing: {}, warning: {} } }),
   enable_tag_override: impl(),
   proxy: ignored(MESH),
@@ -229,7 +228,7 @@ export const AGENT_KEYS: KeyTable = {
           replication: impl("string", { note: "the token servers of a secondary datacenter replicate with (acl:write in the primary)" }),
           agent_recovery: impl("string", { to: "agentRecovery", note: "answered by this agent alone: agent:write on itself and node:read, for its own endpoints when the servers cannot be reached" }),
           dns: impl("string", { note: "the token of DNS lookups (answers are filtered by it); default: the default token" }),
-          config_file_service_registration: planned("services from files register with the agent token"),
+          config_file_service_registration: impl("string", { to: "configFileServiceRegistration", note: "the token of services and checks from config files that name none of their own; default: the default token" }),
           master: impl("string", { to: "initialManagement", replacedBy: "acl.tokens.initial_management" }),
           agent_master: impl("string", { to: "agentRecovery", replacedBy: "acl.tokens.agent_recovery" }),
           managed_service_provider: ignored(ENTERPRISE),

@@ -98,7 +98,7 @@ export interface AclAgentConfig {
   roleTtlMs: number;
   /** acl.enable_token_replication: servers of a secondary datacenter replicate global tokens too and may keep local ones. */
   enableTokenReplication: boolean;
-  tokens: { initialManagement: string; default: string; agent: string; dns: string; replication: string; agentRecovery: string };
+  tokens: { initialManagement: string; default: string; agent: string; dns: string; replication: string; agentRecovery: string; configFileServiceRegistration: string };
 }
 
 /** `audit {}`: the audit log (Consul Enterprise's shape; `sink` as written, checked by core/agent/audit_node.ts). */

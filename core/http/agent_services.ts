@@ -21,7 +21,7 @@ import {
 import type { LocalAgentBackend } from "./backends.ts";
 import { permissionDeniedReason } from "../acl/authorizer.ts";
 import type { RequestAcl } from "./router.ts";
-import { parseQueryOptions } from "./blocking.ts";
+import { parseQueryOptions, parseToken } from "./blocking.ts";
 import { jsonResponse, textResponse, wantsPretty, type Handler, type HttpRequest, type HttpResponse } from "./types.ts";
 
 export interface AgentServicesDeps {
@@ -265,7 +265,8 @@ export function agentServiceRegisterHandler(deps: AgentServicesDeps): Handler {
     vetService(req, def.service.service);
     const flag = req.query.get("replace-existing-checks");
     const replace = req.query.has("replace-existing-checks") && (flag === "" || flag === "true");
-    local.addService(def, { source: "remote", replaceExistingChecks: replace });
+    // The service syncs with the token it was registered with (consul AgentRegisterService).
+    local.addService(def, { source: "remote", replaceExistingChecks: replace, token: parseToken(req) });
     await local.syncChanges();
     return ok();
   };
@@ -340,7 +341,7 @@ export function agentCheckRegisterHandler(deps: AgentServicesDeps): Handler {
   return async (req) => {
     const def = decodeCheckDefinition(decodeJsonBody(req));
     vetCheck(req, local, def.serviceId, deps.nodeName ?? "");
-    local.addCheck(def, { source: "remote" });
+    local.addCheck(def, { source: "remote", token: parseToken(req) });
     await local.syncChanges();
     return ok();
   };

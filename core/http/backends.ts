@@ -84,9 +84,9 @@ export interface LocalStateView {
 /** The agent's own services and checks. Refusals are CairnErrors (BadRequestError for bad definitions). */
 export interface LocalAgentBackend {
   readonly state: LocalStateView;
-  addService(def: ServiceDefinition, options?: { source?: DefinitionSource; replaceExistingChecks?: boolean }): void;
+  addService(def: ServiceDefinition, options?: { source?: DefinitionSource; replaceExistingChecks?: boolean; token?: string }): void;
   removeService(id: string): void;
-  addCheck(def: CheckDefinition, options?: { source?: DefinitionSource }): void;
+  addCheck(def: CheckDefinition, options?: { source?: DefinitionSource; token?: string }): void;
   removeCheck(id: string): void;
   updateTtlCheck(id: string, status: HealthStatus, output: string): void;
   enableServiceMaintenance(serviceId: string, reason: string): void;

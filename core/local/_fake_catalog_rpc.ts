@@ -12,6 +12,8 @@ export class FakeCatalogRpc implements Rpc {
   index = 1;
   /** The next this-many calls throw NoLeaderError. */
   failCalls = 0;
+  /** An error to throw instead of answering this call (ACL refusals), or undefined to answer it. */
+  refuse: ((method: RpcMethod, args: unknown) => Error | undefined) | undefined;
 
   async call<M extends RpcMethod>(method: M, args: RpcArgs<M>): Promise<RpcReply<M>> {
     this.calls.push({ method, args: structuredClone(args) });
@@ -19,6 +21,8 @@ export class FakeCatalogRpc implements Rpc {
       this.failCalls--;
       throw new NoLeaderError();
     }
+    const refusal = this.refuse?.(method, args);
+    if (refusal) throw refusal;
     return this.#dispatch(method, args as never) as RpcReply<M>;
   }
 

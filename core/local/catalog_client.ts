@@ -37,13 +37,15 @@ export interface CatalogRegistration {
   skipNodeUpdate: boolean;
   service?: LocalService;
   checks: LocalCheck[];
+  /** The ACL token this write carries; undefined: the client's own (if any). */
+  token?: string;
 }
 
 export interface CatalogClient {
   /** The catalog's view of a node: undefined `node` when the node is not registered. */
   nodeState(node: string): Promise<{ node?: NodeInfo; services: LocalService[]; checks: RemoteCheck[] }>;
   register(reg: CatalogRegistration): Promise<void>;
-  deregister(req: { node: string; serviceId?: string; checkId?: string }): Promise<void>;
+  deregister(req: { node: string; serviceId?: string; checkId?: string; token?: string }): Promise<void>;
 }
 
 function readQuery(): QueryOptions {
@@ -138,7 +140,7 @@ export function catalogClientFromRpc(rpc: Rpc, options: { datacenter?: string; t
         nodeMeta: reg.node.meta,
         skipNodeUpdate: reg.skipNodeUpdate,
         ...dc,
-        ...(options.token ? { token: options.token } : {}),
+        ...tokenOf(reg.token),
       };
       if (reg.node.id) args.id = reg.node.id;
       if (reg.service) {
@@ -160,7 +162,13 @@ export function catalogClientFromRpc(rpc: Rpc, options: { datacenter?: string; t
       await rpc.call("Catalog.Register", args);
     },
     async deregister(req) {
-      await rpc.call("Catalog.Deregister", { ...req, ...dc, ...(options.token ? { token: options.token } : {}) });
+      const { token, ...rest } = req;
+      await rpc.call("Catalog.Deregister", { ...rest, ...dc, ...tokenOf(token) });
     },
   };
+  // A token given per write ("" included: the anonymous token) beats the client's own.
+  function tokenOf(token: string | undefined): { token?: string } {
+    if (token !== undefined) return { token };
+    return options.token ? { token: options.token } : {};
+  }
 }

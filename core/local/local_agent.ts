@@ -14,7 +14,7 @@ import { AntiEntropy } from "./anti_entropy.ts";
 import { catalogClientFromRpc, type CatalogClient, type NodeInfo } from "./catalog_client.ts";
 import { decodeCheckDefinition, decodeServiceDefinition, serviceCheckDefinitions } from "../service_defs/definition.ts";
 import { MemoryDefinitionStore, type DefinitionStore } from "./persist.ts";
-import { LocalState } from "./state.ts";
+import { LocalState, type SyncTokens } from "./state.ts";
 import {
   nodeMaintCheckId,
   serviceMaintPrefix,
@@ -64,12 +64,16 @@ export interface LocalAgentOptions {
   aeRetryFailMs?: number;
   clusterSize?: () => number;
   probes?: CheckManagerOptions["probes"];
+  /** With ACLs on: the agent's tokens, which anti-entropy syncs with. */
+  tokens?: SyncTokens;
 }
 
 export interface AddOptions {
   source?: DefinitionSource;
   /** Remove the service's checks that the new definition does not name (`?replace-existing-checks`). */
   replaceExistingChecks?: boolean;
+  /** The registering request's token: the entry syncs with it unless the definition names its own (consul AddServiceRequest.token). */
+  token?: string;
 }
 
 /** Raw `services`/`checks` objects from the config files. */
@@ -130,6 +134,7 @@ export class LocalAgent {
       checkUpdateIntervalMs: options.checkUpdateIntervalMs,
       discardCheckOutput: options.discardCheckOutput,
       stagger: (ms) => deferRng.int(ms),
+      tokens: options.tokens,
     });
     this.checkManager = new CheckManager({
       state: this.state,
@@ -172,11 +177,11 @@ export class LocalAgent {
     this.#loadConfig(config);
     const persisted = this.#store.load();
     for (const e of persisted.errors) this.#logger.warn("skipping persisted definition", { error: e });
-    for (const s of persisted.services) {
+    for (const { value: s, token } of persisted.services) {
       if (this.state.service(s.id)) continue;
-      this.state.addService(s);
+      this.state.addService(s, { token });
     }
-    for (const c of persisted.checks) {
+    for (const { value: c, token } of persisted.checks) {
       if (this.state.check(c.checkId)) continue;
       if (c.serviceId && !this.state.service(c.serviceId)) {
         this.#logger.warn("dropping persisted check of a service that is gone", { check: c.checkId, service: c.serviceId });
@@ -191,7 +196,7 @@ export class LocalAgent {
         check.status = saved.status;
         check.output = saved.output;
       }
-      this.state.addCheck(check);
+      this.state.addCheck(check, { token });
       this.checkManager.start(check);
     }
     this.#scheduleReap();
@@ -223,13 +228,15 @@ export class LocalAgent {
     for (const c of checks) this.#vetScript(c, source);
     const id = def.service.id;
     const previous = new Map(this.state.checksForService(id, false).map((c) => [c.checkId, c]));
-    this.state.addService(def.service);
+    // The definition's own token, else the registering request's; the service's checks share it (consul AddServiceWithChecks).
+    const token = def.token || options.token || "";
+    this.state.addService(def.service, { token, isLocal: source === "local" });
     if (source === "remote") {
-      this.#store.saveService(def.service);
+      this.#store.saveService(def.service, token);
       this.#configServices.delete(id);
     } else this.#configServices.add(id);
     const keep = new Set(checks.map((c) => c.id));
-    for (const c of checks) this.#addCheckInternal(c, source, previous.get(c.id));
+    for (const c of checks) this.#addCheckInternal(c, source, previous.get(c.id), token);
     if (options.replaceExistingChecks) {
       for (const [cid] of previous) {
         if (!keep.has(cid) && !cid.startsWith(serviceMaintPrefix)) this.#removeCheckInternal(cid);
@@ -257,7 +264,7 @@ export class LocalAgent {
       throw new NotFoundError(`ServiceID "${check.serviceId}" does not exist`);
     }
     this.#vetScript(check, source);
-    this.#addCheckInternal(check, source, this.state.check(check.id));
+    this.#addCheckInternal(check, source, this.state.check(check.id), def.token || options.token || "");
   }
 
   removeCheck(id: string): void {
@@ -296,7 +303,7 @@ export class LocalAgent {
     }
   }
 
-  #addCheckInternal(def: CheckDefinition, source: DefinitionSource, previous: LocalCheck | undefined): void {
+  #addCheckInternal(def: CheckDefinition, source: DefinitionSource, previous: LocalCheck | undefined, token: string): void {
     const t = def.checkType;
     const minDeregisterMs = this.#o.checkDeregisterIntervalMinMs ?? 60_000;
     if (t.deregisterCriticalServiceAfterMs > 0 && t.deregisterCriticalServiceAfterMs < minDeregisterMs) {
@@ -320,9 +327,9 @@ export class LocalAgent {
       check.status = previous.status;
       check.output = previous.output;
     }
-    this.state.addCheck(check);
+    this.state.addCheck(check, { token, isLocal: source === "local" });
     if (source === "remote") {
-      this.#store.saveCheck(check);
+      this.#store.saveCheck(check, token);
       this.#configChecks.delete(check.checkId);
     } else this.#configChecks.add(check.checkId);
     this.checkManager.start(check);
@@ -379,8 +386,10 @@ export class LocalAgent {
       serviceTags: [...svc.tags],
       type: "maintenance",
     };
-    this.state.addCheck(check);
-    this.#store.saveCheck(check);
+    // It needs service:write on the service, as the service's own sync does: the same token.
+    const token = this.state.serviceToken(serviceId);
+    this.state.addCheck(check, { token });
+    this.#store.saveCheck(check, token);
     this.#logger.info("Service entered maintenance mode", { service: serviceId });
   }
 

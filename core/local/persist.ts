@@ -20,13 +20,19 @@ export interface CheckStateRecord {
   expiresWallMs: number;
 }
 
+/** A persisted definition with the ACL token it was registered with ("" for none), as Consul keeps it. */
+export interface Persisted<T> {
+  value: T;
+  token: string;
+}
+
 export interface DefinitionStore {
-  saveService(service: LocalService): void;
+  saveService(service: LocalService, token?: string): void;
   removeService(id: string): void;
-  saveCheck(check: LocalCheck): void;
+  saveCheck(check: LocalCheck, token?: string): void;
   removeCheck(id: string): void;
   /** Everything persisted; unreadable files are skipped and named in `errors`. */
-  load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] };
+  load(): { services: Persisted<LocalService>[]; checks: Persisted<LocalCheck>[]; errors: string[] };
   saveCheckState(state: CheckStateRecord): void;
   /** The saved state, or undefined (none, or unreadable). */
   loadCheckState(checkId: string): CheckStateRecord | undefined;
@@ -34,17 +40,17 @@ export interface DefinitionStore {
 
 /** Dev mode: nothing survives a restart. */
 export class MemoryDefinitionStore implements DefinitionStore {
-  readonly services = new Map<string, LocalService>();
-  readonly checks = new Map<string, LocalCheck>();
+  readonly services = new Map<string, Persisted<LocalService>>();
+  readonly checks = new Map<string, Persisted<LocalCheck>>();
   readonly checkStates = new Map<string, CheckStateRecord>();
-  saveService(s: LocalService): void {
-    this.services.set(s.id, structuredClone(s));
+  saveService(s: LocalService, token = ""): void {
+    this.services.set(s.id, { value: structuredClone(s), token });
   }
   removeService(id: string): void {
     this.services.delete(id);
   }
-  saveCheck(c: LocalCheck): void {
-    this.checks.set(c.checkId, structuredClone(c));
+  saveCheck(c: LocalCheck, token = ""): void {
+    this.checks.set(c.checkId, { value: structuredClone(c), token });
   }
   removeCheck(id: string): void {
     this.checks.delete(id);
@@ -57,7 +63,7 @@ export class MemoryDefinitionStore implements DefinitionStore {
     const s = this.checkStates.get(checkId);
     return s ? { ...s } : undefined;
   }
-  load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] } {
+  load(): { services: Persisted<LocalService>[]; checks: Persisted<LocalCheck>[]; errors: string[] } {
     return { services: [...this.services.values()].map((s) => structuredClone(s)), checks: [...this.checks.values()].map((c) => structuredClone(c)), errors: [] };
   }
 }
@@ -102,16 +108,17 @@ export class FileDefinitionStore implements DefinitionStore {
     this.#stateDir = join(dataDir, "checks", "state");
   }
 
-  saveService(s: LocalService): void {
-    writeAtomic(this.#servicesDir, fileName(s.id), JSON.stringify({ version: FORMAT_VERSION, service: s }));
+  // The token is kept beside the definition (mode 0600), as Consul's persistedService does.
+  saveService(s: LocalService, token = ""): void {
+    writeAtomic(this.#servicesDir, fileName(s.id), JSON.stringify({ version: FORMAT_VERSION, service: s, ...(token ? { token } : {}) }));
   }
 
   removeService(id: string): void {
     rmSync(join(this.#servicesDir, fileName(id)), { force: true });
   }
 
-  saveCheck(c: LocalCheck): void {
-    writeAtomic(this.#checksDir, fileName(c.checkId), JSON.stringify({ version: FORMAT_VERSION, check: c }));
+  saveCheck(c: LocalCheck, token = ""): void {
+    writeAtomic(this.#checksDir, fileName(c.checkId), JSON.stringify({ version: FORMAT_VERSION, check: c, ...(token ? { token } : {}) }));
   }
 
   removeCheck(id: string): void {
@@ -136,10 +143,10 @@ export class FileDefinitionStore implements DefinitionStore {
     }
   }
 
-  load(): { services: LocalService[]; checks: LocalCheck[]; errors: string[] } {
+  load(): { services: Persisted<LocalService>[]; checks: Persisted<LocalCheck>[]; errors: string[] } {
     const errors: string[] = [];
-    const services: LocalService[] = [];
-    const checks: LocalCheck[] = [];
+    const services: Persisted<LocalService>[] = [];
+    const checks: Persisted<LocalCheck>[] = [];
     for (const [dir, key, valid, out] of [
       [this.#servicesDir, "service", validService, services],
       [this.#checksDir, "check", validCheck, checks],
@@ -162,7 +169,8 @@ export class FileDefinitionStore implements DefinitionStore {
             if (!t) throw new Error("the check's type or timing is invalid");
             (value as LocalCheck).checkType = t;
           }
-          (out as unknown[]).push(value);
+          const token = isObject(data) && typeof data.token === "string" ? data.token : "";
+          (out as Persisted<unknown>[]).push({ value, token });
         } catch (err) {
           errors.push(`Cannot load persisted ${key} "${path}": ${errorMessage(err)}`);
         }

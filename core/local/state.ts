@@ -5,6 +5,7 @@
 // (push or delete whatever is out of sync). The agent is authoritative for
 // its node: the catalog is made to match, never the other way around.
 import type { Clock, Timer } from "../clock/mod.ts";
+import { AclNotFoundError, PermissionDeniedError } from "../errors.ts";
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import type { CatalogClient, NodeInfo, RemoteCheck } from "./catalog_client.ts";
@@ -16,16 +17,40 @@ import {
   type LocalService,
 } from "../service_defs/types.ts";
 
+/** Who registered an entry: its own ACL token ("" for none) and whether it came from a config file. */
+export interface EntryOwner {
+  token?: string;
+  /** From a config file (consul IsLocallyDefined): without a token of its own it syncs with config_file_service_registration. */
+  isLocal?: boolean;
+}
+
+/**
+ * The agent's ACL tokens as anti-entropy uses them (consul token.Store),
+ * read at each sync so `PUT /v1/agent/token/...` applies to the next one.
+ */
+export interface SyncTokens {
+  /** acl.tokens.agent (else the default token): node info, reading the catalog, and every deregistration. */
+  agent(): string;
+  /** acl.tokens.default: services and checks without a token of their own (consul UserToken). */
+  user(): string;
+  /** acl.tokens.config_file_service_registration: config-file services and checks without a token of their own. */
+  configFile(): string;
+}
+
 interface ServiceState {
   service: LocalService;
   inSync: boolean;
   deleted: boolean;
+  token: string;
+  isLocal: boolean;
 }
 
 interface CheckState {
   check: LocalCheck;
   inSync: boolean;
   deleted: boolean;
+  token: string;
+  isLocal: boolean;
   /** Monotonic ms when the check became critical, for deregister_critical_service_after. */
   criticalSince?: number;
   /** Pending push of an output-only change (check_update_interval). */
@@ -50,12 +75,16 @@ export interface LocalStateOptions {
    * (`d/2 + lib.RandomStagger(d)`). Absent: after exactly the interval.
    */
   stagger?: (ms: number) => number;
+  /** With ACLs on: the tokens each sync carries. Absent: syncs carry no token of their own. */
+  tokens?: SyncTokens;
 }
 
 /** What a sync pass did; for logs and tests. */
 export interface SyncSummary {
   registered: string[];
   deregistered: string[];
+  /** Refused by ACLs: counted as synced until the next full sync (consul "blocked by ACLs"). */
+  blocked: string[];
   nodeUpdated: boolean;
 }
 
@@ -68,6 +97,7 @@ export class LocalState {
   readonly #checkUpdateIntervalMs: number;
   readonly #discardCheckOutput: boolean;
   readonly #stagger: ((ms: number) => number) | undefined;
+  readonly #tokens: SyncTokens | undefined;
   #node: NodeInfo;
   #nodeInSync = false;
 
@@ -78,6 +108,7 @@ export class LocalState {
     this.#checkUpdateIntervalMs = options.checkUpdateIntervalMs ?? 5 * 60_000;
     this.#discardCheckOutput = options.discardCheckOutput ?? false;
     this.#stagger = options.stagger;
+    this.#tokens = options.tokens;
   }
 
   get nodeName(): string {
@@ -102,11 +133,11 @@ export class LocalState {
 
   // ---- services ----
 
-  addService(service: LocalService): void {
+  addService(service: LocalService, owner: EntryOwner = {}): void {
     const prev = this.#services.get(service.id);
     // Re-registering the same definition (a reload) is not a change for the catalog.
     const unchanged = prev !== undefined && !prev.deleted && prev.inSync && sameService(prev.service, service);
-    this.#services.set(service.id, { service: structuredClone(service), inSync: unchanged, deleted: false });
+    this.#services.set(service.id, { service: structuredClone(service), inSync: unchanged, deleted: false, token: owner.token ?? "", isLocal: owner.isLocal ?? false });
     if (!unchanged) this.#changed();
   }
 
@@ -136,7 +167,13 @@ export class LocalState {
 
   // ---- checks ----
 
-  addCheck(check: LocalCheck): void {
+  /** The token a service was registered with ("" for none), as Consul's ServiceToken. */
+  serviceToken(id: string): string {
+    const s = this.#services.get(id);
+    return s && !s.deleted ? s.token : "";
+  }
+
+  addCheck(check: LocalCheck, owner: EntryOwner = {}): void {
     const c = structuredClone(check);
     if (c.serviceId) {
       const svc = this.service(c.serviceId);
@@ -152,7 +189,7 @@ export class LocalState {
     const live = prev && !prev.deleted ? prev : undefined;
     const criticalSince = c.status === "critical" ? (live?.check.status === "critical" ? live.criticalSince : this.#clock.now()) : undefined;
     const unchanged = live !== undefined && live.inSync && sameLocalCheck(live.check, c);
-    this.#checks.set(c.checkId, { check: c, inSync: unchanged, deleted: false, criticalSince });
+    this.#checks.set(c.checkId, { check: c, inSync: unchanged, deleted: false, criticalSince, token: owner.token ?? "", isLocal: owner.isLocal ?? false });
     if (!unchanged) this.#changed();
   }
 
@@ -261,10 +298,14 @@ export class LocalState {
       const ls = this.#services.get(id);
       if (!ls) {
         if (id === consulServiceId) continue;
-        this.#services.set(id, { service: rs, inSync: false, deleted: true });
+        this.#services.set(id, { service: rs, inSync: false, deleted: true, token: "", isLocal: false });
         continue;
       }
-      if (ls.deleted) continue;
+      if (ls.deleted) {
+        // Still in the catalog: try the deletion again (one refused by ACLs was counted as synced).
+        ls.inSync = false;
+        continue;
+      }
       ls.inSync = sameService(ls.service, rs);
     }
     for (const [id, ls] of this.#services) {
@@ -282,10 +323,13 @@ export class LocalState {
       const lc = this.#checks.get(id);
       if (!lc) {
         if (id === serfCheckId || rc.serverOwned) continue;
-        this.#checks.set(id, { check: remoteToLocal(rc), inSync: false, deleted: true });
+        this.#checks.set(id, { check: remoteToLocal(rc), inSync: false, deleted: true, token: "", isLocal: false });
         continue;
       }
-      if (lc.deleted) continue;
+      if (lc.deleted) {
+        lc.inSync = false;
+        continue;
+      }
       // A pending output-only change stays deferred: compare without output then.
       lc.inSync = sameCheck(lc.check, rc, lc.deferTimer !== undefined);
     }
@@ -303,13 +347,21 @@ export class LocalState {
    * Push or delete everything out of sync (consul SyncChanges): deletes
    * first, then services with their checks, then node-level checks, then
    * the node itself if nothing else carried it. Stops at the first error
-   * (the caller retries); entries already synced stay synced.
+   * (the caller retries); entries already synced stay synced. With ACLs,
+   * a service or check syncs with its own token (else a config file's,
+   * else the default token), deletions and the node with the agent token,
+   * and an entry the servers refuse is logged and skipped, not retried
+   * until the next full sync (consul syncService, "blocked by ACLs").
    */
   async syncChanges(catalog: CatalogClient): Promise<SyncSummary> {
-    const summary: SyncSummary = { registered: [], deregistered: [], nodeUpdated: false };
+    const summary: SyncSummary = { registered: [], deregistered: [], blocked: [], nodeUpdated: false };
+    const agentToken = this.#tokens?.agent();
     for (const [id, s] of [...this.#services]) {
       if (!s.deleted || s.inSync) continue;
-      await catalog.deregister({ node: this.#node.node, serviceId: id });
+      if (await this.#refused(summary, `service:${id}`, () => catalog.deregister({ node: this.#node.node, serviceId: id, token: agentToken }))) {
+        s.inSync = true;
+        continue;
+      }
       // A re-registration may have replaced the entry while we waited.
       if (this.#services.get(id) === s) this.#services.delete(id);
       for (const [cid, c] of [...this.#checks]) if (c.deleted && c.check.serviceId === id && this.#checks.get(cid) === c) this.#checks.delete(cid);
@@ -317,20 +369,27 @@ export class LocalState {
     }
     for (const [id, c] of [...this.#checks]) {
       if (!c.deleted || c.inSync) continue;
-      await catalog.deregister({ node: this.#node.node, checkId: id });
+      if (await this.#refused(summary, `check:${id}`, () => catalog.deregister({ node: this.#node.node, checkId: id, token: agentToken }))) {
+        c.inSync = true;
+        continue;
+      }
       if (this.#checks.get(id) === c) this.#checks.delete(id);
       summary.deregistered.push(`check:${id}`);
     }
     for (const [id, s] of [...this.#services]) {
       if (s.deleted || s.inSync) continue;
-      const checks = [...this.#checks.values()].filter((c) => !c.deleted && c.check.serviceId === id);
+      const token = this.#syncToken(s);
+      // Checks ride along only with the same token, so they gain nothing from the service's.
+      const checks = [...this.#checks.values()].filter((c) => !c.deleted && c.check.serviceId === id && this.#syncToken(c) === token);
       const snapshot = { service: s.service, checks: checks.map((c) => ({ state: c, check: c.check })) };
-      await catalog.register({
-        node: this.#node,
-        skipNodeUpdate: this.#nodeInSync,
-        service: snapshot.service,
-        checks: snapshot.checks.map((x) => x.check),
-      });
+      const refused = await this.#refused(summary, `service:${id}`, () =>
+        catalog.register({
+          node: this.#node,
+          skipNodeUpdate: this.#nodeInSync,
+          service: snapshot.service,
+          checks: snapshot.checks.map((x) => x.check),
+          token,
+        }));
       if (this.#services.get(id) === s && s.service === snapshot.service) s.inSync = true;
       for (const x of snapshot.checks) {
         if (x.state.check === x.check && !x.state.deleted) {
@@ -339,6 +398,7 @@ export class LocalState {
           x.state.deferTimer = undefined;
         }
       }
+      if (refused) continue;
       this.#nodeInSync = true;
       summary.registered.push(`service:${id}`);
     }
@@ -351,21 +411,43 @@ export class LocalState {
       }
       const check = c.check;
       const svc = check.serviceId ? this.#services.get(check.serviceId)?.service : undefined;
-      await catalog.register({ node: this.#node, skipNodeUpdate: this.#nodeInSync, service: svc, checks: [check] });
+      const refused = await this.#refused(summary, `check:${id}`, () =>
+        catalog.register({ node: this.#node, skipNodeUpdate: this.#nodeInSync, service: svc, checks: [check], token: this.#syncToken(c) }));
       if (c.check === check && !c.deleted) {
         c.inSync = true;
         c.deferTimer?.cancel();
         c.deferTimer = undefined;
       }
+      if (refused) continue;
       this.#nodeInSync = true;
       summary.registered.push(`check:${id}`);
     }
     if (!this.#nodeInSync) {
-      await catalog.register({ node: this.#node, skipNodeUpdate: false, checks: [] });
+      const refused = await this.#refused(summary, "node", () => catalog.register({ node: this.#node, skipNodeUpdate: false, checks: [], token: agentToken }));
       this.#nodeInSync = true;
-      summary.nodeUpdated = true;
+      summary.nodeUpdated = !refused;
     }
     return summary;
+  }
+
+  /** The token a service's or check's sync carries (consul aclTokenForServiceSync); undefined with ACLs off. */
+  #syncToken(e: { token: string; isLocal: boolean }): string | undefined {
+    const t = this.#tokens;
+    if (!t) return undefined;
+    return e.token || (e.isLocal ? t.configFile() : "") || t.user();
+  }
+
+  /** Runs one catalog write; true when the servers' ACLs refused it (logged and counted), other errors are thrown. */
+  async #refused(summary: SyncSummary, what: string, write: () => Promise<void>): Promise<boolean> {
+    try {
+      await write();
+      return false;
+    } catch (err) {
+      if (!(err instanceof PermissionDeniedError || err instanceof AclNotFoundError)) throw err;
+      this.#logger.warn("catalog sync blocked by ACLs", { entry: what, error: err.message });
+      summary.blocked.push(what);
+      return true;
+    }
   }
 
   /** Full sync: read the catalog, then repair. */

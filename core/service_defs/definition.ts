@@ -207,6 +207,7 @@ export function decodeCheckDefinition(raw: unknown): CheckDefinition {
     serviceId: str(raw, "ServiceID", "ServiceID"),
     status,
     checkType: decodeCheckType(raw),
+    token: str(raw, "Token", "Token"),
   };
 }
 
@@ -220,6 +221,7 @@ function decodeServiceCheck(raw: unknown): CheckDefinition {
     serviceId: "",
     status,
     checkType: decodeCheckType(raw),
+    token: "",
   };
 }
 
@@ -282,7 +284,7 @@ export function decodeServiceDefinition(raw: unknown): ServiceDefinition {
     if (!Array.isArray(many)) throw new BadRequestError("Request decode failed: Checks must be a list");
     for (const c of many) if (!(isObject(c) && isEmptyCheck(c))) checks.push(decodeServiceCheck(c));
   }
-  return { service, checks };
+  return { service, checks, token: str(raw, "Token", "Token") };
 }
 
 /**

@@ -111,6 +111,8 @@ export type DefinitionSource = "remote" | "local";
 export interface ServiceDefinition {
   service: LocalService;
   checks: CheckDefinition[];
+  /** The definition's own ACL token (`token`): its catalog syncs, and its checks', use it; "" when not given. */
+  token: string;
 }
 
 /** A check definition after decoding (consul structs.CheckDefinition). */
@@ -123,6 +125,8 @@ export interface CheckDefinition {
   /** Initial status; undefined means critical. */
   status?: HealthStatus;
   checkType: CheckType;
+  /** A standalone check definition's own ACL token (`token`); "" when not given or embedded in a service. */
+  token: string;
 }
 
 export function aggregateStatus(checks: readonly Pick<LocalCheck, "checkId" | "status">[]): AggregatedStatus {
