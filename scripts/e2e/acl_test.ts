@@ -109,6 +109,37 @@ test("acl e2e: a key_prefix \"app/\" token writes there and gets 403 elsewhere (
   assert.equal(got.text, "x");
 });
 
+test("acl e2e: a client agent keeps its node with the agent token and a service with the token it was registered with", async () => {
+  assert.ok(client, "the client agent runs");
+  const s = c.servers[0]!;
+  const via = client!.http;
+  const policy = async (name: string, rules: string) => {
+    const r = await req(c.url(s, "/v1/acl/policy"), { method: "PUT", token: root, body: JSON.stringify({ Name: name, Rules: rules }) });
+    assert.equal(r.status, 200, r.text);
+  };
+  const token = async (policyName: string) => {
+    const r = await req(c.url(s, "/v1/acl/token"), { method: "PUT", token: root, body: JSON.stringify({ Policies: [{ Name: policyName }] }) });
+    assert.equal(r.status, 200, r.text);
+    return (JSON.parse(r.text) as { SecretID: string }).SecretID;
+  };
+  // Consul's recommended agent token: write on its own node, read on services (no service:write).
+  await policy("acl-client-agent", 'node "acl-client" { policy = "write" }\nservice_prefix "" { policy = "read" }');
+  await policy("web-writer", 'service "web" { policy = "write" }');
+  const agentToken = await token("acl-client-agent");
+  const webToken = await token("web-writer");
+  const set = await req(`${via}/v1/agent/token/agent`, { method: "PUT", token: root, body: JSON.stringify({ Token: agentToken }) });
+  assert.equal(set.status, 200, set.text);
+  const nodeIn = async () => (await req(c.url(s, "/v1/catalog/node/acl-client"), { token: root })).text;
+  await until(async () => (await nodeIn()).includes('"Node":"acl-client"'), "the client's node in the catalog (agent token)", { timeoutMs: 30_000, intervalMs: 300 });
+  const reg = await req(`${via}/v1/agent/service/register`, { method: "PUT", token: webToken, body: JSON.stringify({ Name: "web", Port: 8080 }) });
+  assert.equal(reg.status, 200, reg.text);
+  // The sync carries the web token: the agent token alone could not write the service.
+  await until(async () => (await nodeIn()).includes('"Service":"web"'), "web in the catalog (the web token)", { timeoutMs: 30_000, intervalMs: 300 });
+  const denied = await req(`${via}/v1/agent/service/register`, { method: "PUT", token: webToken, body: JSON.stringify({ Name: "db", Port: 5432 }) });
+  assert.equal(denied.status, 403);
+  assert.ok(!client!.proc.output().includes(webToken), "no secret in the agent's log");
+});
+
 test("acl e2e: anonymous lists come back filtered, with X-Consul-Results-Filtered-By-ACLs", async () => {
   assert.ok(root, "bootstrap ran");
   const s = c.servers[2]!;
