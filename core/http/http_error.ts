@@ -23,6 +23,11 @@ const statusByCode: Record<string, number> = {
   permission_denied: 403,
   acl_not_found: 403,
   acl_disabled: 401,
+  // Rate limits (consul agent/http.go): this agent's rpc_rate, or a server's request_limits that
+  // another server may not share (429); a write the leader alone could take, refused by it (503).
+  rpc_rate_exceeded: 429,
+  rate_limit_elsewhere: 429,
+  rate_limit_later: 503,
   // Consul answers these with its catch-all 500 and the error text.
   no_leader: 500,
   not_leader: 500,
