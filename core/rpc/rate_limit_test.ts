@@ -216,3 +216,22 @@ test("rpc router: a server refuses another agent's call over request_limits befo
   assert.equal(await r.serve("KVS.Get", {}), "ok", "reads have their own (unlimited) bucket");
   assert.equal(handled, 3);
 });
+
+test("http: rate limit refusals answer 429 or 503 with Consul's text, and are not logged as failures", async () => {
+  const { errorResponse } = await import("../http/http_error.ts");
+  const { CaptureSink, createLogger } = await import("../log/logger.ts");
+  const sink = new CaptureSink();
+  const logger = createLogger({ sink, level: "info" });
+  const text = (b: unknown) => (typeof b === "string" ? b : new TextDecoder().decode(b as Uint8Array));
+  const later = errorResponse(new RateLimitedError(false), logger);
+  assert.equal(later.status, 503);
+  assert.equal(text(later.body), "rate limit exceeded for operation that can only be performed by the leader, try again later");
+  const elsewhere = errorResponse(fromWireError(toWireError(new RateLimitedError(true))), logger);
+  assert.equal(elsewhere.status, 429);
+  assert.equal(text(elsewhere.body), "rate limit exceeded, try again later or against a different server");
+  const rpc = errorResponse(new RpcRateExceededError(), logger);
+  assert.deepEqual([rpc.status, text(rpc.body)], [429, "RPC rate limit exceeded"]);
+  assert.equal(sink.records.length, 0);
+  errorResponse(new Error("boom"), logger);
+  assert.equal(sink.records.length, 1, "other server errors still warn");
+});
