@@ -18,10 +18,14 @@
 //   - probe p50/p99/max of the PUT and the GET, and how many were refused,
 //   - whether leadership changed (the Raft term before and after, and the
 //     leader the probe saw),
-//   - the leader's CPU during the storm (from /proc/<pid>/stat, ms and per
-//     registration) and its RSS (now and peak).
+//   - the leader's CPU during the storm (from /proc/<pid>/stat, ms and % of
+//     one core) and its RSS (now and peak),
+//   - before the storm, CAIRN_BENCH_BASELINE_S (10) seconds of the probe
+//     alone: the leader's CPU and the probe's latencies without the storm
+//     (the probe's own writes cost the leader CPU too, and it gets many more
+//     through when the storm is held back).
 // The modes run in the same invocation, each on a fresh cluster:
-// request_limits disabled, then `enforcing` at CAIRN_BENCH_WRITE_RATE (250)
+// request_limits disabled, then `enforcing` at CAIRN_BENCH_WRITE_RATE (100)
 // writes/s (burst 10 ×). CAIRN_BENCH_MODES=disabled,enforcing picks them;
 // CAIRN_BENCH_MAX_S (240) bounds one storm. Every process started is killed.
 import { loadavg } from "node:os";
@@ -31,10 +35,11 @@ import { getJson, makeCluster, waitForLeader, type Cluster, type ServerSpec } fr
 
 const nodeCount = Number(process.env.CAIRN_BENCH_NODES ?? 10_000);
 const conns = Number(process.env.CAIRN_BENCH_CONNS ?? 200);
-const writeRate = Number(process.env.CAIRN_BENCH_WRITE_RATE ?? 250);
+const writeRate = Number(process.env.CAIRN_BENCH_WRITE_RATE ?? 100);
 const retryMs = Number(process.env.CAIRN_BENCH_RETRY_MS ?? 1_000);
 const maxMs = Number(process.env.CAIRN_BENCH_MAX_S ?? 240) * 1000;
 const probeEveryMs = 50;
+const baselineMs = Number(process.env.CAIRN_BENCH_BASELINE_S ?? 10) * 1000;
 const modes = (process.env.CAIRN_BENCH_MODES ?? "disabled,enforcing").split(",").map((m) => m.trim()).filter(Boolean);
 
 function load(): string {
@@ -175,8 +180,17 @@ async function runMode(mode: string): Promise<void> {
     // Let the leader's first reconcile and the servers' own syncs settle.
     await new Promise((r) => setTimeout(r, 2_000));
     const term0 = await raftTerm(c, leader);
+    const f = (x: number): string => x.toFixed(1);
+    const cpuB = cpuMs(pid);
+    const quiet = startProbe(c, leader);
+    await new Promise((r) => setTimeout(r, baselineMs));
+    await quiet.stop();
+    const cpuBase = cpuMs(pid) - cpuB;
+    const qput = quiet.put.sort((a, b) => a - b);
+    const qget = quiet.get.sort((a, b) => a - b);
     const what = mode === "enforcing" ? `request_limits enforcing, write_rate ${writeRate}/s (burst ${writeRate * 10})` : "request_limits disabled";
     console.log(`# ${what}: 3 servers, leader ${leader.name}; ${nodeCount} registrations over ${conns} connections; ${load()}`);
+    console.log(`  before the storm, the probe alone for ${baselineMs / 1000} s: KV PUT p50 ${f(pct(qput, 50))} ms, p99 ${f(pct(qput, 99))} ms (${qput.length} ok); consistent GET p50 ${f(pct(qget, 50))} ms, p99 ${f(pct(qget, 99))} ms; leader CPU ${((cpuBase / baselineMs) * 100).toFixed(0)} % of one core`);
     const cpu0 = cpuMs(pid);
     const probe = startProbe(c, leader);
     const s = await storm(c);
@@ -189,10 +203,9 @@ async function runMode(mode: string): Promise<void> {
     const term1 = await raftTerm(c, leader);
     const put = probe.put.sort((a, b) => a - b);
     const get = probe.get.sort((a, b) => a - b);
-    const f = (x: number): string => x.toFixed(1);
     console.log(`${what}: ${s.done}/${nodeCount} registered in ${(s.ms / 1000).toFixed(1)} s${s.timedOut ? " (stopped at the time bound)" : ""} = ${(s.done / (s.ms / 1000)).toFixed(0)}/s, in the catalog ${stormNodes}; refused and sent again ${s.refused}, errors ${s.errors}; ${load()}`);
     console.log(`  probe (every ${probeEveryMs} ms at the leader): KV PUT p50 ${f(pct(put, 50))} ms, p99 ${f(pct(put, 99))} ms, max ${f(put.at(-1) ?? NaN)} ms (${put.length} ok, ${probe.putRefused} refused); consistent GET p50 ${f(pct(get, 50))} ms, p99 ${f(pct(get, 99))} ms, max ${f(get.at(-1) ?? NaN)} ms (${get.length} ok, ${probe.getRefused} refused); other errors ${probe.errors}`);
-    console.log(`  leadership: term ${term0} → ${term1}, leaders seen ${[...probe.leaders].join(", ")}; leader CPU ${cpu.toFixed(0)} ms during the storm (${((cpu * 1000) / Math.max(1, s.done)).toFixed(0)} µs per registration, ${((cpu / s.ms) * 100).toFixed(0)} % of one core), RSS ${mem.rss.toFixed(0)} MiB (peak ${mem.hwm.toFixed(0)} MiB)`);
+    console.log(`  leadership: term ${term0} → ${term1}, leaders seen ${[...probe.leaders].join(", ")}; leader CPU ${cpu.toFixed(0)} ms during the storm (${((cpu / s.ms) * 100).toFixed(0)} % of one core; ${((cpu * 1000) / Math.max(1, s.done)).toFixed(0)} µs per registration, the probe's and refusals' share included), RSS ${mem.rss.toFixed(0)} MiB (peak ${mem.hwm.toFixed(0)} MiB)`);
   } finally {
     await c.stopAll();
     c.root.remove();
