@@ -8,26 +8,24 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { cairn, makeCluster, waitFor, waitForLeader, type Agent, type Cluster } from "./harness.ts";
 
-interface Counter {
-  Name: string;
-  Labels?: Record<string, string>;
+/** The Prometheus lines of a counter: running totals (the JSON shows only the last finished 10 s interval). */
+async function counters(http: string, name: string): Promise<string[]> {
+  const text = await (await fetch(`${http}/v1/agent/metrics?format=prometheus`)).text();
+  return text.split("\n").filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
 }
 
-async function counters(http: string, name: string): Promise<Counter[]> {
-  const m = (await (await fetch(`${http}/v1/agent/metrics`)).json()) as { Counters: Counter[] };
-  return m.Counters.filter((c) => c.Name === name);
-}
+const prometheus = "-hcl=telemetry { prometheus_retention_time = \"60s\" }";
 
 describe("rate limits on a server and a client agent", () => {
   let cluster: Cluster;
   let client: Agent;
   let limited: Agent;
   before(async () => {
-    cluster = await makeCluster(1, { prefix: "cairn-e2e-limits-", config: { limits: { request_limits: { mode: "enforcing", write_rate: 0 } } } });
+    cluster = await makeCluster(1, { prefix: "cairn-e2e-limits-", config: { limits: { request_limits: { mode: "enforcing", write_rate: 0 } }, telemetry: { prometheus_retention_time: "60s" } } });
     cluster.start(cluster.servers[0]!);
     await waitForLeader(cluster, cluster.servers, { timeoutMs: 60_000 });
     client = await cluster.startClient("c1");
-    limited = await cluster.startClient("c2", { args: ["-hcl=limits { rpc_rate = 0\nrpc_max_burst = 0 }"] });
+    limited = await cluster.startClient("c2", { args: ["-hcl=limits { rpc_rate = 0\nrpc_max_burst = 0 }", prometheus] });
   });
   after(async () => {
     await limited?.stop();
@@ -51,14 +49,14 @@ describe("rate limits on a server and a client agent", () => {
     assert.match(put.stderr, /rate limit exceeded for operation that can only be performed by the leader/);
     const read = await fetch(`${client.http}/v1/kv/limited`);
     assert.equal(read.status, 404, "reads are not limited here");
-    const seen = await counters(cluster.url(server, ""), "consul.rpc.rate_limit.exceeded");
-    assert.ok(seen.some((c) => c.Labels?.op === "KVS.Apply" && c.Labels?.limit_type === "global/write" && c.Labels?.mode === "enforcing"), JSON.stringify(seen));
+    const seen = await counters(cluster.url(server, ""), "consul_rpc_rate_limit_exceeded");
+    assert.ok(seen.some((l) => l.includes('op="KVS.Apply"') && l.includes('limit_type="global/write"') && l.includes('mode="enforcing"')), seen.join("\n"));
   });
 
   test("a client agent over its rpc_rate answers 429 RPC rate limit exceeded", async () => {
     const r = await fetch(`${limited.http}/v1/kv/anything`);
     assert.equal(r.status, 429);
     assert.equal(await r.text(), "RPC rate limit exceeded");
-    assert.equal((await counters(limited.http, "consul.client.rpc.exceeded")).length, 1);
+    assert.equal((await counters(limited.http, "consul_client_rpc_exceeded")).length, 1);
   });
 });
