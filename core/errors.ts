@@ -118,6 +118,32 @@ export class DcUnavailableError extends CairnError {
   }
 }
 
+/** This agent's own token bucket on the RPCs it sends refused one (consul structs.ErrRPCRateExceeded, limits.rpc_rate; HTTP 429). */
+export class RpcRateExceededError extends CairnError {
+  constructor() {
+    super("rpc_rate_exceeded", "RPC rate limit exceeded");
+  }
+}
+
+/**
+ * A server's global read or write limit (limits.request_limits, enforcing)
+ * refused a request before any handler ran (consul rate.ErrRetryElsewhere /
+ * ErrRetryLater). `elsewhere`: another server may take it (HTTP 429); else
+ * only the leader can, and it is the one refusing (a write: HTTP 503).
+ */
+export class RateLimitedError extends CairnError {
+  readonly elsewhere: boolean;
+  constructor(elsewhere: boolean) {
+    super(
+      elsewhere ? "rate_limit_elsewhere" : "rate_limit_later",
+      elsewhere
+        ? "rate limit exceeded, try again later or against a different server"
+        : "rate limit exceeded for operation that can only be performed by the leader, try again later",
+    );
+    this.elsewhere = elsewhere;
+  }
+}
+
 export class CasConflictError extends CairnError {
   constructor(message: string) {
     super("cas_conflict", message);

@@ -21,7 +21,8 @@ import { startDnsServer } from "../dns/mod.ts";
 import { buildDate, revision, version } from "../version.ts";
 import type { Rpc } from "../rpc/methods.ts";
 import { CoordinateSync } from "../local/coordinate_sync.ts";
-import { createClientRpc, eventFireMethod, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
+import { createClientRpc, eventFireMethod, rateLimitsConfig, readOrCreateNodeId, startDevNode, startServerNode, type DevNode } from "./server_node.ts";
+import { RateLimits } from "../rpc/rate_limit.ts";
 import { floodWanJoins, retryJoin, startGossip, type AgentGossip } from "../pool/mod.ts";
 import { Closers } from "./closers.ts";
 import { randomSeed, randomUUID } from "../random_node.ts";
@@ -129,19 +130,21 @@ export async function startAgent(
     let devServer: DevNode | undefined;
     // tls.internal_rpc: certificates are read (and refused with the file named) before any listener opens.
     const rpcTls = config.dev ? undefined : new RpcTls(config);
+    // limits.rpc_rate on what this agent sends, limits.request_limits on what a server handles; reloadable.
+    const limits = new RateLimits(clock, rateLimitsConfig(config), logger.named("agent.rpc"));
     if (config.dev) {
-      const dev = await startDevNode({ config, nodeId, clock, rng: new Rng(seed), logger: logger.named("server"), coordinates: () => gossip.lan.coordinates() });
+      const dev = await startDevNode({ config, nodeId, clock, rng: new Rng(seed), logger: logger.named("server"), coordinates: () => gossip.lan.coordinates(), limits });
       closers.add("dev server", () => dev.stop());
       devServer = dev;
     } else if (config.server) {
-      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server"), rpcTls });
+      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server"), rpcTls, limits });
       closers.add("server", () => server.stop());
       server.attachLan(gossip.lan);
       if (gossip.wan) server.attachWan(gossip.wan);
       serverNode = server;
     }
     const clientRpc = !config.dev && !config.server
-      ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan, rpcTls })
+      ? createClientRpc({ config, clock, rng: new Rng(seed ^ 0x85ebca6b), logger: logger.named("client"), lan: () => gossip.lan, rpcTls, limits })
       : undefined;
     if (clientRpc) closers.add("client rpc", () => clientRpc.close());
     const rpc: Rpc = serverNode ? serverNode.router : clientRpc ? clientRpc.router : devServer!.router;
@@ -207,6 +210,8 @@ export async function startAgent(
       // Certificates reload (consul tlsutil Configurator.Update): built first, so files that do not load change nothing.
       const httpsOptions = httpsServers.length > 0 ? tlsServerOptions(effectiveTls(next.tls, "https"), "https") : undefined;
       rpcTls?.reload(next);
+      // Consul reloads rpc_rate, rpc_max_burst and request_limits.
+      limits.update(rateLimitsConfig(next));
       if (httpsOptions) for (const server of httpsServers) server.setSecureContext?.(httpsOptions);
       await applyWatches(watches, next.watches);
       // Consul reloads log_level too.
@@ -242,6 +247,7 @@ export async function startAgent(
     closers.add("user events", () => events.stop());
     const telemetry = startAgentMetrics({ config, clock, lan: gossip.lan, server: serverNode ?? devServer });
     closers.add("telemetry", () => telemetry.stop());
+    limits.countTo((name, labels) => telemetry.metrics.incr(name, 1, labels));
 
     let httpAddr: { host: string; port: number } | undefined;
     let httpsAddr: { host: string; port: number } | undefined;

@@ -22,6 +22,7 @@ import { FileStableStore } from "../raft/stable_store_file_node.ts";
 import type { Configuration } from "../raft/types.ts";
 import { operatorRaftMethods, type OperatorRaftRpc as OperatorRaftBackend } from "../rpc/methods.ts";
 import { TcpRaftTransport } from "../rpc/raft_transport_node.ts";
+import { RateLimits, type RateLimitsConfig, type RequestLimitsMode } from "../rpc/rate_limit.ts";
 import { createRpcServer, RpcClientPool, type RpcServer } from "../rpc/transport_node.ts";
 import type { Consensus } from "../server/consensus.ts";
 import { createDevServer } from "../server/dev.ts";
@@ -111,6 +112,14 @@ export interface ServerNodeOptions {
   trailingLogs?: number;
   /** TLS on server RPC (tls.internal_rpc); absent: plaintext. */
   rpcTls?: RpcTls;
+  /** The agent's rpc_rate and request_limits; absent: built from config (tests). */
+  limits?: RateLimits;
+}
+
+/** The limits block as the rate limiters take it ("" mode is Consul's "disabled"). */
+export function rateLimitsConfig(config: AgentConfig): RateLimitsConfig {
+  const { rpcRate, rpcMaxBurst, requestLimits } = config.limits;
+  return { rpcRate, rpcMaxBurst, requestLimits: { ...requestLimits, mode: (requestLimits.mode || "disabled") as RequestLimitsMode } };
 }
 
 /** Consensus for the endpoints: the Raft node once it exists, "no leader" before. */
@@ -239,6 +248,8 @@ export class ServerNode {
       self: this.rpcAddr,
       datacenter: o.config.datacenter,
       wan: this.wanRoutes,
+      limits: o.limits ?? new RateLimits(o.clock, rateLimitsConfig(o.config), o.logger.named("rpc")),
+      isLeader: () => this.#consensus.isLeader(),
     });
     // Calls from other agents: answer here, or forward once to the leader (the caller retries).
     const methods = [...Object.keys(this.server.handlers), ...Object.values(operatorMethods), coordinateListDatacentersMethod, eventFireMethod];
@@ -607,7 +618,7 @@ function coordinateUpdateOf(config: AgentConfig): { updatePeriodMs: number; batc
   return { updatePeriodMs: c.updatePeriodMs, batchSize: c.updateBatchSize, maxBatches: c.updateMaxBatches };
 }
 
-export async function startDevNode(o: { config: AgentConfig; nodeId: string; clock: Clock; rng: Rng; logger: Logger; coordinates?: CoordinateSource }): Promise<DevNode> {
+export async function startDevNode(o: { config: AgentConfig; nodeId: string; clock: Clock; rng: Rng; logger: Logger; coordinates?: CoordinateSource; limits?: RateLimits }): Promise<DevNode> {
   const { config } = o;
   const host = config.advertiseAddr || config.bindAddr;
   const dev = await createDevServer({
@@ -658,6 +669,9 @@ export async function startDevNode(o: { config: AgentConfig; nodeId: string; clo
     logger: o.logger.named("rpc"),
     holdTimeoutMs: config.limits.rpcHoldTimeoutMs,
     datacenter: config.datacenter,
+    limits: o.limits ?? new RateLimits(o.clock, rateLimitsConfig(config), o.logger.named("rpc")),
+    // The one voter always leads.
+    isLeader: () => true,
   });
   return {
     server: dev.server,
@@ -707,7 +721,7 @@ export async function readOrCreateNodeId(dataDir: string): Promise<string> {
  * (`role=consul`, same datacenter, alive), another one when it fails, and is
  * held up to `limits.rpcHoldTimeoutMs` while there is no leader or no server.
  */
-export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng; logger: Logger; lan: () => LanPoolLike | undefined; rpcTls?: RpcTls }): { router: RpcRouter; close(): void } {
+export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng; logger: Logger; lan: () => LanPoolLike | undefined; rpcTls?: RpcTls; limits?: RateLimits }): { router: RpcRouter; close(): void } {
   const pool = new RpcClientPool({ logger: o.logger.named("rpc.pool"), localAddress: o.config.bindAddr, ...(o.rpcTls ? { tls: o.rpcTls.client } : {}) });
   const router = new RpcRouter({
     remote: pool,
@@ -719,6 +733,7 @@ export function createClientRpc(o: { config: AgentConfig; clock: Clock; rng: Rng
     rng: o.rng,
     logger: o.logger.named("rpc"),
     holdTimeoutMs: o.config.limits.rpcHoldTimeoutMs,
+    limits: o.limits ?? new RateLimits(o.clock, rateLimitsConfig(o.config), o.logger.named("rpc")),
   });
   return { router, close: () => pool.close() };
 }

@@ -166,6 +166,9 @@ function decodeLeaf(ctx: Ctx, path: string, kind: DecodeKind, v: unknown, line: 
     case "int":
       if (typeof v !== "number" || !Number.isSafeInteger(v)) fail(ctx, path, "a whole number", v, line);
       return v;
+    case "number":
+      if (typeof v !== "number" || !Number.isFinite(v)) fail(ctx, path, "a number", v, line);
+      return v;
     case "port":
       if (typeof v !== "number" || !Number.isSafeInteger(v)) fail(ctx, path, "a port number", v, line);
       return v;

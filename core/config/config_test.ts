@@ -267,3 +267,14 @@ test("ACLs across datacenters: primary_datacenter, acl.enable_token_replication,
   const bad = validateConfig({ ...hcl('primary_datacenter = "d c"'), dataDir: "/tmp/x" });
   assert.ok(bad.some((e) => e.field === "primary_datacenter"), bad.map((e) => e.message).join("; "));
 });
+
+test("limits: rpc_rate and request_limits decode (rates may be fractions); request_limits on a client agent is named in a warning; a bad mode is refused", () => {
+  const client = buildConfig({ hcl: ['limits { rpc_rate = 2.5\nrpc_max_burst = 7\nrequest_limits { mode = "enforcing"\nwrite_rate = 0.5 } }'] });
+  assert.deepEqual([client.limits.rpcRate, client.limits.rpcMaxBurst, client.limits.requestLimits], [2.5, 7, { mode: "enforcing", readRate: -1, writeRate: 0.5 }]);
+  assert.deepEqual(client.warnings.map((w) => w.key), ["limits.request_limits"]);
+  const server = buildConfig({ hcl: ['server = true\nlimits { request_limits { mode = "permissive" } }'] });
+  assert.deepEqual(server.warnings, []);
+  const bad = buildConfig({ hcl: ['server = true\ndata_dir = "/x"\nlimits { request_limits { mode = "strict" } }'] });
+  assert.deepEqual(validateConfig(bad).map((e) => e.field), ["limits.request_limits.mode"]);
+  assert.throws(() => buildConfig({ hcl: ['limits { rpc_rate = "fast" }'] }), /expected a number/);
+});

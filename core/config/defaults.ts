@@ -92,7 +92,7 @@ export function defaultConfig(): AgentConfig {
       enableAdditionalNodeMetaTxt: true,
       soa: { refresh: 3600, retry: 600, expire: 86400, min: 0 },
     },
-    limits: { rpcHoldTimeoutMs: 7_000, kvMaxValueSizeBytes: 512 * 1024, txnMaxReqLenBytes: 512 * 1024, httpMaxConnsPerClient: 200, httpsHandshakeTimeoutMs: 5_000, rpcHandshakeTimeoutMs: 5_000 },
+    limits: { rpcHoldTimeoutMs: 7_000, kvMaxValueSizeBytes: 512 * 1024, txnMaxReqLenBytes: 512 * 1024, httpMaxConnsPerClient: 200, httpsHandshakeTimeoutMs: 5_000, rpcHandshakeTimeoutMs: 5_000, rpcRate: -1, rpcMaxBurst: 1000, requestLimits: { mode: "disabled", readRate: -1, writeRate: -1 } },
     telemetry: { prometheusRetentionTimeMs: 0, disableHostname: false },
     defaultQueryTimeMs: 300_000,
     maxQueryTimeMs: 600_000,

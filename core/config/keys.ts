@@ -19,6 +19,8 @@ export type DecodeKind =
   | "uint"
   /** any whole number, negative too */
   | "int"
+  /** any number, fractions and negatives too (rates) */
+  | "number"
   | "port"
   | "duration"
   | "strings"
@@ -406,13 +408,20 @@ export const AGENT_KEYS: KeyTable = {
       http_max_conns_per_client: impl("uint", { note: "0 = no limit" }),
       https_handshake_timeout: impl("duration"),
       kv_max_value_size: impl("uint", { to: "kvMaxValueSizeBytes" }),
-      request_limits: planned("request rate limiting is not implemented yet", { keys: { mode: { inert: ["disabled"] }, read_rate: {}, write_rate: {} } }),
+      request_limits: impl(undefined, {
+        note: "a server's global read and write limits (Consul 1.16+); burst 10 × the rate",
+        keys: {
+          mode: impl("string", { note: "disabled (default), permissive (count and log) or enforcing (refuse: 429, or 503 for a write the leader refuses)" }),
+          read_rate: impl("number", { note: "reads per second; negative = no limit (default -1)" }),
+          write_rate: impl("number", { note: "writes per second; negative = no limit (default -1)" }),
+        },
+      }),
       rpc_client_timeout: planned(LIMITS),
       rpc_handshake_timeout: impl("duration"),
       rpc_hold_timeout: impl("duration"),
-      rpc_max_burst: planned(LIMITS),
+      rpc_max_burst: impl("uint", { note: "default 1000" }),
       rpc_max_conns_per_client: planned(LIMITS),
-      rpc_rate: planned(LIMITS),
+      rpc_rate: impl("number", { note: "RPCs per second this agent sends to servers; negative = no limit (default -1); over it: 429 RPC rate limit exceeded" }),
       txn_max_req_len: impl("uint", { to: "txnMaxReqLenBytes" }),
     },
   }),

@@ -119,8 +119,8 @@ test("warnings: exactly one per key, naming every file and line that set it", ()
     { file: "-hcl #1", line: 1 },
   ]);
   // A block inside an implemented block warns under its own path; a key of another status inside a planned block warns too.
-  assert.deepEqual(uses('limits { rpc_rate = 10.5, kv_max_value_size = 1024 }\nautopilot { upgrade_version_tag = "v" }'), [
-    "limits.rpc_rate:planned",
+  assert.deepEqual(uses('limits { rpc_client_timeout = "90s", rpc_rate = 10.5, kv_max_value_size = 1024 }\nautopilot { upgrade_version_tag = "v" }'), [
+    "limits.rpc_client_timeout:planned",
     "autopilot.upgrade_version_tag:ignored",
   ]);
   // Deprecated names say what Consul uses now.

@@ -238,6 +238,10 @@ export function buildConfig(options: {
     if (byFile) config.warnings.push({ key, sources: [], message: `The '${key}' configuration field is deprecated. Use the '${key.replace("start_", "retry_")}' field instead` });
   }
   foldDeprecatedAcl(config, layers);
+  // request_limits is a server's limit on what it handles (Consul ignores it on clients): say so rather than ignore it quietly.
+  if (!config.server && !config.dev && config.limits.requestLimits.mode !== "disabled" && config.limits.requestLimits.mode !== "") {
+    config.warnings.push({ key: "limits.request_limits", sources: [], message: "limits.request_limits applies to servers only: this client agent limits what it sends with limits.rpc_rate" });
+  }
   const setsLeave = layers.some((l) => l.leaveOnTerminate !== undefined);
   if (!setsLeave) config.leaveOnTerminate = !config.server;
   const setsSkip = layers.some((l) => l.skipLeaveOnInterrupt !== undefined);

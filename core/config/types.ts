@@ -78,6 +78,12 @@ export interface LimitsConfig {
   httpsHandshakeTimeoutMs: number;
   /** A server RPC connection must name its protocol, and finish a TLS handshake, within this (Consul default 5 s). */
   rpcHandshakeTimeoutMs: number;
+  /** RPCs per second this agent sends to servers (token bucket); negative = no limit (Consul default -1). */
+  rpcRate: number;
+  /** That bucket's size (Consul default 1000). */
+  rpcMaxBurst: number;
+  /** A server's global read/write limits (Consul 1.16+ request_limits); rates negative = no limit. */
+  requestLimits: { mode: string; readRate: number; writeRate: number };
 }
 
 export interface PerformanceConfig {

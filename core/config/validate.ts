@@ -50,6 +50,9 @@ export function validateConfig(c: AgentConfig): ConfigError[] {
   if (c.checkOutputMaxSize < 1) {
     bad("check_output_max_size", "check_output_max_size must be positive, to discard check output use the discard_check_output flag");
   }
+  if (!["disabled", "permissive", "enforcing", ""].includes(c.limits.requestLimits.mode)) {
+    bad("limits.request_limits.mode", `Invalid limits.request_limits.mode "${c.limits.requestLimits.mode}": expected "disabled", "permissive" or "enforcing"`);
+  }
   if (c.encrypt !== "") {
     const len = base64Length(c.encrypt);
     if (len === undefined || ![16, 24, 32].includes(len)) {

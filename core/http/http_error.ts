@@ -23,11 +23,18 @@ const statusByCode: Record<string, number> = {
   permission_denied: 403,
   acl_not_found: 403,
   acl_disabled: 401,
+  // Rate limits (consul agent/http.go): this agent's rpc_rate, or a server's request_limits that
+  // another server may not share (429); a write the leader alone could take, refused by it (503).
+  rpc_rate_exceeded: 429,
+  rate_limit_elsewhere: 429,
+  rate_limit_later: 503,
   // Consul answers these with its catch-all 500 and the error text.
   no_leader: 500,
   not_leader: 500,
   rpc_timeout: 500,
 };
+
+const rateLimitCodes: ReadonlySet<string> = new Set(["rpc_rate_exceeded", "rate_limit_elsewhere", "rate_limit_later"]);
 
 /** Status code for an error, by its `code` (see core/errors.ts). */
 export function statusForError(err: unknown): number {
@@ -45,7 +52,9 @@ export function errorResponse(err: unknown, logger?: Logger, context?: { method:
   if (isAbort(err)) return textResponse(503, "Request canceled");
   const status = statusForError(err);
   const message = errorMessage(err);
-  if (status >= 500) logger?.warn("request failed", { ...context, status, error: message });
+  // A rate limit's refusal was logged (at debug) and counted where it was decided; a storm of them must not flood the log.
+  const limited = err instanceof CairnError && rateLimitCodes.has(err.code);
+  if (status >= 500 && !limited) logger?.warn("request failed", { ...context, status, error: message });
   else logger?.debug("request rejected", { ...context, status, error: message });
   const headers = err instanceof HttpError ? { ...err.headers } : {};
   return textResponse(status, message, headers);

@@ -34,6 +34,7 @@ import {
   NoPathToDatacenterError,
   NotLeaderError,
   OutcomeUnknownError,
+  RateLimitedError,
   RequestExpiredError,
   RpcError,
   RpcTimeoutError,
@@ -43,6 +44,7 @@ import type { Rng } from "../sim/rng.ts";
 import type { RequestId } from "../state/requests.ts";
 import { writeMethods } from "./methods.ts";
 import type { Rpc, RpcArgs, RpcMethod, RpcReply } from "./methods.ts";
+import type { RateLimits } from "./rate_limit.ts";
 import type { WanRoute } from "./wan_routes.ts";
 
 /** Where a request for another datacenter may go (WanRoutes fits). */
@@ -84,6 +86,14 @@ export interface RpcRouterOptions {
   datacenter?: string;
   /** Servers: the other datacenters' servers, from the WAN pool. */
   wan?: WanRouting;
+  /**
+   * The agent's rate limits (rate_limit.ts): `rpc_rate` on each try of a call
+   * this agent sends; on servers `request_limits` on each request before it
+   * is handled (from another agent in `serve`, the agent's own in `callRaw`).
+   */
+  limits?: RateLimits;
+  /** Servers: whether this one leads (a write the leader refuses is "try later", not "elsewhere"). */
+  isLeader?: () => boolean;
 }
 
 /** The datacenter a call names: `datacenter` for writes, `query.datacenter` for reads; "" for none. */
@@ -154,8 +164,10 @@ export class RpcRouter implements Rpc {
 
   /** Route any method by name (operator calls outside the typed contract use this). */
   async callRaw(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
-    const { clock } = this.#o;
+    const { clock, limits } = this.#o;
     const deadline = clock.now() + this.#holdMs;
+    // A server checks its request limits once for its own agent's call (Consul's in-memory RPC does).
+    if (limits && this.#o.local) limits.checkRequest(method, this.#isLeader);
     // Only a client picks among servers; a server answers locally (or forwards to the leader).
     const tried = this.#o.local ? noneTried : new Set<string>();
     // A write gets its request id here, unless a router before us gave it one.
@@ -167,8 +179,13 @@ export class RpcRouter implements Rpc {
     for (let attempt = 0; ; attempt++) {
       if (options.signal?.aborted) throw options.signal.reason;
       try {
+        // rpc_rate: every try takes a token; an empty bucket fails the call at once (Consul's client RPC).
+        limits?.checkOutgoing();
         return await this.#once(method, args, options, tried);
       } catch (err) {
+        // A server's request limit refused it before any handler ran: a client tries another server
+        // until the hold timeout (consul canRetry: rate.ErrRetryElsewhere); "try later" is the answer.
+        if (err instanceof RateLimitedError && (!err.elsewhere || this.#o.local)) throw err;
         if (err instanceof RequestExpiredError) {
           // The table forgot this id (or never knew its issuer). Only an id
           // never sent before may be replaced by a fresh one.
@@ -176,7 +193,7 @@ export class RpcRouter implements Rpc {
           args = { ...(args as object), requestId: this.#nextRequestId(err.minEpoch) };
           continue;
         }
-        const outcome = attemptOutcome(err);
+        const outcome = err instanceof RateLimitedError ? "unsent" : attemptOutcome(err);
         if (outcome === "final") throw err;
         if (outcome === "unknown") {
           // Sending again is safe only with a request id (writes) or for what changes nothing (reads).
@@ -190,6 +207,7 @@ export class RpcRouter implements Rpc {
         this.stats.holdTimeouts++;
         this.#o.logger.debug("giving up on RPC after the hold timeout", { method, error: errorMessage(lastErr) });
         if (maybeApplied) throw this.#unknownIf(true, method, lastErr);
+        if (lastErr instanceof RateLimitedError) throw lastErr;
         if (lastErr instanceof RpcError && this.#o.local === undefined) {
           throw new RpcError(`No known Consul servers could answer: ${lastErr.message}`, { cause: lastErr });
         }
@@ -212,6 +230,8 @@ export class RpcRouter implements Rpc {
   async serve(method: string, args: unknown, options: { signal?: AbortSignal } = {}): Promise<unknown> {
     const { local } = this.#o;
     if (!local) throw new TypeError("Only a server's router answers calls from other agents");
+    // request_limits: before routing or handling, as Consul's RPC interceptor (forwarded calls count again at the leader).
+    this.#o.limits?.checkRequest(method, this.#isLeader);
     const dc = this.#remoteDatacenter(args);
     if (dc !== undefined) return await this.#forwardDc(dc, method, args, options);
     try {
@@ -272,6 +292,8 @@ export class RpcRouter implements Rpc {
     throw new DcUnavailableError(dc, { cause: lastErr });
   }
 
+  readonly #isLeader = (): boolean => this.#o.isLeader?.() ?? false;
+
   #unknownIf(maybeApplied: boolean, method: string, err: unknown): unknown {
     if (!maybeApplied) return err;
     this.stats.outcomeUnknown++;
@@ -316,7 +338,7 @@ export class RpcRouter implements Rpc {
       return reply;
     } catch (err) {
       if (err instanceof NotLeaderError && err.leader) return await this.#forward(err.leader, method, args, options);
-      if (err instanceof RpcError && err.remoteCode === undefined) {
+      if ((err instanceof RpcError && err.remoteCode === undefined) || (err instanceof RateLimitedError && err.elsewhere)) {
         tried.add(target);
         if (this.#preferred === target) this.#preferred = "";
       }

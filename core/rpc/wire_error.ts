@@ -17,8 +17,10 @@ import {
   NotLeaderError,
   OutcomeUnknownError,
   PermissionDeniedError,
+  RateLimitedError,
   RequestExpiredError,
   RpcError,
+  RpcRateExceededError,
   RpcTimeoutError,
   TooLargeError,
 } from "../errors.ts";
@@ -69,6 +71,12 @@ export function fromWireError(w: WireError): Error {
       return new TooLargeError(w.message, 0);
     case "rpc_timeout":
       return new RpcTimeoutError(w.message);
+    case "rate_limit_elsewhere":
+      return new RateLimitedError(true);
+    case "rate_limit_later":
+      return new RateLimitedError(false);
+    case "rpc_rate_exceeded":
+      return new RpcRateExceededError();
     default:
       return new RpcError(w.message, { remoteCode: w.code });
   }
