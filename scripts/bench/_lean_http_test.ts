@@ -85,3 +85,33 @@ test("LeanAgent over TLS: the server's certificate is checked against the CA", a
     await new Promise<void>((ok) => server.close(() => ok()));
   }
 });
+
+test("LeanAgent.open: every connection is made (TLS handshake done) before the first request, and requests reuse them", { timeout: 20_000 }, async () => {
+  const server = createHttpsServer({ key: readFileSync(join(tlsDir, "server-key.pem")), cert: readFileSync(join(tlsDir, "server.pem")) }, echo);
+  let handshakes = 0;
+  let requests = 0;
+  // The client's side of a TLS 1.3 handshake ends before the server's: wait for the server to count all three.
+  let allUp: () => void = () => {};
+  const up = new Promise<void>((ok) => (allUp = ok));
+  server.on("secureConnection", () => {
+    if (++handshakes === 3) allUp();
+  });
+  server.on("request", () => requests++);
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const port = (server.address() as AddressInfo).port;
+  const agent = new LeanAgent({ host: "127.0.0.1", port, ca: readFileSync(join(tlsDir, "ca.pem")) }, 3);
+  try {
+    await agent.open();
+    await up;
+    assert.equal(requests, 0);
+    const replies = await Promise.all(Array.from({ length: 9 }, (_, i) => agent.call("GET", `/k${i}`, {})));
+    replies.forEach((r, i) => assert.equal(r.body.toString(), `GET /k${i} - `));
+    assert.equal(handshakes, 3);
+    await agent.open();
+    assert.equal(handshakes, 3);
+  } finally {
+    agent.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((ok) => server.close(() => ok()));
+  }
+});

@@ -26,7 +26,10 @@
 // client much cheaper than node:http's Agent (which, over TLS, spent more CPU
 // per request than the servers it measured, on the same two cores);
 // `--node-client` uses node:http(s)'s Agent as before 2026-11-25. Each phase
-// also prints the load generator's own CPU per operation.
+// also prints the load generator's own CPU per operation. The lean client
+// opens all of a phase's connections (TLS handshakes included) before the
+// phase's clock starts, and prints what that cost; before 2026-11-29 they
+// were opened, and paid for, in the first slice.
 //
 // `--acl` (issue #21): a second cairn cluster with ACLs on (default deny),
 // 100 policies, and the load's token allowed by a key_prefix rule of one of
@@ -86,6 +89,8 @@ function httpCall(agent: Agent, target: HttpTarget, method: string, path: string
 /** How the load reaches one server: one request at a time per connection, up to the phase's connections. */
 interface Client {
   call(method: string, path: string, body?: Buffer): Promise<Reply>;
+  /** Opens every connection the phase will use before its clock starts (the lean client; node's Agent opens them as it goes). */
+  open?(): Promise<void>;
   destroy(): void;
 }
 
@@ -113,6 +118,9 @@ class LeanClient implements Client {
   }
   call(method: string, path: string, body?: Buffer): Promise<Reply> {
     return this.#lean.call(method, path, this.#headers, body);
+  }
+  open(): Promise<void> {
+    return this.#lean.open();
   }
   destroy(): void {
     this.#lean.destroy();
@@ -222,12 +230,22 @@ function etcdTarget(t: HttpTarget, pids: number[], name = "etcd"): Target {
  */
 async function interleaved(label: string, conns: number, targets: Target[], op: (t: Target) => Op<Client>): Promise<Result[]> {
   const tallies = targets.map((t) => new CpuTally(conns, t.http));
+  // Connections (and their TLS handshakes) are made before the timed slices:
+  // a phase measures keep-alive throughput. What opening them cost is printed.
+  const opened: Array<{ servers: number; client: number }> = [];
+  for (const [k, t] of targets.entries()) {
+    const cpu0 = cpuMicros(t.pids);
+    const own0 = process.cpuUsage();
+    await tallies[k]!.agent.open?.();
+    const own = process.cpuUsage(own0);
+    opened.push({ servers: cpuMicros(t.pids) - cpu0, client: own.user + own.system });
+  }
   for (let r = 0; r < rounds; r++) {
     const order = r % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => targets.length - 1 - k);
     for (const k of order) await cpuSlice(tallies[k]!, op(targets[k]!), targets[k]!.pids, seconds / rounds);
   }
   const results = tallies.map((t) => t.result());
-  targets.forEach((t, k) => console.log(`  ${t.name.padEnd(9)} ${label} ${fmt(results[k]!)}`));
+  targets.forEach((t, k) => console.log(`  ${t.name.padEnd(9)} ${label} ${fmt(results[k]!)}${withNodeClient ? "" : `  (opening ${conns} conns: servers ${(opened[k]!.servers / 1000).toFixed(0)} ms, client ${(opened[k]!.client / 1000).toFixed(0)} ms CPU)`}`));
   return results;
 }
 
