@@ -6,22 +6,18 @@
 // random values, and prints after each step each server's data dir size
 // (Raft log + snapshots + the rest, `du` of its files) and RSS, with the
 // load. Usage: node --import tsx scripts/bench/disk.ts (CAIRN_E2E_BIN or dist/cairn).
-import { loadavg } from "node:os";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { Agent } from "node:http";
 import { httpCall } from "./_http.ts";
 import { makeCluster, waitForLeader } from "../e2e/harness.ts";
+import { load } from "./_proc.ts";
 
 const nodes = Number(process.env.BENCH_NODES ?? 1_000);
 const perNode = Number(process.env.BENCH_PER_NODE ?? 10);
 const kvMiB = Number(process.env.BENCH_KV_MIB ?? 256);
 const conns = 16;
-
-function load(): string {
-  return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
-}
 
 function duMiB(dir: string): number {
   let bytes = 0;

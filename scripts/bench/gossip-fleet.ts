@@ -16,20 +16,16 @@
 // Usage: node --import tsx scripts/bench/gossip-fleet.ts [N=150]
 // (CAIRN_E2E_BIN or dist/cairn). Every process is killed by PID at the end
 // (scripts/e2e/harness.ts also kills them when this process exits).
-import { loadavg } from "node:os";
 import { readFileSync } from "node:fs";
 import { cairnBin, getJson, makeCluster, waitForLeader, type Agent } from "../e2e/harness.ts";
 import { sleep } from "../../core/testing/until.ts";
+import { load } from "./_proc.ts";
 
 const N = Number(process.argv[2] ?? 150);
 const concurrency = Number(process.env.BENCH_START_CONCURRENCY ?? 6);
 const steadyS = Number(process.env.BENCH_STEADY_S ?? 20);
 const phaseLimitMs = Number(process.env.BENCH_PHASE_LIMIT_MS ?? 600_000);
 const tick = 100; // USER_HZ
-
-function load(): string {
-  return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
-}
 
 function proc(pid: number): { cpuTicks: number; rssMiB: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");

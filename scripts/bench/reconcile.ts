@@ -12,7 +12,6 @@
 //     before the next: failures trickling in as gossip detects them),
 // at reconcileConcurrency 32 (the default) and 1 (one write at a time).
 // Usage: node --import tsx scripts/bench/reconcile.ts
-import { loadavg } from "node:os";
 import { nullLogger } from "../../core/log/mod.ts";
 import { createDevServer } from "../../core/server/dev.ts";
 import { Leader } from "../../core/server/leader/leader.ts";
@@ -20,6 +19,7 @@ import type { LanPoolLike, MemberLike } from "../../core/server/leader/membershi
 import { checksOfNode } from "../../core/state/catalog.ts";
 import { Rng } from "../../core/sim/rng.ts";
 import { SimClock } from "../../core/sim/sim_clock.ts";
+import { load } from "./_proc.ts";
 
 const members = Number(process.env.BENCH_MEMBERS ?? 10_000);
 const failing = Number(process.env.BENCH_FAIL ?? 1_000);
@@ -41,10 +41,6 @@ class Pool implements LanPoolLike {
     this.byName.set(name, m);
     for (const fn of this.#subs) fn({ type: "failed", members: [m] });
   }
-}
-
-function load(): string {
-  return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
 }
 
 async function run(concurrency: number): Promise<void> {

@@ -28,10 +28,9 @@
 // request_limits disabled, then `enforcing` at CAIRN_BENCH_WRITE_RATE (100)
 // writes/s (burst 10 ×). CAIRN_BENCH_MODES=disabled,enforcing picks them;
 // CAIRN_BENCH_MAX_S (240) bounds one storm. Every process started is killed.
-import { loadavg } from "node:os";
-import { readFileSync } from "node:fs";
 import { LeanAgent, type LeanReply } from "./_lean_http.ts";
 import { getJson, makeCluster, waitForLeader, type Cluster, type ServerSpec } from "../e2e/harness.ts";
+import { load, rssMiB, cpuMs } from "./_proc.ts";
 
 const nodeCount = Number(process.env.CAIRN_BENCH_NODES ?? 10_000);
 const conns = Number(process.env.CAIRN_BENCH_CONNS ?? 200);
@@ -41,24 +40,6 @@ const maxMs = Number(process.env.CAIRN_BENCH_MAX_S ?? 240) * 1000;
 const probeEveryMs = 50;
 const baselineMs = Number(process.env.CAIRN_BENCH_BASELINE_S ?? 10) * 1000;
 const modes = (process.env.CAIRN_BENCH_MODES ?? "disabled,enforcing").split(",").map((m) => m.trim()).filter(Boolean);
-
-function load(): string {
-  return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
-}
-
-function rssMiB(pid: number | undefined): { rss: number; hwm: number } {
-  if (pid === undefined) return { rss: NaN, hwm: NaN };
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
-  return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024 };
-}
-
-/** CPU (user + system) a process has used, ms (clock ticks are 10 ms on Linux). */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 function pct(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;

@@ -19,12 +19,11 @@
 // change the sizes. CAIRN_BENCH_GZIP=1 asks for gzipped answers, as Go's HTTP
 // client (Consul's API client, consul-template) does. CAIRN_BENCH_CLUSTER=1: three servers instead of a dev
 // agent; everything goes to the leader's HTTP port and RSS is the leader's.
-import { loadavg } from "node:os";
-import { readFileSync } from "node:fs";
 import { Agent } from "node:http";
 import { type FanoutResult, type GetPhaseResult, healthGetPhase, watcherFanout } from "./_catalog.ts";
 import { httpCall as sharedHttpCall, type Reply } from "./_http.ts";
 import { devAgentAt, makeCluster, waitForLeader } from "../e2e/harness.ts";
+import { load, rssMiB, cpuMs } from "./_proc.ts";
 
 const nodeCount = Number(process.env.CAIRN_BENCH_NODES ?? 10_000);
 const perNode = Number(process.env.CAIRN_BENCH_PER_NODE ?? 10);
@@ -44,17 +43,6 @@ let port = 0;
 
 function httpCall(agent: Agent, method: string, path: string, body?: string): Promise<Reply> {
   return sharedHttpCall({ host, port }, agent, method, path, body);
-}
-
-function load(): string {
-  return `load ${loadavg().map((x) => x.toFixed(2)).join(" ")}`;
-}
-
-function rssMiB(pid: number | undefined): { rss: number; hwm: number } {
-  if (pid === undefined) return { rss: NaN, hwm: NaN };
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? NaN);
-  return { rss: kib("VmRSS") / 1024, hwm: kib("VmHWM") / 1024 };
 }
 
 /**
@@ -101,14 +89,6 @@ async function register(): Promise<{ count: number; ms: number; errors: number }
 
 function getPhase(cycle: number): Promise<GetPhaseResult> {
   return healthGetPhase({ host, port }, { conns, seconds, services: cycle, gzip });
-}
-
-/** CPU (user + system) a process has used, ms; NaN when it does not run here. */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th (clock ticks, 100 per second on Linux).
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function fanout(pid: number | undefined): Promise<FanoutResult> {
