@@ -79,8 +79,11 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
   readonly #parsed = new Map<string, PolicyRules>();
   readonly #inflight = new Map<string, Promise<ResolvedToken>>();
 
+  readonly #checkOptions: { enableKeyListPolicy: boolean };
+
   constructor(options: AclAuthorizerOptions) {
     this.#o = options;
+    this.#checkOptions = { enableKeyListPolicy: options.enableKeyListPolicy };
   }
 
   /** Forget every cached token (a token was changed through this agent). */
@@ -101,7 +104,7 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
   }
 
   #decide(id: ResolvedToken, need: AuthzRequirement): AuthzDecision {
-    const reason = checkRequirement(id, need, { enableKeyListPolicy: this.#o.enableKeyListPolicy });
+    const reason = checkRequirement(id, need, this.#checkOptions);
     if (reason !== undefined) return { allowed: false, reason, accessorId: id.accessorId };
     // One decision per resolved token, shared by its requests (it never changes).
     if (!id.allowedDecision) {
