@@ -23,6 +23,12 @@ const conns = Number(process.env.PROBE_C ?? 16);
 const callgrindOut = process.env.PROBE_CALLGRIND ?? "";
 /** Flags for the agent's node (PROBE_NODE_FLAGS="--trace-gc", with PROBE_LOG=<file> for its output). */
 const nodeFlags = (process.env.PROBE_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "");
+/**
+ * PROBE_CG_TOGGLE=uv__read: count only inside libuv's stream reads, where
+ * node parses a request and (microtasks included) answers it, leaving out
+ * the agent's timers; the idle dump then measures what little is left.
+ */
+const toggle = process.env.PROBE_CG_TOGGLE ? [`--toggle-collect=${process.env.PROBE_CG_TOGGLE}`] : [];
 const management = "9f6ad4c2-3a86-4f0e-b3b2-6d7f1f8f0a11";
 
 function cpuMicros(pid: number): number {
@@ -39,7 +45,7 @@ async function main(): Promise<void> {
   const args = ["agent", "-dev", `-http-port=${http}`, "-dns-port=-1", `-serf-lan-port=${await freePort()}`, `-serf-wan-port=${await freePort()}`, `-server-port=${await freePort()}`, `-config-file=${configFile}`, "-log-level=warn"];
   const bundle = process.env.PROBE_BUNDLE || join(root, "dist/cairn.cjs");
   const proc = callgrindOut
-    ? startProcess("valgrind", ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", `--callgrind-out-file=${callgrindOut}`, process.execPath, bundle, ...args], { stdio: "ignore" })
+    ? startProcess("valgrind", ["--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes", ...toggle, `--callgrind-out-file=${callgrindOut}`, process.execPath, bundle, ...args], { stdio: "ignore" })
     : startProcess(process.execPath, [...nodeFlags, bundle, ...args], { stdio: process.env.PROBE_LOG ? { file: process.env.PROBE_LOG } : "ignore" });
   const lean = new LeanAgent({ host: "127.0.0.1", port: http }, conns);
   try {
