@@ -23,8 +23,51 @@ function grants(lvl: AccessLevel, access: Access): boolean {
   }
 }
 
+const namedSet: ReadonlySet<string> = new Set(namedResources);
+
 function isNamed(r: AclResource): r is NamedResource {
-  return (namedResources as readonly string[]).includes(r);
+  return namedSet.has(r);
+}
+
+/**
+ * A family's prefix rules as a trie of UTF-16 code units (what `startsWith`
+ * and `slice` compare): the longest prefix of a name that has a rule is
+ * found in one walk along the name, without slicing it or hashing the
+ * slices (a map lookup per distinct prefix length did both, per request).
+ */
+class PrefixTrie {
+  level: AccessLevel | undefined;
+  readonly next = new Map<number, PrefixTrie>();
+
+  static of(prefixes: ReadonlyMap<string, AccessLevel>): PrefixTrie {
+    const root = new PrefixTrie();
+    for (const [p, lvl] of prefixes) {
+      let node = root;
+      for (let i = 0; i < p.length; i++) {
+        const c = p.charCodeAt(i);
+        let child = node.next.get(c);
+        if (!child) {
+          child = new PrefixTrie();
+          node.next.set(c, child);
+        }
+        node = child;
+      }
+      node.level = lvl;
+    }
+    return root;
+  }
+
+  /** The level of the longest prefix of `name` with a rule, or undefined. */
+  longest(name: string): AccessLevel | undefined {
+    let best = this.level;
+    let node: PrefixTrie | undefined = this;
+    for (let i = 0; i < name.length; i++) {
+      node = node.next.get(name.charCodeAt(i));
+      if (!node) break;
+      if (node.level !== undefined) best = node.level;
+    }
+    return best;
+  }
 }
 
 export class Authorizer {
@@ -32,8 +75,8 @@ export class Authorizer {
   readonly #defaultAllow: boolean;
   /** Prefix rules per family, longest first. */
   readonly #prefixes = new Map<NamedResource, [string, AccessLevel][]>();
-  /** The distinct lengths of each family's prefix rules, longest first: a lookup tries one slice per length. */
-  readonly #prefixLengths = new Map<NamedResource, number[]>();
+  /** Each family's prefix rules as a trie, for the longest match. */
+  readonly #tries = new Map<NamedResource, PrefixTrie>();
 
   constructor(rules: PolicyRules, options: { defaultAllow: boolean }) {
     this.#rules = rules;
@@ -41,22 +84,20 @@ export class Authorizer {
     for (const r of namedResources) {
       const list = [...rules.named[r].prefix.entries()].sort((a, b) => b[0].length - a[0].length);
       this.#prefixes.set(r, list);
-      this.#prefixLengths.set(r, [...new Set(list.map(([p]) => p.length))]);
+      this.#tries.set(r, PrefixTrie.of(rules.named[r].prefix));
     }
   }
 
   /** The rule that decides `name` in `resource` (exact, else longest prefix), or undefined: the default decides. */
   ruleFor(resource: AclResource, name: string): AccessLevel | undefined {
     if (!isNamed(resource)) return this.#rules.scalar[resource as ScalarResource];
-    const named = this.#rules.named[resource];
-    const exact = named.exact.get(name);
-    if (exact !== undefined) return exact;
-    for (const len of this.#prefixLengths.get(resource)!) {
-      if (len > name.length) continue;
-      const lvl = named.prefix.get(len === name.length ? name : name.slice(0, len));
+    const exact = this.#rules.named[resource].exact;
+    // No exact rules (the usual key policy): no need to hash the name.
+    if (exact.size > 0) {
+      const lvl = exact.get(name);
       if (lvl !== undefined) return lvl;
     }
-    return undefined;
+    return this.#tries.get(resource)!.longest(name);
   }
 
   /** Whether the token may `access` the resource `name` of a family (scalar families ignore the name). */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { Authorizer, managementAuthorizer, permissionDeniedReason, type Access } from "./authorizer.ts";
+import { Rng } from "../sim/rng.ts";
 import { AclRuleError, globalReadOnlyRules, mergeRules, parseRules, type AclResource } from "./policy.ts";
 
 function authz(texts: string[], defaultAllow = false): Authorizer {
@@ -107,4 +108,24 @@ test("acl rules: built-in policies", () => {
 test("acl rules: the refusal names the accessor, the permission and the resource as Consul does", () => {
   assert.equal(permissionDeniedReason("abc", "key", "write", "foo"), `token with AccessorID 'abc' lacks permission 'key:write' on "foo"`);
   assert.equal(permissionDeniedReason("abc", "operator", "read"), `token with AccessorID 'abc' lacks permission 'operator:read'`);
+});
+
+test("acl rules: the longest prefix wins for any name (against a plain scan of every rule)", () => {
+  // Prefixes nested, sharing starts, equal to whole names, empty, and outside the BMP (two code units).
+  const alphabet = ["a", "b", "/", "é", "😀"];
+  const rng = new Rng(21);
+  const word = (max: number) => Array.from({ length: rng.int(max + 1) }, () => rng.pick(alphabet)).join("");
+  const levels = ["deny", "read", "list", "write"] as const;
+  for (let round = 0; round < 20; round++) {
+    const prefixes = new Map<string, (typeof levels)[number]>();
+    for (let i = 0; i < 12; i++) prefixes.set(word(4), rng.pick(levels));
+    const a = authz([[...prefixes].map(([p, lvl]) => `key_prefix ${JSON.stringify(p)} { policy = "${lvl}" }`).join("\n")]);
+    for (let i = 0; i < 200; i++) {
+      const name = word(6);
+      let want: string | undefined;
+      let wantLen = -1;
+      for (const [p, lvl] of prefixes) if (name.startsWith(p) && p.length > wantLen) [want, wantLen] = [lvl, p.length];
+      assert.equal(a.ruleFor("key", name), want, `round ${round}: "${name}" with ${JSON.stringify([...prefixes])}`);
+    }
+  }
 });

@@ -41,7 +41,11 @@ export interface ResolvedToken {
   authz: Authorizer;
   /** What handlers get as `req.acl` (made once per resolved token). */
   requestAcl?: RequestAcl;
+  /** The decision of every allowed request of this token (made once). */
+  allowedDecision?: AuthzDecision;
 }
+
+const allowedDecision: AuthzDecision = { allowed: true };
 
 interface CacheEntry {
   value: ResolvedToken | "not-found";
@@ -75,8 +79,11 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
   readonly #parsed = new Map<string, PolicyRules>();
   readonly #inflight = new Map<string, Promise<ResolvedToken>>();
 
+  readonly #checkOptions: { enableKeyListPolicy: boolean };
+
   constructor(options: AclAuthorizerOptions) {
     this.#o = options;
+    this.#checkOptions = { enableKeyListPolicy: options.enableKeyListPolicy };
   }
 
   /** Forget every cached token (a token was changed through this agent). */
@@ -84,25 +91,45 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
     this.#cache.clear();
   }
 
-  async authorize(req: HttpRequest, need: AuthzRequirement): Promise<AuthzDecision> {
-    if (need.resource === "none") return { allowed: true };
-    const id = await this.resolve(parseToken(req) || this.#o.defaultToken());
-    const reason = checkRequirement(id, need, { enableKeyListPolicy: this.#o.enableKeyListPolicy });
+  /**
+   * Synchronous while the token is cached (the common case: no promise, no
+   * microtask turn per request); a promise only when the servers are asked.
+   * Throws (or rejects with) AclNotFoundError for an unknown token.
+   */
+  authorize(req: HttpRequest, need: AuthzRequirement): AuthzDecision | Promise<AuthzDecision> {
+    if (need.resource === "none") return allowedDecision;
+    const secret = parseToken(req) || this.#o.defaultToken();
+    const id = this.#fresh(secret);
+    return id ? this.#decide(id, need) : this.resolve(secret).then((r) => this.#decide(r, need));
+  }
+
+  #decide(id: ResolvedToken, need: AuthzRequirement): AuthzDecision {
+    const reason = checkRequirement(id, need, this.#checkOptions);
     if (reason !== undefined) return { allowed: false, reason, accessorId: id.accessorId };
-    id.requestAcl ??= { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) };
-    return { allowed: true, acl: id.requestAcl };
+    // One decision per resolved token, shared by its requests (it never changes).
+    if (!id.allowedDecision) {
+      const acl: RequestAcl = { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) };
+      id.requestAcl = acl;
+      id.allowedDecision = { allowed: true, acl };
+    }
+    return id.allowedDecision;
+  }
+
+  /** A cached answer for a secret while fresh (AclNotFoundError for one the servers did not know), else undefined. */
+  #fresh(secret: string): ResolvedToken | undefined {
+    const recovery = this.#recovery(secret);
+    if (recovery) return recovery;
+    const hit = this.#cache.get(secret);
+    if (!hit || hit.expiresMs <= this.#o.now()) return undefined;
+    if (hit.value === "not-found") throw new AclNotFoundError();
+    return hit.value;
   }
 
   /** What a secret may do: from the cache while fresh, else from the servers (down_policy when none answers). */
   async resolve(secret: string): Promise<ResolvedToken> {
-    const recovery = this.#recovery(secret);
-    if (recovery) return recovery;
-    const now = this.#o.now();
+    const fresh = this.#fresh(secret);
+    if (fresh) return fresh;
     const hit = this.#cache.get(secret);
-    if (hit && hit.expiresMs > now) {
-      if (hit.value === "not-found") throw new AclNotFoundError();
-      return hit.value;
-    }
     let p = this.#inflight.get(secret);
     if (!p) {
       p = this.#fetch(secret, hit).finally(() => this.#inflight.delete(secret));

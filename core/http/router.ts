@@ -201,9 +201,12 @@ export class Router {
     let accessorId = "";
     let r: HttpResponse;
     try {
+      // The request's context is set on the request itself, not on a copy: a
+      // spread costs an object clone per request and drops what a request
+      // class keeps on its prototype (serve_node's lazily made `signal`).
       if (this.#defaultToken) {
         const t = this.#defaultToken();
-        if (t) req = { ...req, defaultToken: t };
+        if (t) req.defaultToken = t;
       }
       const need = typeof route.authz === "function" ? route.authz(req, route.pattern.endsWith("/") ? req.path.slice(route.pattern.length) : "") : route.authz;
       let decision = this.#authorizer.authorize(req, need);
@@ -214,9 +217,13 @@ export class Router {
       }
       if (decision.acl) {
         accessorId = decision.acl.accessorId;
-        req = { ...req, acl: decision.acl };
+        req.acl = decision.acl;
       }
-      r = await route.handler(this.#queryTimes || this.#discoveryMaxStaleMs ? { ...req, queryTimes: this.#queryTimes, discoveryMaxStaleMs: this.#discoveryMaxStaleMs } : req);
+      if (this.#queryTimes || this.#discoveryMaxStaleMs) {
+        req.queryTimes = this.#queryTimes;
+        req.discoveryMaxStaleMs = this.#discoveryMaxStaleMs;
+      }
+      r = await route.handler(req);
     } catch (err) {
       r = errorResponse(err, this.#logger, { method: req.method, path: req.path });
     }

@@ -4,12 +4,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { httpDate } from "../clock/utc_text.ts";
+import type { QueryTimes } from "../server/blocking.ts";
 import { errorMessage, ListenError, listenErrorText } from "../errors.ts";
 
 export { ListenError };
 import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
-import { bodyTooLargeResponse, type Router } from "./router.ts";
+import { bodyTooLargeResponse, type RequestAcl, type Router } from "./router.ts";
 import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
 import type * as NodeZlib from "node:zlib";
 
@@ -116,6 +117,11 @@ class NodeRequest implements HttpRequest {
   readonly body: Uint8Array;
   /** A `streamBody` route's body, read as it arrives (`body` is then empty). */
   bodyStream?: AsyncIterable<Uint8Array>;
+  // Set by the Router before the handler runs; declared so every request has one shape.
+  queryTimes?: QueryTimes = undefined;
+  discoveryMaxStaleMs?: number = undefined;
+  defaultToken?: string = undefined;
+  acl?: RequestAcl = undefined;
   readonly #signal: () => AbortSignal;
 
   constructor(method: string, path: string, query: URLSearchParams, headers: NodeRequest["headers"], body: Uint8Array, signal: () => AbortSignal) {

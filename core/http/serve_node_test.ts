@@ -155,6 +155,40 @@ test("serve_node: a client that goes away cancels its blocking query", async () 
   assert.equal(server.inFlight(), 0);
 });
 
+test("serve_node: a client that goes away cancels its blocking query behind an agent's Router (query times set, ACLs on)", async () => {
+  // The agent's Router sets the request's context (query times, the token's ACL); it once did so on a copy
+  // of the request, which lost the request class's `signal` getter, so no blocking query was ever cancelled.
+  const rpc2 = new FakeRpc(systemClock);
+  const acl = { accessorId: "a", allowed: () => true };
+  const s2 = createHttpServer({
+    router: createRoutes(testBackends({ rpc: rpc2, queryTimes: { defaultMs: 300_000, maxMs: 600_000 }, authorizer: { authorize: () => ({ allowed: true, acl }) } })),
+  });
+  const p2 = (await s2.listen({ host: "127.0.0.1", port: 0 })).port;
+  const agent2 = new Agent({ keepAlive: true });
+  try {
+    const get = (path: string, signal?: AbortSignal) => new Promise<number>((ok, fail) => {
+      const req = request({ host: "127.0.0.1", port: p2, method: "GET", path, agent: agent2, signal }, (res) => {
+        res.resume();
+        res.on("end", () => ok(res.statusCode ?? 0));
+      });
+      req.on("error", fail);
+      req.end();
+    });
+    const index = rpc2.index;
+    const ac = new AbortController();
+    const pending = get(`/v1/kv/block?index=${index}&wait=60s`, ac.signal).catch((e: Error) => e);
+    for (let i = 0; i < 100 && rpc2.waiting() === 0; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(rpc2.waiting(), 1, "the blocking query is waiting");
+    ac.abort();
+    assert.ok((await pending) instanceof Error);
+    for (let i = 0; i < 100 && rpc2.waiting() > 0; i++) await new Promise((r) => setImmediate(r));
+    assert.equal(rpc2.waiting(), 0, "the blocking query was cancelled");
+  } finally {
+    agent2.destroy();
+    await s2.close({ graceMs: 500 });
+  }
+});
+
 test("serve_node: a blocking query is answered when the key changes", async () => {
   await call("PUT", "/v1/kv/wake", "1");
   const index = rpc.index;

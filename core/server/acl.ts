@@ -15,6 +15,7 @@
 // acl.token_ttl, with acl.down_policy when the primary does not answer.
 // Writes of global objects (policies, roles, global tokens) go to the
 // primary; local tokens stay in the datacenter that made them.
+import type { Clock } from "../clock/clock.ts";
 import { Authorizer, permissionDeniedReason, type Access } from "../acl/authorizer.ts";
 import {
   AclRuleError,
@@ -284,8 +285,12 @@ export class AclResolver {
     return token;
   }
 
-  /** Who the secret is and what it may do; undefined when ACLs are off. */
-  identify(secret: string | undefined, nowMs: number): AclIdentity | undefined {
+  /**
+   * Who the secret is and what it may do; undefined when ACLs are off.
+   * The clock is read only for a token that expires or is not cached yet
+   * (a clock read per request is not free).
+   */
+  identify(secret: string | undefined, clock: Pick<Clock, "wallNow">): AclIdentity | undefined {
     if (!this.config.enabled) return undefined;
     if (this.isSecondary && this.remoteNeeded(secret)) {
       const hit = this.#remote.get(secret ?? "");
@@ -301,8 +306,8 @@ export class AclResolver {
     }
     const key = secret ?? "";
     const hit = this.#cache.get(key);
-    if (hit && !(hit.expiresMs && hit.expiresMs <= nowMs)) return hit;
-    const token = this.tokenFor(secret, nowMs);
+    if (hit && !(hit.expiresMs && hit.expiresMs <= clock.wallNow())) return hit;
+    const token = this.tokenFor(secret, clock.wallNow());
     const identity = { accessorId: token.accessorId, authz: this.#compile(token), expiresMs: token.expirationTimeMs };
     if (this.#cache.size > 10_000) this.#cache.clear();
     this.#cache.set(key, identity);
@@ -355,14 +360,14 @@ const anonymousPlaceholder: AclToken = Object.freeze({
  * Returns the identity (undefined with ACLs off) for further checks.
  */
 export function aclAuthorize(ctx: ServerContext, token: string | undefined, resource: AclResource, access: Access, name?: string): AclIdentity | undefined {
-  const id = ctx.acl?.identify(token, ctx.clock.wallNow());
+  const id = ctx.acl?.identify(token, ctx.clock);
   if (id && !id.authz.allowed(resource, access, name ?? "")) throw new PermissionDeniedError(permissionDeniedReason(id.accessorId, resource, access, name));
   return id;
 }
 
 /** The identity of a request's token (undefined with ACLs off), for endpoints that filter. */
 export function aclIdentity(ctx: ServerContext, token: string | undefined): AclIdentity | undefined {
-  return ctx.acl?.identify(token, ctx.clock.wallNow());
+  return ctx.acl?.identify(token, ctx.clock);
 }
 
 /** A new ID from the configured source (random UUIDs) that `taken` does not hold yet. */
