@@ -272,12 +272,15 @@ export interface RaftTransport {
   /** Queue `msg` for the server at `target.address`; never throws, never awaits. */
   send(target: { id: ServerId; address: string }, msg: RaftMessage): void;
   /**
-   * True when `send` has encoded (copied) the message by the time it
-   * returns, so the sender may reuse its buffers at once (an
-   * InstallSnapshot chunk's read buffer). A transport that keeps the
-   * message object (the simulation's) leaves it unset.
+   * Optional: an InstallSnapshot message whose `chunkBytes` bytes of chunk
+   * the caller writes into `chunk` (a view of the encoded frame) before
+   * calling `send()`, which queues it as `send(target, msg)` would with that
+   * chunk; `msg.chunk` is ignored. The chunk is read from the snapshot file
+   * straight into the frame, never copied. Without it (the simulation's
+   * transport, which keeps message objects) the driver reads each chunk into
+   * a buffer of its own and calls `send`.
    */
-  readonly copiesOnSend?: boolean;
+  prepareSnapshotChunk?(target: { id: ServerId; address: string }, msg: SnapshotRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined;
   /** Register the single receiver of inbound messages (replaces any earlier one). */
   onMessage(handler: (msg: RaftMessage) => void): void;
   /**
