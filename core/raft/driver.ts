@@ -268,6 +268,12 @@ export class RaftNode implements Consensus {
   async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
     if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
     if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
+    // The bytes to disk before Raft pauses: the pause sends no heartbeats,
+    // and a 1 GiB fsync inside it outlasted the election timeout (the
+    // followers elected another leader, the restore was lost).
+    await options.sink.flush();
+    if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
+    if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
     this.#paused = true;
     let noop: Promise<unknown>;
     let result: { index: number; term: number };

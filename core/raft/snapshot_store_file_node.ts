@@ -155,6 +155,14 @@ export class FileSnapshotStore implements SnapshotStore {
           await fh.close();
         }
       },
+      async flush(): Promise<void> {
+        if (state !== "open") throw new Error("snapshot sink is closed");
+        await writes;
+        await syncing;
+        if (syncError !== undefined) throw syncError;
+        unsynced = 0;
+        await (await handle).datasync();
+      },
       async finish(meta: SnapshotMeta): Promise<SnapshotMeta> {
         if (state !== "open") throw new Error("snapshot sink is closed");
         state = "done";

@@ -236,6 +236,13 @@ export interface SnapshotSink {
    * state from here: nothing but a chunk is held in memory).
    */
   readBack(): AsyncIterable<Uint8Array>;
+  /**
+   * Write what was written so far to disk (fdatasync), so that finish() has
+   * little left to do: a user restore calls it before it pauses Raft to
+   * install the snapshot (an fsync of a GiB inside that pause outlasted the
+   * election timeout). Not a substitute for finish().
+   */
+  flush(): Promise<void>;
   /** Make it durable under `meta` (its sizeBytes is set to what was written) and keep the newest few. */
   finish(meta: SnapshotMeta): Promise<SnapshotMeta>;
   /** Throw it away. */
