@@ -333,7 +333,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
    */
   function startRestore(installer: SnapshotInstaller): RestoreStream {
     const queue = new ByteQueue();
-    const sink = installer.snapshotStore.begin();
+    const sink = installer.snapshotStore.begin({ backgroundFlush: true });
     const r: RestoreStream = {
       queue,
       received: 0,
