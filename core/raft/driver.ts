@@ -173,8 +173,8 @@ export class RaftNode implements Consensus {
   #compactDue = false;
   /** The snapshot the core knows, open for reading chunks to send. */
   #source: SnapshotSource | undefined;
-  /** Per follower: the buffer its InstallSnapshot chunks are read into, and the read in progress (see #sendSnapshotChunk). */
-  readonly #chunkReads = new Map<ServerId, { buf: Uint8Array | undefined; turn: Promise<void> }>();
+  /** Per follower: its InstallSnapshot chunk read in progress (see #sendSnapshotChunk). */
+  readonly #chunkReads = new Map<ServerId, { turn: Promise<void> }>();
   /** An InstallSnapshot being received (streamSnapshots). */
   #incoming: { index: number; term: number; sink: SnapshotSink } | undefined;
   /** A user restore holds the pump between its steps. */
@@ -266,6 +266,12 @@ export class RaftNode implements Consensus {
    * committed), and rejects if leadership is lost first.
    */
   async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
+    if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
+    if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
+    // The bytes to disk before Raft pauses: the pause sends no heartbeats,
+    // and a 1 GiB fsync inside it outlasted the election timeout (the
+    // followers elected another leader, the restore was lost).
+    await options.sink.flush();
     if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
     if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
     this.#paused = true;
@@ -798,41 +804,43 @@ export class RaftNode implements Consensus {
 
   /**
    * A streaming core's InstallSnapshot chunk: read its bytes from the stored
-   * snapshot, then send. When the transport copies at send, a follower's
-   * chunks are read one after another into one buffer of its own: a 1 GiB
-   * snapshot shipped to two followers was 2 GiB of 4 MiB garbage buffers,
-   * which V8 frees late (the restoring leader's peak RSS, docs/performance.md).
+   * snapshot, then send. A follower's chunks are read one after another, so
+   * they leave in order. When the transport can, each chunk is read straight
+   * into its encoded frame (no copy); otherwise into a buffer of its own,
+   * handed to `send`.
    */
   #sendSnapshotChunk(target: { id: ServerId; address: string }, m: SnapshotRequest): Promise<void> {
-    if (!this.#o.transport.copiesOnSend) return this.#readAndSendChunk(target, m, undefined);
     let slot = this.#chunkReads.get(target.id);
-    if (!slot) this.#chunkReads.set(target.id, (slot = { buf: undefined, turn: Promise.resolve() }));
-    const s = slot;
-    const run = s.turn.then(() => {
-      const want = m.fillBytes ?? 0;
-      if (!s.buf || s.buf.length < want) s.buf = new Uint8Array(want);
-      return this.#readAndSendChunk(target, m, s.buf);
-    });
-    s.turn = run;
+    if (!slot) this.#chunkReads.set(target.id, (slot = { turn: Promise.resolve() }));
+    const run = slot.turn.then(() => this.#readAndSendChunk(target, m));
+    slot.turn = run;
     return run;
   }
 
-  async #readAndSendChunk(target: { id: ServerId; address: string }, m: SnapshotRequest, into: Uint8Array | undefined): Promise<void> {
+  async #readAndSendChunk(target: { id: ServerId; address: string }, m: SnapshotRequest): Promise<void> {
     const src = this.#source;
     if (!src || src.meta.index !== m.meta.index || src.meta.term !== m.meta.term) {
       this.#log.warn("snapshot to send is not open; dropping chunk", { to: m.to, index: m.meta.index });
       return;
     }
+    const { fillBytes, ...rest } = m;
+    const want = Math.max(0, Math.min(fillBytes ?? 0, src.meta.sizeBytes - m.offset));
+    const msg: SnapshotRequest = { ...rest, fromAddress: this.address };
+    const prepared = this.#o.transport.prepareSnapshotChunk?.(target, msg, want);
     let chunk: Uint8Array;
     try {
-      chunk = await src.read(m.offset, m.fillBytes ?? 0, into);
+      chunk = await src.read(m.offset, want, prepared?.chunk);
     } catch (err) {
       this.#log.warn("cannot read snapshot chunk", { index: m.meta.index, offset: m.offset, error: errorMessage(err) });
       return;
     }
     if (this.#stopped) return;
-    const { fillBytes: _, ...rest } = m;
-    this.#o.transport.send(target, { ...rest, chunk, fromAddress: this.address });
+    if (chunk.length !== want) {
+      this.#log.warn("snapshot file is shorter than its size; dropping chunk", { index: m.meta.index, offset: m.offset, wanted: want, read: chunk.length });
+      return;
+    }
+    if (prepared) prepared.send();
+    else this.#o.transport.send(target, { ...msg, chunk });
     this.#o.transport.flush?.();
   }
 

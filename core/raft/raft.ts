@@ -15,7 +15,7 @@ import { concatBytes } from "../bytes.ts";
 import { decodeConfiguration, encodeConfiguration } from "./codec.ts";
 import { RaftLog } from "./log.ts";
 import { Progress } from "./progress.ts";
-import { committedIndex, hasQuorum, voteResult } from "./quorum.ts";
+import { committedIndex, hasQuorum, majority, voteResult } from "./quorum.ts";
 import { maxRestoreIndex } from "./types.ts";
 import type {
   AppendRequest,
@@ -1154,7 +1154,7 @@ export class RaftCore {
       return;
     }
     if (pr.snapshotSent < pr.snapshotOffset) pr.snapshotSent = pr.snapshotOffset;
-    const limit = pr.snapshotOffset + this.#snapshotWindow * this.#chunkBytes;
+    const limit = pr.snapshotOffset + this.#snapshotWindowOf(to, pr) * this.#chunkBytes;
     do {
       if (pr.snapshotSent >= limit) break;
       const off = pr.snapshotSent;
@@ -1163,6 +1163,29 @@ export class RaftCore {
       if (off >= size) break;
     } while (pr.snapshotSent < size);
     pr.snapshotSentTick = this.#ticks;
+  }
+
+  /**
+   * Chunks in flight to `to`. The followers a quorum needs get a snapshot
+   * first: when enough other voters (as many as a quorum needs besides us)
+   * are receiving the same snapshot, answering, and further along (or as
+   * far, with a smaller id), `to` gets one chunk at a time. On a leader short
+   * of CPU, shipping to every follower at once delayed the quorum (an
+   * operator's restore waits for it) by as much as it had followers; the
+   * trickle keeps the others moving, and one that gets ahead takes the lead.
+   */
+  #snapshotWindowOf(to: ServerId, pr: Progress): number {
+    if (this.#snapshotWindow === 1) return 1;
+    const voters = this.#voters();
+    const needed = majority(voters.length) - (voters.includes(this.id) ? 1 : 0);
+    if (needed <= 0) return this.#snapshotWindow;
+    let ahead = 0;
+    for (const [id, other] of this.#progress) {
+      if (id === to || id === this.id || !voters.includes(id)) continue;
+      if (other.state !== "snapshot" || other.pendingSnapshot !== pr.pendingSnapshot || !other.recentActive) continue;
+      if (other.snapshotOffset > pr.snapshotOffset || (other.snapshotOffset === pr.snapshotOffset && id < to)) ahead++;
+    }
+    return ahead >= needed ? 1 : this.#snapshotWindow;
   }
 
   #sendOneChunk(to: ServerId, pr: Progress, offset: number): void {

@@ -28,6 +28,9 @@ const rm = lazyFsPromises("rm");
 /** Bytes per read when a snapshot is streamed or checked. */
 const readChunkBytes = 1024 * 1024;
 
+/** With backgroundFlush, a sink's written bytes are flushed to disk in the background every this many. */
+const backgroundSyncBytes = 32 * 1024 * 1024;
+
 const namePattern = /^(\d{20})-(\d{20})-(\d{10})\.(meta|snap)$/;
 
 export interface FileSnapshotStoreOptions {
@@ -95,7 +98,8 @@ export class FileSnapshotStore implements SnapshotStore {
     return undefined;
   }
 
-  begin(): SnapshotSink {
+  begin(options: { backgroundFlush?: boolean } = {}): SnapshotSink {
+    const flushEvery = options.backgroundFlush === true ? backgroundSyncBytes : Infinity;
     this.#seq++;
     const tmp = join(this.dir, `incoming-${String(this.#seq).padStart(10, "0")}.snap.tmp`);
     const handle = open(tmp, "w", 0o644);
@@ -104,6 +108,10 @@ export class FileSnapshotStore implements SnapshotStore {
     let crc = 0;
     let state: "open" | "done" = "open";
     let writes: Promise<void> = Promise.resolve();
+    /** Bytes written since the last background flush began, the flush running, and its failure. */
+    let unsynced = 0;
+    let syncing: Promise<void> | undefined;
+    let syncError: unknown;
     const store = this;
     return {
       get written() {
@@ -118,6 +126,13 @@ export class FileSnapshotStore implements SnapshotStore {
           const fh = await handle;
           let off = 0;
           while (off < chunk.length) off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten;
+          unsynced += chunk.length;
+          if (unsynced >= flushEvery && !syncing) {
+            // Flush what is written so far while more arrives, so that flush()
+            // and finish() have little left: a 1 GiB fsync took 1.9 s.
+            unsynced = 0;
+            syncing = fh.datasync().then(() => { syncing = undefined; }, (err: unknown) => { syncing = undefined; syncError ??= err; });
+          }
         });
         writes = run.catch(() => {});
         return run;
@@ -140,12 +155,22 @@ export class FileSnapshotStore implements SnapshotStore {
           await fh.close();
         }
       },
+      async flush(): Promise<void> {
+        if (state !== "open") throw new Error("snapshot sink is closed");
+        await writes;
+        await syncing;
+        if (syncError !== undefined) throw syncError;
+        unsynced = 0;
+        await (await handle).datasync();
+      },
       async finish(meta: SnapshotMeta): Promise<SnapshotMeta> {
         if (state !== "open") throw new Error("snapshot sink is closed");
         state = "done";
         await writes;
         const fh = await handle;
         try {
+          await syncing;
+          if (syncError !== undefined) throw syncError;
           await fh.sync();
         } finally {
           await fh.close();
@@ -160,6 +185,7 @@ export class FileSnapshotStore implements SnapshotStore {
         if (state !== "open") return;
         state = "done";
         await writes;
+        await syncing;
         await (await handle.catch(() => undefined))?.close().catch(() => {});
         await rm(tmp, { force: true });
       },

@@ -60,7 +60,9 @@ async function contract(store: SnapshotStore): Promise<void> {
   await dropped.write(bytes(10, 2));
   await dropped.cancel();
   assert.equal((await store.list()).length, 1, "a cancelled sink is no snapshot");
-  assert.equal((await store.open({ index: 10, term: 3 }))?.meta.index, 10);
+  const byIndex = await store.open({ index: 10, term: 3 });
+  assert.equal(byIndex?.meta.index, 10);
+  await byIndex?.close();
   assert.equal(await store.open({ index: 11, term: 3 }), undefined);
 }
 
@@ -97,3 +99,29 @@ test("file snapshot store: open() skips a newest snapshot whose bytes changed, w
     await src.close();
     assert.ok(capture.records.some((r) => r.message === "skipping damaged Raft snapshot" && /CRC mismatch/.test(String(r.fields.error))), "warned");
   }));
+
+test("snapshot stores: a sink flushed (in the background too) still finishes into the same snapshot, and is closed after finish", async () => {
+  await withDir(async (dir) => {
+    const stores: SnapshotStore[] = [await FileSnapshotStore.open({ dir, logger: nullLogger() }), new MemorySnapshotStore()];
+    for (const store of stores) {
+      // 80 MiB in 4 MiB writes: the background flush (every 32 MiB) runs twice.
+      const sink = store.begin({ backgroundFlush: true });
+      const want: Uint8Array[] = [];
+      for (let i = 0; i < 20; i++) {
+        const c = bytes(4 << 20, i);
+        want.push(c);
+        await sink.write(c);
+      }
+      await sink.flush();
+      await sink.write(bytes(1000, 99));
+      want.push(bytes(1000, 99));
+      const m = await sink.finish(meta(7, true));
+      assert.equal(m.sizeBytes, 80 * 2 ** 20 + 1000);
+      await assert.rejects(sink.flush());
+      const src = await store.open({ index: 7, term: 3 });
+      assert.ok(src);
+      assert.ok((await collect(src.stream())).equals(Buffer.concat(want)));
+      await src.close();
+    }
+  });
+});

@@ -236,6 +236,13 @@ export interface SnapshotSink {
    * state from here: nothing but a chunk is held in memory).
    */
   readBack(): AsyncIterable<Uint8Array>;
+  /**
+   * Write what was written so far to disk (fdatasync), so that finish() has
+   * little left to do: a user restore calls it before it pauses Raft to
+   * install the snapshot (an fsync of a GiB inside that pause outlasted the
+   * election timeout). Not a substitute for finish().
+   */
+  flush(): Promise<void>;
   /** Make it durable under `meta` (its sizeBytes is set to what was written) and keep the newest few. */
   finish(meta: SnapshotMeta): Promise<SnapshotMeta>;
   /** Throw it away. */
@@ -250,8 +257,15 @@ export interface SnapshotStore {
   create(meta: SnapshotMeta, data: Uint8Array): Promise<void>;
   /** The newest complete snapshot, or undefined. */
   latest(): Promise<{ meta: SnapshotMeta; data: Uint8Array } | undefined>;
-  /** Start writing a snapshot chunk by chunk (snapshots of any size: nothing is held in memory). */
-  begin(): SnapshotSink;
+  /**
+   * Start writing a snapshot chunk by chunk (snapshots of any size: nothing
+   * is held in memory). `backgroundFlush`: write what arrived to disk every
+   * few MiB while more comes (a user restore's staged state, so its flush()
+   * before Raft pauses is short). Off for an InstallSnapshot: on a follower
+   * it halved the rate chunks were written at (writes waiting on pages
+   * under writeback), which cost more than the one fsync at the end.
+   */
+  begin(options?: { backgroundFlush?: boolean }): SnapshotSink;
   /** The newest complete snapshot (its checksum verified), open for reading; or the one with `meta`'s index and term. */
   open(which?: { index: number; term: number }): Promise<SnapshotSource | undefined>;
   /** Metadata of stored snapshots, newest first. */
@@ -272,12 +286,15 @@ export interface RaftTransport {
   /** Queue `msg` for the server at `target.address`; never throws, never awaits. */
   send(target: { id: ServerId; address: string }, msg: RaftMessage): void;
   /**
-   * True when `send` has encoded (copied) the message by the time it
-   * returns, so the sender may reuse its buffers at once (an
-   * InstallSnapshot chunk's read buffer). A transport that keeps the
-   * message object (the simulation's) leaves it unset.
+   * Optional: an InstallSnapshot message whose `chunkBytes` bytes of chunk
+   * the caller writes into `chunk` (a view of the encoded frame) before
+   * calling `send()`, which queues it as `send(target, msg)` would with that
+   * chunk; `msg.chunk` is ignored. The chunk is read from the snapshot file
+   * straight into the frame, never copied. Without it (the simulation's
+   * transport, which keeps message objects) the driver reads each chunk into
+   * a buffer of its own and calls `send`.
    */
-  readonly copiesOnSend?: boolean;
+  prepareSnapshotChunk?(target: { id: ServerId; address: string }, msg: SnapshotRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined;
   /** Register the single receiver of inbound messages (replaces any earlier one). */
   onMessage(handler: (msg: RaftMessage) => void): void;
   /**

@@ -134,3 +134,57 @@ test("user restore: refused on a follower, and the follower changes nothing", as
   assert.equal(follower.core.snapshotMeta, undefined);
   for (const n of nodes) await settle(clock, n.stop());
 });
+
+test("user restore: the snapshot goes first to the follower a quorum needs, the other follower gets one chunk at a time until then", async () => {
+  const clock = new SimClock();
+  const rng = new Rng(9);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [1, 3] });
+  const ids = ["a", "b", "c"];
+  /** Per follower, InstallSnapshot chunks sent to it; and per follower, how many the other had when its last one left. */
+  const sent = new Map<string, number>();
+  const otherAtDone = new Map<string, number>();
+  const nodes: RaftNode[] = [];
+  for (const id of ids) {
+    const transport = new SimRaftTransport(net, `${id}:8300`, { encode: true });
+    const send = transport.send.bind(transport);
+    transport.send = (to, msg) => {
+      if (msg.type === "snapshot" && msg.chunk.length > 0) {
+        sent.set(msg.to, (sent.get(msg.to) ?? 0) + 1);
+        if (msg.done && !otherAtDone.has(msg.to)) {
+          const other = ids.find((x) => x !== id && x !== msg.to)!;
+          otherAtDone.set(msg.to, sent.get(other) ?? 0);
+        }
+      }
+      send(to, msg);
+    };
+    nodes.push(await createRaftNode({
+      id,
+      address: `${id}:8300`,
+      peers: ids.map((p) => ({ id: p, address: `${p}:8300` })),
+      fsm: new SimFsm(),
+      logStore: new MemoryLogStore(),
+      stableStore: new MemoryStableStore(),
+      snapshotStore: new MemorySnapshotStore(),
+      transport,
+      clock,
+      rng: rng.fork(),
+      tickMs: 10,
+      raft: { snapshotChunkBytes: 64 },
+    }));
+  }
+  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+  const leader = nodes.find((n) => n.isLeader())!;
+  const bytes = enc.encode(JSON.stringify(Array.from({ length: 400 }, (_, i) => [i + 1, `restored-${i}`])));
+  const chunks = Math.ceil(bytes.length / 64);
+  const sink = leader.snapshotStore.begin();
+  await sink.write(bytes);
+  const r = await settle(clock, leader.restoreUserSnapshot({ sink, stateIndex: 1000, install: () => {} }));
+  await settle(clock, r.replicated);
+  const followers = ids.filter((id) => id !== leader.id);
+  await clock.runUntil(() => followers.every((f) => otherAtDone.has(f)), { maxMs: 10_000 });
+  const [first, second] = [...followers].sort((x, y) => otherAtDone.get(x)! - otherAtDone.get(y)!);
+  assert.ok(sent.get(first!)! >= chunks && sent.get(second!)! >= chunks, `both got every chunk: ${JSON.stringify([...sent])}`);
+  // When the first had all of it, the second had far fewer (4 chunks in flight against 1).
+  assert.ok(otherAtDone.get(first!)! < chunks / 2, `the second follower had ${otherAtDone.get(first!)} of ${chunks} chunks when the first had them all`);
+  for (const n of nodes) await settle(clock, n.stop());
+});

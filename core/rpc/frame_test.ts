@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encode } from "@msgpack/msgpack";
 import { Rng, seeds } from "../sim/rng.ts";
-import { encodeFrame, FrameDecoder, FrameKind, validateFrame } from "./frame.ts";
+import { encodeFrame, encodeFrameWithBin, FrameDecoder, FrameKind, validateFrame } from "./frame.ts";
 import type { Frame } from "./frame.ts";
 import { fromWireError, toWireError } from "./wire_error.ts";
 import { NotLeaderError, RpcError } from "../errors.ts";
@@ -93,4 +93,20 @@ test("wire errors keep the classes callers act on", () => {
   assert.ok(other instanceof RpcError);
   assert.equal(other.remoteCode, "internal");
   assert.equal(other.message, "boom");
+});
+
+test("a frame encoded with its last byte array filled in place decodes as the plain frame", () => {
+  for (const n of [0, 1, 255, 256, 70_000]) {
+    const chunk = new Uint8Array(n).map((_, i) => (i * 7 + n) & 0xff);
+    const body = { type: "snapshot", term: 3, meta: { index: 9 }, offset: 12, done: false, chunk: new Uint8Array(0) };
+    const { frame, bin } = encodeFrameWithBin({ t: FrameKind.OneWay, method: "Raft.Message", body }, n);
+    assert.equal(bin.length, n);
+    bin.set(chunk);
+    const { frames, error } = new FrameDecoder().push(frame);
+    assert.equal(error, undefined);
+    assert.equal(frames.length, 1);
+    assert.deepEqual(frames[0], { t: FrameKind.OneWay, method: "Raft.Message", body: { ...body, chunk } });
+  }
+  // The placeholder must be what the body ends with.
+  assert.throws(() => encodeFrameWithBin({ t: FrameKind.OneWay, method: "m", body: { chunk: new Uint8Array(0), done: true } }, 4), TypeError);
 });

@@ -8,7 +8,8 @@
 
 import type { Logger } from "../log/logger.ts";
 import { validateRaftMessage } from "../raft/codec.ts";
-import type { RaftMessage, RaftTransport, ServerId } from "../raft/types.ts";
+import type { RaftMessage, RaftTransport, ServerId, SnapshotRequest } from "../raft/types.ts";
+import { encodeFrameWithBin, FrameKind } from "./frame.ts";
 import type { RpcClientPool, RpcServer } from "./transport_node.ts";
 
 /** The one-way method carrying Raft messages. */
@@ -37,8 +38,6 @@ export interface TcpRaftTransportStats {
 
 export class TcpRaftTransport implements RaftTransport {
   readonly localAddress: string;
-  /** The pool encodes a message into its frame before send returns. */
-  readonly copiesOnSend = true;
   readonly stats: TcpRaftTransportStats = { sent: 0, dropped: 0, received: 0, invalid: 0, unhandled: 0 };
   readonly #server: RpcServer;
   readonly #pool: RpcClientPool;
@@ -78,6 +77,31 @@ export class TcpRaftTransport implements RaftTransport {
       this.stats.dropped++;
       this.#log.trace("Raft message dropped", { to: target.id, address: target.address, type: msg.type });
     }
+  }
+
+  prepareSnapshotChunk(target: { id: ServerId; address: string }, msg: SnapshotRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined {
+    if (this.#closed) return undefined;
+    // The chunk last: encodeFrameWithBin fills in the frame's last value.
+    const { chunk: _, ...rest } = msg;
+    let prepared: { frame: Uint8Array; bin: Uint8Array };
+    try {
+      prepared = encodeFrameWithBin({ t: FrameKind.OneWay, method: raftMessageMethod, body: { ...rest, chunk: new Uint8Array(0) } }, chunkBytes);
+    } catch (err) {
+      this.stats.dropped++;
+      this.#log.warn("cannot encode InstallSnapshot chunk", { to: target.id, error: String(err) });
+      return undefined;
+    }
+    return {
+      chunk: prepared.bin,
+      send: () => {
+        if (this.#closed) return;
+        if (this.#pool.sendEncoded(target.address, raftMessageMethod, prepared.frame)) this.stats.sent++;
+        else {
+          this.stats.dropped++;
+          this.#log.trace("Raft message dropped", { to: target.id, address: target.address, type: msg.type });
+        }
+      },
+    };
   }
 
   onMessage(handler: (msg: RaftMessage) => void): void {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { nullLogger } from "../log/logger.ts";
-import type { AppendRequest, RaftMessage, VoteRequest } from "../raft/types.ts";
+import type { AppendRequest, RaftMessage, SnapshotRequest, VoteRequest } from "../raft/types.ts";
 import { until } from "../testing/until.ts";
 import { raftMessageMethod, TcpRaftTransport } from "./raft_transport_node.ts";
 import { createRpcServer, RpcClientPool } from "./transport_node.ts";
@@ -99,5 +99,40 @@ test("raft transport: sends to a down peer are dropped, never thrown", async () 
     assert.equal(a.transport.stats.dropped, 2);
   } finally {
     await a.close();
+  }
+});
+
+test("raft transport: an InstallSnapshot chunk written into its frame arrives as sent, in order with other messages", async () => {
+  const a = await node("a");
+  const b = await node("b");
+  try {
+    const to = { id: "b", address: b.server.address };
+    const meta = { index: 40, term: 2, sizeBytes: 3 << 20, configuration: { servers: [{ id: "a", address: a.server.address, suffrage: "voter" as const }] } };
+    const base: SnapshotRequest = { type: "snapshot", from: "a", to: "b", term: 2, meta, offset: 0, chunk: new Uint8Array([9, 9]), done: false, fromAddress: a.server.address };
+    const sizes = [1 << 20, 0, 2 << 20];
+    let offset = 0;
+    for (const n of sizes) {
+      const p = a.transport.prepareSnapshotChunk(to, { ...base, offset, done: offset + n >= meta.sizeBytes }, n);
+      assert.ok(p);
+      assert.equal(p.chunk.length, n);
+      for (let i = 0; i < n; i++) p.chunk[i] = (offset + i) % 251;
+      p.send();
+      offset += n;
+    }
+    a.transport.send(to, { type: "heartbeat", from: "a", to: "b", term: 2, commit: 0, ctx: 1, fromAddress: a.server.address } as RaftMessage);
+    await until(() => b.inbox.length === 4, "three chunks and a heartbeat at b", eachTurn);
+    offset = 0;
+    for (let k = 0; k < sizes.length; k++) {
+      const m = b.inbox[k] as SnapshotRequest;
+      assert.equal(m.type, "snapshot");
+      assert.deepEqual({ ...m, chunk: undefined }, { ...base, offset, done: offset + sizes[k]! >= meta.sizeBytes, chunk: undefined });
+      assert.equal(m.chunk.length, sizes[k]);
+      for (let i = 0; i < m.chunk.length; i++) if (m.chunk[i] !== (offset + i) % 251) assert.fail(`chunk ${k} byte ${i}`);
+      offset += sizes[k]!;
+    }
+    assert.equal(b.inbox[3]!.type, "heartbeat");
+  } finally {
+    await a.close();
+    await b.close();
   }
 });

@@ -745,6 +745,23 @@ export class RpcClientPool {
 
   /** Sends a one-way message. Returns false when it was dropped. */
   send(address: string, method: string, body: unknown): boolean {
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeFrame({ t: FrameKind.OneWay, method, body });
+    } catch (err) {
+      this.stats.oneWayDropped++;
+      this.log.warn("cannot encode one-way RPC", { address, method, error: errorMessage(err) });
+      return false;
+    }
+    return this.sendEncoded(address, method, bytes);
+  }
+
+  /**
+   * Sends a one-way frame already encoded (`encodeFrame`, or
+   * `encodeFrameWithBin` once its bytes are filled in). The frame is queued
+   * as it is, not copied: leave it unchanged. Returns false when it was dropped.
+   */
+  sendEncoded(address: string, method: string, bytes: Uint8Array): boolean {
     const until = this.#backoffUntil.get(address);
     if (until !== undefined) {
       if (this.clock.now() < until) {
@@ -752,6 +769,11 @@ export class RpcClientPool {
         return false;
       }
       this.#backoffUntil.delete(address);
+    }
+    if (bytes.length - 4 > this.maxFrameBytes) {
+      this.stats.oneWayDropped++;
+      this.log.warn("dropping one-way RPC over the frame limit", { address, method, sizeBytes: bytes.length });
+      return false;
     }
     const conn = this.#get(address);
     if (conn instanceof Error) {
@@ -761,19 +783,6 @@ export class RpcClientPool {
     if (conn.queuedBytes > this.maxQueuedBytes) {
       this.stats.oneWayDropped++;
       this.log.debug("dropping one-way RPC: send queue full", { address, method });
-      return false;
-    }
-    let bytes: Uint8Array;
-    try {
-      bytes = encodeFrame({ t: FrameKind.OneWay, method, body });
-    } catch (err) {
-      this.stats.oneWayDropped++;
-      this.log.warn("cannot encode one-way RPC", { address, method, error: errorMessage(err) });
-      return false;
-    }
-    if (bytes.length - 4 > this.maxFrameBytes) {
-      this.stats.oneWayDropped++;
-      this.log.warn("dropping one-way RPC over the frame limit", { address, method, sizeBytes: bytes.length });
       return false;
     }
     this.stats.oneWaySent++;

@@ -19,7 +19,7 @@
 // The old way, one `Restore` log entry carrying the state (fsm.ts), is no
 // longer written.
 
-import { BadRequestError, CorruptionError, NotLeaderError, errorMessage } from "../errors.ts";
+import { BadRequestError, CorruptionError, NotLeaderError, OutcomeUnknownError, errorMessage } from "../errors.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
 import { maxRestoreIndex, type SnapshotMeta, type SnapshotSink, type SnapshotStore } from "../raft/types.ts";
 import { StateStore } from "../state/store.ts";
@@ -297,12 +297,20 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
         // As hashicorp/raft Restore, answer once a quorum holds it, but do not
         // hold the caller past its RPC timeout: the restore is done here, and
         // followers still installing it catch up on their own.
+        // A lost leadership fails it (hashicorp/raft Restore returns the
+        // noop's error): the next leader may not hold the snapshot, and
+        // answering success then told the operator a restore held that the
+        // cluster had dropped.
         let timer: { cancel(): void } | undefined;
         const waited = await Promise.race([
-          replicated.then(() => true, () => true),
-          new Promise<boolean>((resolve) => (timer = ctx.clock.setTimer(replicationWaitMs, () => resolve(false)))),
+          replicated.then(() => true as const, (err: unknown) => ({ err })),
+          new Promise<false>((resolve) => (timer = ctx.clock.setTimer(replicationWaitMs, () => resolve(false)))),
         ]);
         timer?.cancel();
+        if (typeof waited === "object") {
+          ctx.logger.error("leadership lost before a quorum held the restored snapshot", { index, error: errorMessage(waited.err) });
+          throw new OutcomeUnknownError("leadership was lost before a quorum held the restored snapshot; check the state and restore again", { cause: waited.err });
+        }
         if (!waited) ctx.logger.warn("snapshot restored on the leader; followers are still installing it", { index });
         else ctx.logger.info("restored snapshot installed on a quorum", { index, replicateMs: Math.round(ctx.clock.now() - installedMs) });
         return { index, streamId: id, server: selfAddress(ctx), received: r.received };
@@ -325,7 +333,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
    */
   function startRestore(installer: SnapshotInstaller): RestoreStream {
     const queue = new ByteQueue();
-    const sink = installer.snapshotStore.begin();
+    const sink = installer.snapshotStore.begin({ backgroundFlush: true });
     const r: RestoreStream = {
       queue,
       received: 0,

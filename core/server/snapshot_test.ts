@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
-import { BadRequestError, NotLeaderError } from "../errors.ts";
+import { BadRequestError, LeadershipLostError, NotLeaderError, OutcomeUnknownError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
@@ -105,5 +105,22 @@ test("snapshot endpoints: a damaged archive is refused with the reason and chang
   await assert.rejects(rpc.call("Snapshot.Save", { allowStale: true, streamId: "nope", server: "10.0.0.9:8300", offset: 0 }), (e: unknown) => e instanceof NotLeaderError && e.leader === "10.0.0.9:8300");
   await assert.rejects(rpc.call("Snapshot.Save", { allowStale: true, streamId: "nope", offset: 0 }), /stream not found/);
   await assert.rejects(rpc.call("Snapshot.Restore", { archive: new Uint8Array(1), streamId: "nope", server: "10.0.0.9:8300", offset: 1 }), NotLeaderError);
+  await d.stop();
+});
+
+test("snapshot endpoints: a restore whose leader lost leadership before a quorum held it fails, not succeeds", async () => {
+  const { d, rpc } = await devServer();
+  await rpc.call("KVS.Apply", { op: "set", entry: { key: "k", value: enc.encode("v") } });
+  const saved = await save(rpc);
+  // The noop after the snapshot never commits: leadership was lost (hashicorp/raft Restore returns that error).
+  const raft = d.raft;
+  const original = raft.restoreUserSnapshot.bind(raft);
+  raft.restoreUserSnapshot = async (options) => {
+    const r = await original(options);
+    const replicated = Promise.reject(new LeadershipLostError());
+    replicated.catch(() => {});
+    return { ...r, replicated };
+  };
+  await assert.rejects(rpc.call("Snapshot.Restore", { archive: saved.archive }), OutcomeUnknownError);
   await d.stop();
 });

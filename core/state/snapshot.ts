@@ -32,7 +32,9 @@ export interface CapturedState {
 const encoder = new Encoder({ ignoreUndefined: true });
 
 function frame(record: SnapshotRecord): Uint8Array {
-  const body = encoder.encode(record);
+  // The encoder's own buffer, copied once into the frame (encode() would
+  // copy it into a buffer of its own first: a save encodes the state twice).
+  const body = encoder.encodeSharedRef(record);
   const out = new Uint8Array(4 + body.length);
   new DataView(out.buffer).setUint32(0, body.length);
   out.set(body, 4);
