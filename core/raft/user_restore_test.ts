@@ -28,6 +28,33 @@ async function settle<T>(clock: SimClock, p: Promise<T>): Promise<T> {
   return p;
 }
 
+/** A member of the simulated cluster `ids`, with in-memory stores unless given. */
+function simNode(o: {
+  id: string;
+  ids: string[];
+  clock: SimClock;
+  rng: Rng;
+  transport: SimRaftTransport;
+  stores?: { log: MemoryLogStore; stable: MemoryStableStore; snaps: MemorySnapshotStore; fsm: SimFsm };
+  snapshotChunkBytes?: number;
+}): Promise<RaftNode> {
+  const s = o.stores ?? { log: new MemoryLogStore(), stable: new MemoryStableStore(), snaps: new MemorySnapshotStore(), fsm: new SimFsm() };
+  return createRaftNode({
+    id: o.id,
+    address: `${o.id}:8300`,
+    peers: o.ids.map((p) => ({ id: p, address: `${p}:8300` })),
+    fsm: s.fsm,
+    logStore: s.log,
+    stableStore: s.stable,
+    snapshotStore: s.snaps,
+    transport: o.transport,
+    clock: o.clock,
+    rng: o.rng.fork(),
+    tickMs: 10,
+    ...(o.snapshotChunkBytes ? { raft: { snapshotChunkBytes: o.snapshotChunkBytes } } : {}),
+  });
+}
+
 test("user restore: installed above the log on the leader, sent to followers in chunks, kept across a restart, writes go on", async () => {
   const clock = new SimClock();
   const rng = new Rng(7);
@@ -43,20 +70,7 @@ test("user restore: installed above the log on the leader, sent to followers in 
       if (msg.type === "snapshot") chunksSent.push(msg.chunk.length);
       send(to, msg);
     };
-    return createRaftNode({
-      id,
-      address: `${id}:8300`,
-      peers: ids.map((p) => ({ id: p, address: `${p}:8300` })),
-      fsm: s.fsm,
-      logStore: s.log,
-      stableStore: s.stable,
-      snapshotStore: s.snaps,
-      transport,
-      clock,
-      rng: rng.fork(),
-      tickMs: 10,
-      raft: { snapshotChunkBytes: 64 },
-    });
+    return simNode({ id, ids, clock, rng, transport, stores: s, snapshotChunkBytes: 64 });
   };
   const nodes = new Map<string, RaftNode>();
   for (const id of ids) nodes.set(id, await boot(id));
@@ -110,19 +124,7 @@ test("user restore: refused on a follower, and the follower changes nothing", as
   const ids = ["a", "b", "c"];
   const nodes: RaftNode[] = [];
   for (const id of ids) {
-    nodes.push(await createRaftNode({
-      id,
-      address: `${id}:8300`,
-      peers: ids.map((p) => ({ id: p, address: `${p}:8300` })),
-      fsm: new SimFsm(),
-      logStore: new MemoryLogStore(),
-      stableStore: new MemoryStableStore(),
-      snapshotStore: new MemorySnapshotStore(),
-      transport: new SimRaftTransport(net, `${id}:8300`, { encode: true }),
-      clock,
-      rng: rng.fork(),
-      tickMs: 10,
-    }));
+    nodes.push(await simNode({ id, ids, clock, rng, transport: new SimRaftTransport(net, `${id}:8300`, { encode: true }) }));
   }
   await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
   const follower = nodes.find((n) => !n.isLeader())!;
@@ -157,20 +159,7 @@ test("user restore: the snapshot goes first to the follower a quorum needs, the 
       }
       send(to, msg);
     };
-    nodes.push(await createRaftNode({
-      id,
-      address: `${id}:8300`,
-      peers: ids.map((p) => ({ id: p, address: `${p}:8300` })),
-      fsm: new SimFsm(),
-      logStore: new MemoryLogStore(),
-      stableStore: new MemoryStableStore(),
-      snapshotStore: new MemorySnapshotStore(),
-      transport,
-      clock,
-      rng: rng.fork(),
-      tickMs: 10,
-      raft: { snapshotChunkBytes: 64 },
-    }));
+    nodes.push(await simNode({ id, ids, clock, rng, transport, snapshotChunkBytes: 64 }));
   }
   await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
   const leader = nodes.find((n) => n.isLeader())!;
