@@ -8,11 +8,11 @@
 // after positionals (so `kv put key -5` would lose its value) and coerce
 // numeric strings. This parser is small and exact instead.
 import { readFileSync } from "node:fs";
-import { ApiClient } from "../core/api/mod.ts";
+import { ApiClient, toUint64, type Uint64 } from "../core/api/mod.ts";
 import { needsTlsFetch, tlsFetch, type ClientTlsOptions } from "../core/api/tls_fetch_node.ts";
 import type { CliIo } from "./_io.ts";
 
-export type FlagKind = "string" | "bool" | "int" | "uint" | "duration" | "list";
+export type FlagKind = "string" | "bool" | "int" | "uint" | "uint64" | "duration" | "list";
 
 export interface FlagSpec {
   name: string;
@@ -32,7 +32,7 @@ export class HelpRequested extends Error {}
 
 export interface ParsedFlags {
   /** Last value of each flag given (lists: every value). */
-  values: Map<string, string | boolean | number | string[]>;
+  values: Map<string, string | boolean | number | bigint | string[]>;
   /** Every occurrence in order, for flags whose relative order matters (`-config-file`/`-config-dir`). */
   occurrences: { name: string; value: string }[];
   positionals: string[];
@@ -68,7 +68,7 @@ function parseBool(text: string): boolean | undefined {
 
 export function parseFlags(args: readonly string[], specs: readonly FlagSpec[]): ParsedFlags {
   const byName = new Map(specs.map((s) => [s.name, s]));
-  const values = new Map<string, string | boolean | number | string[]>();
+  const values = new Map<string, string | boolean | number | bigint | string[]>();
   const occurrences: { name: string; value: string }[] = [];
   const positionals: string[] = [];
   let i = 0;
@@ -113,7 +113,7 @@ export function parseFlags(args: readonly string[], specs: readonly FlagSpec[]):
   return { values, occurrences, positionals };
 }
 
-function convert(spec: FlagSpec, value: string, prev: unknown): string | number | string[] {
+function convert(spec: FlagSpec, value: string, prev: unknown): string | number | bigint | string[] {
   const invalid = () => new FlagError(`invalid value "${value}" for flag -${spec.name}: parse error`);
   switch (spec.kind) {
     case "string":
@@ -126,6 +126,12 @@ function convert(spec: FlagSpec, value: string, prev: unknown): string | number 
       if (!re.test(value.trim())) throw invalid();
       const n = Number(value);
       if (!Number.isSafeInteger(n)) throw invalid();
+      return n;
+    }
+    case "uint64": {
+      // Consul's -flags is a uint64: above 2^53 it is kept as a bigint, digit for digit.
+      const n = toUint64(value);
+      if (n === undefined) throw invalid();
       return n;
     }
     case "duration": {
@@ -161,6 +167,10 @@ export function bool(p: ParsedFlags, name: string): boolean {
 export function num(p: ParsedFlags, name: string): number | undefined {
   const v = p.values.get(name);
   return typeof v === "number" ? v : undefined;
+}
+export function uint64(p: ParsedFlags, name: string): Uint64 | undefined {
+  const v = p.values.get(name);
+  return typeof v === "number" || typeof v === "bigint" ? v : undefined;
 }
 export function list(p: ParsedFlags, name: string): string[] {
   const v = p.values.get(name);

@@ -1,5 +1,5 @@
 // `cairn kv export`, as consul command/kv/exp/kv_export.go.
-import { encodeBase64 } from "../core/api/mod.ts";
+import { encodeBase64, stringifyExact, type Uint64 } from "../core/api/mod.ts";
 import { parseCommandFlags, stripLeadingSlash } from "./_command.ts";
 import { apiClientFromFlags, bool, formatHelp, httpFlags } from "./_flags.ts";
 import type { FlagSpec } from "./_flags.ts";
@@ -21,7 +21,7 @@ Usage: cairn kv export [options] [PREFIX]
 /** One exported key: Consul's impexp.Entry (value is base64). */
 export interface ExportEntry {
   key: string;
-  flags: number;
+  flags: Uint64;
   value: string;
 }
 
@@ -47,7 +47,7 @@ export const kvExport: Command = {
       return 1;
     }
     // Go's json.MarshalIndent(entries, "", "\t").
-    io.stdout(`${JSON.stringify(entries, null, "\t")}\n`);
+    io.stdout(`${stringifyExact(entries, "\t")}\n`);
     return 0;
   },
 };

@@ -1,7 +1,7 @@
 // `cairn kv import`, as consul command/kv/imp/kv_import.go, except that the
 // whole input is checked before anything is written and keys are written in
 // /v1/txn batches instead of one PUT each.
-import { decodeBase64 } from "../core/api/mod.ts";
+import { decodeBase64, parseJsonExact, toUint64, type Uint64 } from "../core/api/mod.ts";
 import type { KvTxnOp } from "../core/api/mod.ts";
 import { decodeText, parseCommandFlags, readDataArg } from "./_command.ts";
 import { apiClientFromFlags, formatHelp, httpClientFlags, httpServerFlags, str } from "./_flags.ts";
@@ -52,7 +52,7 @@ Usage: cairn kv import [options] [DATA]
 
 interface ImportEntry {
   key: string;
-  flags: number;
+  flags: Uint64;
   value: Uint8Array;
 }
 
@@ -60,7 +60,7 @@ interface ImportEntry {
 export function parseImport(text: string, prefix: string): ImportEntry[] | string {
   let data: unknown;
   try {
-    data = JSON.parse(text);
+    data = parseJsonExact(text, ["flags"]);
   } catch (err) {
     return `Cannot unmarshal data: ${err instanceof Error ? err.message : String(err)}`;
   }
@@ -70,8 +70,8 @@ export function parseImport(text: string, prefix: string): ImportEntry[] | strin
     const e = data[i] as Record<string, unknown> | null;
     if (typeof e !== "object" || e === null || Array.isArray(e)) return `Entry ${i}: expected an object`;
     if (typeof e.key !== "string" || e.key === "") return `Entry ${i}: "key" must be a non-empty string`;
-    const flagsValue = e.flags ?? 0;
-    if (typeof flagsValue !== "number" || !Number.isSafeInteger(flagsValue) || flagsValue < 0) {
+    const flagsValue = toUint64(e.flags ?? 0);
+    if (flagsValue === undefined || (typeof e.flags === "string" && !/^\d{16,}$/.test(e.flags))) {
       return `Entry ${i} (key "${e.key}"): "flags" must be an unsigned integer`;
     }
     const rawValue = e.value ?? "";

@@ -1,7 +1,7 @@
 // `cairn kv put`, as consul command/kv/put/kv_put.go.
 import { decodeBase64 } from "../core/api/mod.ts";
 import { decodeText, parseCommandFlags, readDataArg, stripLeadingSlash } from "./_command.ts";
-import { apiClientFromFlags, bool, formatHelp, httpClientFlags, httpServerFlags, num, str } from "./_flags.ts";
+import { apiClientFromFlags, bool, formatHelp, httpClientFlags, httpServerFlags, num, str, uint64 } from "./_flags.ts";
 import type { FlagSpec } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
@@ -26,7 +26,7 @@ const flags: readonly FlagSpec[] = [
   },
   {
     name: "flags",
-    kind: "uint",
+    kind: "uint64",
     valueName: "int",
     defaultText: "0",
     usage: "Unsigned integer value to assign to this key-value pair.",
@@ -136,7 +136,7 @@ export const kvPut: Command = {
       return 1;
     }
     const api = apiClientFromFlags(p, io);
-    const flagsValue = num(p, "flags") ?? 0;
+    const flagsValue = uint64(p, "flags") ?? 0;
     try {
       if (cas) {
         const ok = await api.kv.put(key, data, { flags: flagsValue, cas: modifyIndex });

@@ -1,6 +1,7 @@
 // /v1/kv and /v1/txn, as consul api/kv.go and api/txn.go.
 import { decodeBase64, encodeBase64 } from "./base64.ts";
 import type { ApiClient, QueryMeta, QueryOptions, WriteOptions } from "./client.ts";
+import { parseJsonExact, stringifyExact, toUint64, type Uint64 } from "./uint64_json.ts";
 
 /** A key as the agent returns it, with Value decoded from base64 (null when the key has no value). */
 export interface KVPair {
@@ -8,13 +9,14 @@ export interface KVPair {
   CreateIndex: number;
   ModifyIndex: number;
   LockIndex: number;
-  Flags: number;
+  /** A uint64: a bigint when above 2^53 (Terraform's and Consul's lock flags are). */
+  Flags: Uint64;
   Value: Uint8Array | null;
   Session?: string;
 }
 
 export interface KvPutOptions extends WriteOptions {
-  flags?: number;
+  flags?: Uint64;
   /** Check-and-set: write only if ModifyIndex equals this (0: only if the key does not exist). */
   cas?: number;
   /** Acquire the lock with this session. */
@@ -46,7 +48,7 @@ export interface KvTxnOp {
   Verb: KvTxnVerb;
   Key: string;
   Value?: Uint8Array;
-  Flags?: number;
+  Flags?: Uint64;
   Index?: number;
   Session?: string;
 }
@@ -95,7 +97,7 @@ export function decodeKVPair(w: WireKVPair): KVPair {
     CreateIndex: num(w.CreateIndex),
     ModifyIndex: num(w.ModifyIndex),
     LockIndex: num(w.LockIndex),
-    Flags: num(w.Flags),
+    Flags: toUint64(w.Flags) ?? 0,
     Value: value,
   };
   if (typeof w.Session === "string" && w.Session !== "") pair.Session = w.Session;
@@ -104,7 +106,7 @@ export function decodeKVPair(w: WireKVPair): KVPair {
 
 function parseJson(text: string, what: string): unknown {
   try {
-    return JSON.parse(text);
+    return parseJsonExact(text, ["Flags"]);
   } catch {
     throw new TypeError(`Invalid JSON from agent for ${what}: ${text.slice(0, 200)}`);
   }
@@ -169,7 +171,7 @@ export class Kv {
     const r = await this.#c.request({
       method: "PUT",
       path: `/v1/kv/${escapeKey(key)}`,
-      params: { flags: w.flags || undefined, cas: w.cas, acquire: w.acquire, release: w.release },
+      params: { flags: w.flags ? String(w.flags) : undefined, cas: w.cas, acquire: w.acquire, release: w.release },
       body: value,
       write: w,
     });
@@ -197,7 +199,7 @@ export class Kv {
       if (op.Session !== undefined) kv.Session = op.Session;
       return { KV: kv };
     });
-    const r = await this.#c.request({ method: "PUT", path: "/v1/txn", body: JSON.stringify(body), write: w, accept: [409] });
+    const r = await this.#c.request({ method: "PUT", path: "/v1/txn", body: stringifyExact(body), write: w, accept: [409] });
     const data = parseJson(r.text, "txn") as { Results?: unknown; Errors?: unknown } | null;
     const results = Array.isArray(data?.Results)
       ? data.Results.map((res) => decodeKVPair(((res as { KV?: WireKVPair }).KV ?? {}) as WireKVPair))

@@ -19,3 +19,4 @@ export type { AutopilotConfiguration, AutopilotServer, AutopilotState, OperatorH
 export { defaultLockRetryMs, defaultLockSessionTtl, defaultMonitorRetries, Lock, LockConflictError, Semaphore } from "./lock.ts";
 export type { Held, LockOptions } from "./lock.ts";
 export { linkedSignal } from "./signals.ts";
+export { parseJsonExact, stringifyExact, toUint64, type Uint64 } from "./uint64_json.ts";

@@ -156,6 +156,23 @@ describe("dist/cairn kv against a dev agent", () => {
     assert.equal((await cairn(["kv", "get", "imp/ok"])).code, 1, "a failed import must write nothing");
   });
 
+  test("a uint64 flag above 2^53 (Terraform's lock flag) stays exact through put, get -detailed, export and import", async () => {
+    const flag = "3304740253564472344";
+    let r = await cairn(["kv", "put", `-flags=${flag}`, "u64/lock", "held"]);
+    assert.equal(r.code, 0, r.stderr);
+    r = await cairn(["kv", "get", "-detailed", "u64/lock"]);
+    assert.match(r.stdout, new RegExp(`^Flags +${flag}$`, "m"));
+    const exported = await cairn(["kv", "export", "u64/"]);
+    assert.match(exported.stdout, new RegExp(`"flags": ${flag},`));
+    await cairn(["kv", "delete", "-recurse", "u64/"]);
+    r = await cairn(["kv", "import", "-"], exported.stdout);
+    assert.equal(r.code, 0, r.stderr);
+    const raw = await (await fetch(`${agent.http}/v1/kv/u64/lock`)).text();
+    assert.match(raw, new RegExp(`"Flags":${flag}[,}]`));
+    r = await cairn(["kv", "put", "-flags=18446744073709551616", "u64/over", "x"]);
+    assert.equal(r.code, 1, "2^64 is not a uint64");
+  });
+
   test("HTTP: oversized value → 413, nothing stored; X-Consul-Index on 404", async () => {
     const big = new Uint8Array(512 * 1024 + 1);
     let res = await fetch(`${agent.http}/v1/kv/big`, { method: "PUT", body: big });
