@@ -39,9 +39,7 @@ export interface AclAuthorizerOptions {
 export interface ResolvedToken {
   accessorId: string;
   authz: Authorizer;
-  /** What handlers get as `req.acl` (made once per resolved token). */
-  requestAcl?: RequestAcl;
-  /** The decision of every allowed request of this token (made once). */
+  /** The decision of every allowed request of this token, with the `req.acl` handlers get (made once). */
   allowedDecision?: AuthzDecision;
 }
 
@@ -109,7 +107,6 @@ export class AclRouteAuthorizer implements RouteAuthorizer {
     // One decision per resolved token, shared by its requests (it never changes).
     if (!id.allowedDecision) {
       const acl: RequestAcl = { accessorId: id.accessorId, allowed: (r, a, n) => id.authz.allowed(r, a, n) };
-      id.requestAcl = acl;
       id.allowedDecision = { allowed: true, acl };
     }
     return id.allowedDecision;

@@ -251,6 +251,12 @@ export class RaftNode implements Consensus {
     return this.#o.snapshotStore;
   }
 
+  /** A user restore starts only on a running leader with no other restore or install under way. */
+  #assertRestorable(): void {
+    if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
+    if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
+  }
+
   /**
    * hashicorp/raft Restore: replace the whole state with an operator's
    * snapshot, through Raft's own snapshot installation rather than a log
@@ -266,14 +272,13 @@ export class RaftNode implements Consensus {
    * committed), and rejects if leadership is lost first.
    */
   async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
-    if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
-    if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
+    this.#assertRestorable();
     // The bytes to disk before Raft pauses: the pause sends no heartbeats,
     // and a 1 GiB fsync inside it outlasted the election timeout (the
     // followers elected another leader, the restore was lost).
     await options.sink.flush();
-    if (this.#stopped || !this.core.isLeader()) throw new NotLeaderError(this.leaderAddr() || undefined);
-    if (this.#paused || this.#fsmRestore) throw new Error("Another snapshot restore or install is in progress");
+    // Again: leadership or another restore may have come and gone meanwhile.
+    this.#assertRestorable();
     this.#paused = true;
     let noop: Promise<unknown>;
     let result: { index: number; term: number };
