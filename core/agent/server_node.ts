@@ -160,6 +160,9 @@ class RaftConsensus implements Consensus {
     if (!this.node) return Promise.reject(new NoLeaderError());
     return this.node.restoreUserSnapshot(options);
   }
+  sendAhead(...args: Parameters<RaftNode["sendAhead"]>): ReturnType<RaftNode["sendAhead"]> {
+    return this.node?.sendAhead(...args);
+  }
 }
 
 export class ServerNode {

@@ -386,6 +386,10 @@ export function renderMsg(m: RaftMessage): string {
       return `${h} snap=${m.index} offset=${m.offset}${m.reject ? " reject" : ""}`;
     case "timeoutNow":
       return h;
+    case "prefetch":
+      return `${h} id=${m.id} offset=${m.offset} len=${m.chunk.length}${m.total !== undefined ? ` total=${m.total}` : ""}`;
+    case "prefetchResp":
+      return `${h} id=${m.id} offset=${m.offset}`;
   }
 }
 

@@ -134,12 +134,16 @@ export function validateConfiguration(x: unknown): Configuration | undefined {
   return { servers };
 }
 
+/** A user restore's content id is a short token (see SnapshotMeta.contentId). */
+const maxContentIdLength = 128;
+
 export function validateSnapshotMeta(x: unknown): SnapshotMeta | undefined {
   if (!isObj(x) || !isIdx(x.index) || !isIdx(x.term) || !isIdx(x.sizeBytes)) return undefined;
   const configuration = validateConfiguration(x.configuration);
   if (!configuration) return undefined;
   const meta: SnapshotMeta = { index: x.index, term: x.term, sizeBytes: x.sizeBytes, configuration };
   if (x.userRestore === true) meta.userRestore = true;
+  if (isStr(x.contentId) && x.contentId !== "" && x.contentId.length <= maxContentIdLength) meta.contentId = x.contentId;
   return meta;
 }
 
@@ -181,6 +185,16 @@ export function validateRaftMessage(x: unknown): RaftMessage | undefined {
       if (!meta || !isIdx(x.offset) || !(x.chunk instanceof Uint8Array) || typeof x.done !== "boolean") return undefined;
       return { type: "snapshot", ...h, meta, offset: x.offset, chunk: x.chunk, done: x.done };
     }
+    case "prefetch": {
+      if (!isStr(x.id) || x.id === "" || x.id.length > maxContentIdLength || !isIdx(x.offset) || !(x.chunk instanceof Uint8Array)) return undefined;
+      if (x.total !== undefined && !isIdx(x.total)) return undefined;
+      const m: RaftMessage = { type: "prefetch", ...h, id: x.id, offset: x.offset, chunk: x.chunk };
+      if (x.total !== undefined) m.total = x.total;
+      return m;
+    }
+    case "prefetchResp":
+      if (!isStr(x.id) || x.id === "" || x.id.length > maxContentIdLength || !isIdx(x.offset)) return undefined;
+      return { type: "prefetchResp", ...h, id: x.id, offset: x.offset };
     case "snapshotResp":
       if (!isIdx(x.index) || !isIdx(x.offset) || typeof x.reject !== "boolean") return undefined;
       return { type: "snapshotResp", ...h, index: x.index, offset: x.offset, reject: x.reject };

@@ -13,6 +13,7 @@ import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft
 import { RaftCore } from "./raft.ts";
 import { concatBytes } from "../bytes.ts";
 import { IndexQueue } from "./index_queue.ts";
+import { PrefetchReceiver, PrefetchSender, type PrefetchSource } from "./prefetch.ts";
 import type {
   Configuration,
   HardState,
@@ -123,6 +124,8 @@ interface PendingRead {
 }
 
 const MAX_INDEX = Number.MAX_SAFE_INTEGER;
+/** The most a follower takes ahead of a restore's install (as the server's largest restore, 1 TiB). */
+const maxPrefetchBytes = 2 ** 40;
 
 export class RaftNode implements Consensus {
   readonly id: ServerId;
@@ -179,6 +182,10 @@ export class RaftNode implements Consensus {
   #incoming: { index: number; term: number; sink: SnapshotSink } | undefined;
   /** A user restore holds the pump between its steps. */
   #paused = false;
+  /** A user restore's bytes going to followers ahead of its install (leader). */
+  #prefetchOut: PrefetchSender | undefined;
+  /** Bytes sent ahead to us, for an install that names them (follower). */
+  readonly #prefetchIn: PrefetchReceiver;
 
   /** Use createRaftNode. */
   constructor(o: RaftNodeOptions, core: RaftCore, applied: number, savedHard: HardState, source?: SnapshotSource) {
@@ -199,6 +206,15 @@ export class RaftNode implements Consensus {
     for (const p of o.peers ?? []) this.#addresses.set(p.id, p.address);
     this.#addresses.set(o.id, o.address);
     if ((o.snapshotIntervalMs ?? 0) > 0) this.#snapshotRng = o.rng.fork();
+    this.#prefetchIn = new PrefetchReceiver({
+      self: o.id,
+      selfAddress: o.address,
+      store: o.snapshotStore,
+      transport: o.transport,
+      logger: this.#log,
+      addressOf: (id) => this.#addresses.get(id),
+      maxBytes: maxPrefetchBytes,
+    });
   }
 
   /** Begin ticking and receiving. */
@@ -238,6 +254,9 @@ export class RaftNode implements Consensus {
   }
 
   async #releaseSnapshotFiles(): Promise<void> {
+    this.#prefetchOut?.stop();
+    this.#prefetchOut = undefined;
+    await this.#prefetchIn.close();
     const inc = this.#incoming;
     this.#incoming = undefined;
     await inc?.sink.cancel().catch(() => {});
@@ -271,8 +290,11 @@ export class RaftNode implements Consensus {
    * here; `replicated` resolves once a quorum holds it (the noop after it
    * committed), and rejects if leadership is lost first.
    */
-  async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
+  async restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void; contentId?: string }): Promise<{ index: number; term: number; replicated: Promise<void> }> {
     this.#assertRestorable();
+    // From here on InstallSnapshot carries the bytes (naming what was sent ahead).
+    this.#prefetchOut?.stop();
+    this.#prefetchOut = undefined;
     // The bytes to disk before Raft pauses: the pause sends no heartbeats,
     // and a 1 GiB fsync inside it outlasted the election timeout (the
     // followers elected another leader, the restore was lost).
@@ -286,7 +308,7 @@ export class RaftNode implements Consensus {
       await this.#pumpDone.catch(() => {});
       await this.#leaderAppends;
       if (this.#stopped) throw new NotLeaderError();
-      const r = this.core.step({ kind: "restoreUser", stateIndex: options.stateIndex, sizeBytes: options.sink.written });
+      const r = this.core.step({ kind: "restoreUser", stateIndex: options.stateIndex, sizeBytes: options.sink.written, contentId: options.contentId });
       if (!r.ok || r.index === undefined || r.term === undefined) {
         if (!r.ok && r.reason === "not leader") throw new NotLeaderError(this.leaderAddr() || undefined);
         throw new Error(`Cannot restore the snapshot: ${r.ok ? "no index" : r.reason}`);
@@ -323,6 +345,44 @@ export class RaftNode implements Consensus {
     }
     this.#releaseReads();
     return { ...result, replicated: noop.then(() => {}) };
+  }
+
+  /**
+   * Send a user restore's bytes to the followers while they are still being
+   * written (core/raft/prefetch.ts), under `id`: pass the same id as
+   * restoreUserSnapshot's `contentId`. Call `grew` after each write,
+   * `complete` once the bytes checked out, `cancel` if the restore fails.
+   * Undefined when this server is not a running leader.
+   */
+  sendAhead(id: string, source: PrefetchSource): { grew(): void; complete(total: number): void; cancel(): void } | undefined {
+    if (this.#stopped || !this.core.isLeader() || this.#paused) return undefined;
+    this.#prefetchOut?.stop();
+    const peers = this.core.configuration().servers
+      .filter((s) => s.id !== this.id)
+      .map((s) => ({ id: s.id, address: this.#addressOf(s.id) ?? s.address }));
+    const sender = new PrefetchSender(id, {
+      self: this.id,
+      selfAddress: this.address,
+      term: this.core.term,
+      peers,
+      source,
+      transport: this.#o.transport,
+      clock: this.#o.clock,
+      logger: this.#log,
+      chunkBytes: this.#o.raft?.snapshotChunkBytes ?? 4 * 1024 * 1024,
+      windowChunks: this.#o.raft?.snapshotWindowChunks ?? 4,
+      resendMs: 2 * (this.#o.electionTicks ?? 10) * this.#tickMs,
+    });
+    this.#prefetchOut = sender;
+    const live = (): boolean => this.#prefetchOut === sender && !this.#stopped;
+    return {
+      grew: () => { if (live()) sender.grew(); },
+      complete: (total) => { if (live()) sender.complete(total); },
+      cancel: () => {
+        sender.stop();
+        if (this.#prefetchOut === sender) this.#prefetchOut = undefined;
+      },
+    };
   }
 
   /** Open the stored snapshot `meta` for sending to followers (closing the one before). */
@@ -538,6 +598,23 @@ export class RaftNode implements Consensus {
     if (msg.fromAddress && msg.fromAddress !== "" && !this.#addresses.has(msg.from)) {
       this.#addresses.set(msg.from, msg.fromAddress);
     }
+    // A restore's bytes sent ahead are the drivers' business, not the core's.
+    if (msg.type === "prefetch") return this.#prefetchIn.onRequest(msg, this.core.term);
+    if (msg.type === "prefetchResp") return this.#prefetchOut?.onResponse(msg);
+    if (msg.type === "snapshot" && msg.offset === 0 && msg.meta.contentId !== undefined) {
+      const id = msg.meta.contentId;
+      const held = this.#prefetchIn.held(id);
+      if (held !== undefined) {
+        msg = { ...msg, prefetched: held };
+      } else {
+        // Still being written: stop that, then handle the message with the bytes it holds.
+        const taking = this.#prefetchIn.take(id);
+        if (taking) {
+          void taking.then(() => this.#receive(msg));
+          return;
+        }
+      }
+    }
     if (msg.type === "append" || msg.type === "heartbeat" || msg.type === "snapshot") {
       if (msg.term >= this.core.term) this.#lastContact = this.#o.clock.now();
     }
@@ -558,6 +635,7 @@ export class RaftNode implements Consensus {
     this.#timer = this.#o.clock.setTimer(this.#tickMs, () => {
       if (this.#stopped) return;
       this.core.step({ kind: "tick" });
+      this.#prefetchOut?.tick();
       this.#armTimer();
       this.#schedule();
     });
@@ -853,6 +931,14 @@ export class RaftNode implements Consensus {
   async #writeIncoming(chunks: NonNullable<RaftReady["snapshotChunks"]>, installing: boolean): Promise<void> {
     for (const c of chunks) {
       let inc = this.#incoming;
+      if (c.prefetched !== undefined) {
+        // The core took the bytes sent ahead as this snapshot's first ones: that file is the incoming snapshot.
+        await inc?.sink.cancel();
+        this.#incoming = undefined;
+        const sink = this.#prefetchIn.adopt(c.meta.contentId ?? "", c.prefetched);
+        this.#incoming = { index: c.meta.index, term: c.meta.term, sink };
+        continue;
+      }
       if (c.offset === 0 || !inc || inc.index !== c.meta.index || inc.term !== c.meta.term) {
         await inc?.sink.cancel();
         inc = this.#incoming = { index: c.meta.index, term: c.meta.term, sink: this.#o.snapshotStore.begin() };

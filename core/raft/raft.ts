@@ -127,7 +127,7 @@ export type RaftInput =
    * Answers the snapshot's index and term; the driver has the Fsm restored
    * and the snapshot stored under them before it handles another Ready.
    */
-  | { kind: "restoreUser"; stateIndex: number; sizeBytes: number }
+  | { kind: "restoreUser"; stateIndex: number; sizeBytes: number; contentId?: string }
   | { kind: "campaign" }
   /**
    * The transport saw the connection to `leader` end (its process died or
@@ -170,9 +170,11 @@ export interface RaftReady {
    * order; write them to the incoming snapshot (a chunk at offset 0 starts
    * a new one) before sending messages. When the last (`done`) one is not
    * followed by `snapshot` in the same Ready, the transfer was not needed:
-   * throw it away.
+   * throw it away. A chunk with `prefetched` carries no bytes: it starts the
+   * incoming snapshot from the file the driver already holds (the first
+   * `prefetched` bytes of it, sent ahead under meta.contentId).
    */
-  snapshotChunks?: { meta: SnapshotMeta; offset: number; chunk: Uint8Array; done: boolean }[];
+  snapshotChunks?: { meta: SnapshotMeta; offset: number; chunk: Uint8Array; done: boolean; prefetched?: number }[];
   /** Append, replacing any stored suffix from entries[0].index. */
   entries: LogEntry[];
   mustSync: boolean;
@@ -259,7 +261,7 @@ export class RaftCore {
   #streamSnapshots: boolean;
   #snapshotWindow: number;
   #snapshotResendTicks: number;
-  #chunksOut: { meta: SnapshotMeta; offset: number; chunk: Uint8Array; done: boolean }[] = [];
+  #chunksOut: NonNullable<RaftReady["snapshotChunks"]> = [];
 
   #round = 0;
   #roundTick = new Map<number, number>();
@@ -427,7 +429,7 @@ export class RaftCore {
       case "snapshotDone":
         return this.#snapshotDone(input.meta, input.data);
       case "restoreUser":
-        return this.#restoreUser(input.stateIndex, input.sizeBytes);
+        return this.#restoreUser(input.stateIndex, input.sizeBytes, input.contentId);
       case "campaign":
         if (this.#role === "leader") return { ok: false, reason: "already leader" };
         if (!this.#promotable()) return { ok: false, reason: "not a voter" };
@@ -669,7 +671,7 @@ export class RaftCore {
     return { ok: true, index: meta.index, term: meta.term };
   }
 
-  #restoreUser(stateIndex: number, sizeBytes: number): StepResult {
+  #restoreUser(stateIndex: number, sizeBytes: number, contentId: string | undefined): StepResult {
     if (this.#role !== "leader") return { ok: false, reason: "not leader" };
     if (!this.#streamSnapshots) return { ok: false, reason: "restore needs streamSnapshots" };
     if (this.#leadTransferee !== "") return { ok: false, reason: "leadership transfer in progress" };
@@ -689,6 +691,7 @@ export class RaftCore {
     const term = this.#term;
     const configuration = this.configuration();
     const meta: SnapshotMeta = { index, term, configuration, sizeBytes, userRestore: true };
+    if (contentId !== undefined && contentId !== "") meta.contentId = contentId;
     this.#logger.info("restoring a user snapshot", { index, term, sizeBytes, droppedEntries: this.#log.lastIndex() - this.#log.committed });
     this.#log.restore(index, term);
     this.#configs = [{ index, config: configuration }];
@@ -757,6 +760,8 @@ export class RaftCore {
   #stepMessage(m: RaftMessage): void {
     if (m.to !== this.id) return this.#drop(m, "addressed to another server");
     if (m.from === this.id || m.from === "") return this.#drop(m, "bad sender");
+    // Drivers' own traffic (a restore's bytes sent ahead): no term, no state here.
+    if (m.type === "prefetch" || m.type === "prefetchResp") return this.#drop(m, "prefetch traffic is the driver's");
     if (m.term > this.#term) {
       if (m.type === "vote" && !m.transfer && this.#checkQuorum && this.#leaderContactElapsed < this.#electionTicks) {
         // In a leader's lease: refuse to disturb it (thesis §4.2.3).
@@ -923,6 +928,21 @@ export class RaftCore {
     // A first chunk starts a transfer, unless it is a late duplicate of the one in progress.
     if (m.offset === 0 && !(sameSnap && cur.received > 0)) {
       this.#incoming = { from: m.from, meta: m.meta, chunks: [], received: 0 };
+      const pre = m.prefetched;
+      if (this.#streamSnapshots && pre !== undefined && pre > 0 && pre <= m.meta.sizeBytes) {
+        // The driver holds the first `pre` bytes already (sent ahead of a
+        // user restore's install): take them as received, and ask for the rest.
+        const inc = this.#incoming;
+        this.#chunksOut.push({ meta: m.meta, offset: 0, chunk: new Uint8Array(0), done: pre === m.meta.sizeBytes, prefetched: pre });
+        inc.received = pre;
+        if (pre < m.meta.sizeBytes) {
+          reply(pre);
+          return;
+        }
+        this.#incoming = undefined;
+        this.#finishIncoming(m, pre, reply);
+        return;
+      }
     }
     const inc = this.#incoming;
     if (!inc || inc.meta.index !== m.meta.index || inc.meta.term !== m.meta.term || inc.received !== m.offset) {
@@ -943,7 +963,12 @@ export class RaftCore {
       return;
     }
     this.#incoming = undefined;
-    if (inc.received !== m.meta.sizeBytes) {
+    this.#finishIncoming(m, inc.received, reply, inc.chunks);
+  }
+
+  /** The last bytes of a snapshot came (`received` in all): install it, unless it is short or we hold its entry. */
+  #finishIncoming(m: SnapshotRequest, received: number, reply: (offset: number, reject?: boolean) => void, chunks: Uint8Array[] = []): void {
+    if (received !== m.meta.sizeBytes) {
       this.stats.droppedMessages++;
       reply(0, true);
       return;
@@ -958,7 +983,7 @@ export class RaftCore {
     if (this.#streamSnapshots) {
       this.#installSnapshot(m.meta, undefined);
     } else {
-      this.#installSnapshot(m.meta, concatBytes(inc.chunks));
+      this.#installSnapshot(m.meta, concatBytes(chunks));
     }
     reply(m.meta.sizeBytes);
   }
@@ -1173,9 +1198,13 @@ export class RaftCore {
    * of CPU, shipping to every follower at once delayed the quorum (an
    * operator's restore waits for it) by as much as it had followers; the
    * trickle keeps the others moving, and one that gets ahead takes the lead.
+   * A user restore sent ahead starts with one chunk too.
    */
   #snapshotWindowOf(to: ServerId, pr: Progress): number {
     if (this.#snapshotWindow === 1) return 1;
+    // A user restore's bytes were sent ahead (SnapshotMeta.contentId): the
+    // answer to the first chunk says how many the follower holds already.
+    if (this.#snapshot?.meta.contentId !== undefined && pr.snapshotOffset === 0) return 1;
     const voters = this.#voters();
     const needed = majority(voters.length) - (voters.includes(this.id) ? 1 : 0);
     if (needed <= 0) return this.#snapshotWindow;

@@ -108,11 +108,20 @@ export class FileSnapshotStore implements SnapshotStore {
     let crc = 0;
     let state: "open" | "done" = "open";
     let writes: Promise<void> = Promise.resolve();
+    /** Bytes whose writes resolved (read() waits for the others). */
+    let settled = 0;
+    /** A second handle, for read(): opened on its first use. */
+    let reader: ReturnType<typeof open> | undefined;
     /** Bytes written since the last background flush began, the flush running, and its failure. */
     let unsynced = 0;
     let syncing: Promise<void> | undefined;
     let syncError: unknown;
     const store = this;
+    const closeReader = async (): Promise<void> => {
+      const r = reader;
+      reader = undefined;
+      await (await r?.catch(() => undefined))?.close().catch(() => {});
+    };
     return {
       get written() {
         return written;
@@ -126,6 +135,7 @@ export class FileSnapshotStore implements SnapshotStore {
           const fh = await handle;
           let off = 0;
           while (off < chunk.length) off += (await fh.write(chunk, off, chunk.length - off)).bytesWritten;
+          settled += chunk.length;
           unsynced += chunk.length;
           if (unsynced >= flushEvery && !syncing) {
             // Flush what is written so far while more arrives, so that flush()
@@ -155,6 +165,23 @@ export class FileSnapshotStore implements SnapshotStore {
           await fh.close();
         }
       },
+      async read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+        if (state !== "open") throw new Error("snapshot sink is closed");
+        const end = Math.min(written, offset + length);
+        if (end > settled) await writes;
+        if (end <= offset) return new Uint8Array(0);
+        reader ??= open(tmp, "r");
+        const fh = await reader;
+        const n = end - offset;
+        const buf = into !== undefined && into.length >= n ? into : new Uint8Array(n);
+        let got = 0;
+        while (got < n) {
+          const { bytesRead } = await fh.read(buf, got, n - got, offset + got);
+          if (bytesRead === 0) throw new Error(`snapshot file ${tmp} is shorter than the ${end} bytes written`);
+          got += bytesRead;
+        }
+        return buf.subarray(0, n);
+      },
       async flush(): Promise<void> {
         if (state !== "open") throw new Error("snapshot sink is closed");
         await writes;
@@ -167,6 +194,7 @@ export class FileSnapshotStore implements SnapshotStore {
         if (state !== "open") throw new Error("snapshot sink is closed");
         state = "done";
         await writes;
+        await closeReader();
         const fh = await handle;
         try {
           await syncing;
@@ -186,6 +214,7 @@ export class FileSnapshotStore implements SnapshotStore {
         state = "done";
         await writes;
         await syncing;
+        await closeReader();
         await (await handle.catch(() => undefined))?.close().catch(() => {});
         await rm(tmp, { force: true });
       },

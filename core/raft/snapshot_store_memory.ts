@@ -39,6 +39,7 @@ export class MemorySnapshotStore implements SnapshotStore {
       async *readBack() {
         for (const c of chunks) yield c.slice();
       },
+      read: (offset, length) => Promise.resolve(concatBytes(chunks).slice(offset, Math.min(written, offset + length))),
       flush: () => (open ? Promise.resolve() : Promise.reject(new Error("snapshot sink is closed"))),
       finish: async (meta) => {
         if (!open) throw new Error("snapshot sink is closed");

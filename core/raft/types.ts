@@ -70,6 +70,12 @@ export interface SnapshotMeta {
    * (see Fsm.restore).
    */
   userRestore?: boolean;
+  /**
+   * A user restore's id for its bytes: the leader sent them to followers
+   * ahead of the install, while the archive arrived (PrefetchRequest), and a
+   * follower holding them under this id does not need them again.
+   */
+  contentId?: string;
 }
 
 // ---------------------------------------------------------------------------
@@ -148,6 +154,12 @@ export interface SnapshotRequest extends MessageHeader {
    * this many bytes at `offset` from the snapshot store before sending.
    */
   fillBytes?: number;
+  /**
+   * Only between a follower's driver and its core, never on the wire: the
+   * driver already holds this many bytes of the snapshot (sent ahead under
+   * meta.contentId, see PrefetchRequest), durable once the install finishes.
+   */
+  prefetched?: number;
 }
 
 export interface SnapshotResponse extends MessageHeader {
@@ -164,6 +176,34 @@ export interface TimeoutNowRequest extends MessageHeader {
   type: "timeoutNow";
 }
 
+/**
+ * A user restore's bytes sent ahead of its install (drivers only; the core
+ * never sees these): while the leader still receives and checks the
+ * operator's archive, it sends the state bytes written so far to every
+ * follower, which writes them to a file of its snapshot store. When the
+ * snapshot is installed and its InstallSnapshot names the same `id`
+ * (SnapshotMeta.contentId), the follower answers with the bytes it already
+ * holds, and only the rest travels. Nothing is acted on before that: bytes
+ * of a restore that failed are thrown away with the next one, or at restart.
+ */
+export interface PrefetchRequest extends MessageHeader {
+  type: "prefetch";
+  id: string;
+  offset: number;
+  chunk: Uint8Array;
+  /** Set once the bytes are complete (the archive checked out): their total. */
+  total?: number;
+  /** Between a driver and its transport only, as SnapshotRequest.fillBytes. */
+  fillBytes?: number;
+}
+
+export interface PrefetchResponse extends MessageHeader {
+  type: "prefetchResp";
+  id: string;
+  /** The next byte wanted (what the follower has written). */
+  offset: number;
+}
+
 export type RaftMessage =
   | VoteRequest
   | VoteResponse
@@ -173,7 +213,9 @@ export type RaftMessage =
   | HeartbeatResponse
   | SnapshotRequest
   | SnapshotResponse
-  | TimeoutNowRequest;
+  | TimeoutNowRequest
+  | PrefetchRequest
+  | PrefetchResponse;
 
 export type RaftMessageType = RaftMessage["type"];
 
@@ -237,6 +279,12 @@ export interface SnapshotSink {
    */
   readBack(): AsyncIterable<Uint8Array>;
   /**
+   * Up to `length` bytes of what was written, from `offset` (waits for the
+   * writes that cover them), as SnapshotSource.read: a user restore's bytes
+   * are sent to followers from here while more arrive.
+   */
+  read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
+  /**
    * Write what was written so far to disk (fdatasync), so that finish() has
    * little left to do: a user restore calls it before it pauses Raft to
    * install the snapshot (an fsync of a GiB inside that pause outlasted the
@@ -294,7 +342,7 @@ export interface RaftTransport {
    * transport, which keeps message objects) the driver reads each chunk into
    * a buffer of its own and calls `send`.
    */
-  prepareSnapshotChunk?(target: { id: ServerId; address: string }, msg: SnapshotRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined;
+  prepareSnapshotChunk?(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined;
   /** Register the single receiver of inbound messages (replaces any earlier one). */
   onMessage(handler: (msg: RaftMessage) => void): void;
   /**

@@ -177,3 +177,101 @@ test("user restore: the snapshot goes first to the follower a quorum needs, the 
   assert.ok(otherAtDone.get(first!)! < chunks / 2, `the second follower had ${otherAtDone.get(first!)} of ${chunks} chunks when the first had them all`);
   for (const n of nodes) await settle(clock, n.stop());
 });
+
+/**
+ * A three-server cluster (messages in order, as over TCP, unless `reorder`)
+ * whose leader restores `bytes` after sending them
+ * ahead (RaftNode.sendAhead) as they are "written" in pieces of 100 bytes;
+ * `beforeInstall` runs between the last piece and the install. Answers the
+ * InstallSnapshot bytes each follower was sent after the install began, the
+ * prefetch bytes it was sent, and each server's state afterwards.
+ */
+async function restoreSentAhead(seed: number, bytes: Uint8Array, options: { loss?: number; reorder?: boolean; complete?: boolean; beforeInstall?: (c: { clock: SimClock; net: SimNetwork<Uint8Array | RaftMessage>; leader: RaftNode; followers: string[] }) => Promise<void> } = {}) {
+  const clock = new SimClock();
+  const rng = new Rng(seed);
+  const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: options.reorder ? [1, 3] : [2, 2], loss: options.loss ?? 0 });
+  const ids = ["a", "b", "c"];
+  const installBytes = new Map<string, number>();
+  const aheadBytes = new Map<string, number>();
+  let installing = false;
+  const stores = new Map(ids.map((id) => [id, { log: new MemoryLogStore(), stable: new MemoryStableStore(), snaps: new MemorySnapshotStore(), fsm: new SimFsm() }]));
+  const nodes: RaftNode[] = [];
+  for (const id of ids) {
+    const transport = new SimRaftTransport(net, `${id}:8300`, { encode: true });
+    const send = transport.send.bind(transport);
+    transport.send = (to, msg) => {
+      if (msg.type === "snapshot" && installing) installBytes.set(msg.to, (installBytes.get(msg.to) ?? 0) + msg.chunk.length);
+      if (msg.type === "prefetch") aheadBytes.set(msg.to, (aheadBytes.get(msg.to) ?? 0) + msg.chunk.length);
+      send(to, msg);
+    };
+    nodes.push(await simNode({ id, ids, clock, rng, transport, stores: stores.get(id)!, snapshotChunkBytes: 64 }));
+  }
+  await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+  const leader = nodes.find((n) => n.isLeader())!;
+  const followers = ids.filter((id) => id !== leader.id);
+  const sink = leader.snapshotStore.begin();
+  const ahead = leader.sendAhead("restore-1", sink);
+  assert.ok(ahead, "a leader sends ahead");
+  for (let off = 0; off < bytes.length; off += 100) {
+    await sink.write(bytes.subarray(off, off + 100));
+    ahead.grew();
+    await clock.runFor(1);
+  }
+  if (options.complete !== false) ahead.complete(sink.written);
+  await clock.runFor(50);
+  await options.beforeInstall?.({ clock, net, leader, followers });
+  installing = true;
+  const restored = JSON.parse(new TextDecoder().decode(bytes)) as [number, string][];
+  const leaderFsm = stores.get(leader.id)!.fsm;
+  const r = await settle(clock, leader.restoreUserSnapshot({ sink, stateIndex: 1000, contentId: "restore-1", install: () => void (leaderFsm.state = restored.map((e) => [...e] as [number, string])) }));
+  await settle(clock, r.replicated);
+  for (const id of ids) await clock.runUntil(() => JSON.stringify(stores.get(id)!.fsm.state) === JSON.stringify(restored), { maxMs: 20_000 });
+  const after = await settle(clock, leader.apply(enc.encode("after")));
+  for (const id of ids) await clock.runUntil(() => stores.get(id)!.fsm.state.at(-1)?.[1] === "after", { maxMs: 5_000 });
+  assert.equal(after.index, r.index + 2);
+  const snaps = await Promise.all(followers.map(async (f) => (await stores.get(f)!.snaps.list())[0]));
+  for (const n of nodes) await settle(clock, n.stop());
+  return { followers, installBytes, aheadBytes, snaps };
+}
+
+const restoredBytes = enc.encode(JSON.stringify(Array.from({ length: 200 }, (_, i) => [i + 1, `restored-${i}`])));
+
+test("user restore sent ahead: followers write the bytes while they arrive, and the install sends only its first chunk", async () => {
+  const { followers, installBytes, aheadBytes, snaps } = await restoreSentAhead(21, restoredBytes);
+  for (const f of followers) {
+    assert.equal(aheadBytes.get(f), restoredBytes.length, `${f} got every byte ahead`);
+    assert.ok((installBytes.get(f) ?? 0) <= 64, `${f} was sent ${installBytes.get(f)} bytes at the install (one chunk at most)`);
+  }
+  for (const s of snaps) {
+    assert.equal(s?.contentId, "restore-1");
+    assert.equal(s?.sizeBytes, restoredBytes.length);
+  }
+});
+
+test("user restore sent ahead: a follower cut off halfway gets the rest by InstallSnapshot", async () => {
+  let cutOff = "";
+  const { followers, installBytes, aheadBytes } = await restoreSentAhead(22, restoredBytes, {
+    complete: false,
+    beforeInstall: async ({ clock, net, followers }) => {
+      // Cut one follower off for a moment: what was in flight to it is lost, and the rest is sent at the install.
+      cutOff = followers[0]!;
+      net.partition([`${cutOff}:8300`], followers.filter((f) => f !== cutOff).map((f) => `${f}:8300`).concat(["a:8300", "b:8300", "c:8300"].filter((a) => a !== `${cutOff}:8300`)));
+      await clock.runFor(5);
+      net.heal();
+    },
+  });
+  assert.ok(followers.includes(cutOff));
+  const sentAtInstall = installBytes.get(cutOff) ?? 0;
+  assert.ok((aheadBytes.get(cutOff) ?? 0) > 0);
+  assert.ok(sentAtInstall < restoredBytes.length, `${cutOff} was not sent everything again (${sentAtInstall} bytes)`);
+});
+
+test("user restore sent ahead: with 20% of messages lost and the rest reordered, every server still ends with the restored state", async () => {
+  for (const seed of [31, 32, 33]) {
+    try {
+      await restoreSentAhead(seed, restoredBytes, { loss: 0.2, reorder: true });
+    } catch (err) {
+      throw new Error(`seed ${seed}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+});

@@ -8,7 +8,7 @@
 
 import type { Logger } from "../log/logger.ts";
 import { validateRaftMessage } from "../raft/codec.ts";
-import type { RaftMessage, RaftTransport, ServerId, SnapshotRequest } from "../raft/types.ts";
+import type { PrefetchRequest, RaftMessage, RaftTransport, ServerId, SnapshotRequest } from "../raft/types.ts";
 import { encodeFrameWithBin, FrameKind } from "./frame.ts";
 import type { RpcClientPool, RpcServer } from "./transport_node.ts";
 
@@ -79,7 +79,7 @@ export class TcpRaftTransport implements RaftTransport {
     }
   }
 
-  prepareSnapshotChunk(target: { id: ServerId; address: string }, msg: SnapshotRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined {
+  prepareSnapshotChunk(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined {
     if (this.#closed) return undefined;
     // The chunk last: encodeFrameWithBin fills in the frame's last value.
     const { chunk: _, ...rest } = msg;

@@ -44,7 +44,9 @@ const idleMs = 60_000;
 export interface SnapshotInstaller {
   readonly address?: string;
   readonly snapshotStore: SnapshotStore;
-  restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void }): Promise<{ index: number; term: number; replicated: Promise<void> }>;
+  restoreUserSnapshot(options: { sink: SnapshotSink; stateIndex: number; install: (meta: SnapshotMeta) => void; contentId?: string }): Promise<{ index: number; term: number; replicated: Promise<void> }>;
+  /** Send the restore's bytes to followers while they arrive (RaftNode.sendAhead); absent: they travel at the install. */
+  sendAhead?(id: string, source: SnapshotSink): { grew(): void; complete(total: number): void; cancel(): void } | undefined;
 }
 
 function installerOf(ctx: ServerContext): SnapshotInstaller | undefined {
@@ -236,7 +238,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       if (a.streamId === undefined) {
         if (offset !== 0) throw new BadRequestError("A snapshot restore starts at offset 0");
         id = newId();
-        r = startRestore(installer);
+        r = startRestore(installer, id);
         r.timer = ctx.clock.setTimer(idleMs, () => dropRestore(id, "no data for a minute"));
         restores.set(id, r);
       } else {
@@ -282,6 +284,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
           sink: r.sink,
           stateIndex,
           install: (meta) => ctx.fsm.installRestored(fresh, meta),
+          contentId: id,
         });
         const installedMs = ctx.clock.now();
         // Where a restore's time goes (docs/performance.md, snapshot): receiving
@@ -331,9 +334,11 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
    * mixed the upload's transient buffers with the state's own, which left
    * the leader's peak RSS 400 MiB over a 1 GiB state (docs/performance.md).
    */
-  function startRestore(installer: SnapshotInstaller): RestoreStream {
+  function startRestore(installer: SnapshotInstaller, id: string): RestoreStream {
     const queue = new ByteQueue();
     const sink = installer.snapshotStore.begin({ backgroundFlush: true });
+    // The followers write the bytes as they come, so the install only names them.
+    const ahead = installer.sendAhead?.(id, sink);
     const r: RestoreStream = {
       queue,
       received: 0,
@@ -342,13 +347,18 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       busy: Promise.resolve(),
       timer: { cancel() {} },
       result: (async () => {
-        await readSnapshotArchiveStream(queue, (c) => sink.write(c));
+        await readSnapshotArchiveStream(queue, async (c) => {
+          await sink.write(c);
+          ahead?.grew();
+        });
+        ahead?.complete(sink.written);
         const fresh = await StateStore.restore(sink.readBack(), { logger: ctx.logger });
         return { fresh, stateIndex: fresh.snapshotIndex };
       })(),
     };
     // A bad archive is known before the last chunk: refuse the next push at once.
     r.result.catch((err: unknown) => {
+      ahead?.cancel();
       r.failed = err instanceof CorruptionError ? new BadRequestError(`Invalid snapshot: ${err.message}`) : err;
       queue.end();
     });
