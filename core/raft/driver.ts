@@ -13,6 +13,7 @@ import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft
 import { RaftCore } from "./raft.ts";
 import { concatBytes } from "../bytes.ts";
 import { IndexQueue } from "./index_queue.ts";
+import { majority } from "./quorum.ts";
 import { PrefetchReceiver, PrefetchSender, type PrefetchSource } from "./prefetch.ts";
 import type {
   Configuration,
@@ -357,8 +358,17 @@ export class RaftNode implements Consensus {
   sendAhead(id: string, source: PrefetchSource): { grew(): void; complete(total: number): void; cancel(): void } | undefined {
     if (this.#stopped || !this.core.isLeader() || this.#paused) return undefined;
     this.#prefetchOut?.stop();
-    const peers = this.core.configuration().servers
+    // Only to as many voters as a quorum needs besides us, those heard from
+    // last first: the restore answers once a quorum holds it, and every
+    // byte sent is a socket write on the leader, whose CPU the archive's
+    // receive needs (the others get the snapshot by InstallSnapshot).
+    const voters = this.core.configuration().servers.filter((s) => s.suffrage === "voter");
+    const needed = majority(voters.length) - (voters.some((s) => s.id === this.id) ? 1 : 0);
+    const contact = (id: ServerId): number => this.#peerContact.get(id) ?? -Infinity;
+    const peers = voters
       .filter((s) => s.id !== this.id)
+      .sort((a, b) => contact(b.id) - contact(a.id) || (a.id < b.id ? -1 : 1))
+      .slice(0, Math.max(0, needed))
       .map((s) => ({ id: s.id, address: this.#addressOf(s.id) ?? s.address }));
     const sender = new PrefetchSender(id, {
       self: this.id,
