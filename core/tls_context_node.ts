@@ -86,11 +86,15 @@ export function reloadedServerContext(t: EffectiveTls, label: string): SecureCon
 /**
  * Options for dialing a server: our certificate (for servers that verify
  * incoming), the CAs, and with verify_outgoing the server's chain checked;
- * with verify_server_hostname also its name (server.<dc>.<domain>).
+ * with verify_server_hostname also its name (server.<dc>.<domain>). They
+ * carry the SecureContext tlsMaterial built, so every dial shares it: given
+ * the files instead, node:tls parses the key, certificate and CAs again for
+ * each connection (tls.createSecureContext per dial). A reload builds new
+ * options, and so a new context, from the files.
  */
 export function tlsClientOptions(t: EffectiveTls, label: string, serverName: string | undefined): TlsClientOptions {
   return {
-    ...tlsMaterial(t, label).options,
+    secureContext: tlsMaterial(t, label).context,
     rejectUnauthorized: t.verifyOutgoing,
     // With verify_server_hostname the caller gives the name (here, or per connection as `servername`).
     ...(serverName !== undefined ? { servername: serverName } : {}),

@@ -38,7 +38,7 @@ function stat(pid: number) {
   const g = (k: string) => Number(/^(\w+): (\d+)$/m.exec(io.split("\n").find((l) => l.startsWith(k + ":"))!)![2]);
   const st = readFileSync(`/proc/${pid}/status`, "utf8");
   const vol = Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(st)![1]);
-  return { cpu: (Number(x[11]) + Number(x[12])) * 10000, syscr: g("syscr"), syscw: g("syscw"), vol };
+  return { cpu: (Number(x[11]) + Number(x[12])) * 10000, sys: Number(x[12]) * 10000, syscr: g("syscr"), syscw: g("syscw"), vol };
 }
 function pc(pid: number): Record<string, number> { try { return JSON.parse(readFileSync(`/tmp/tlsx/p-${pid}.json`, "utf8")); } catch { return {}; } }
 function probeDump(name: string, role: string, d: Record<string, number>, n: number) {
@@ -84,6 +84,8 @@ async function main() {
       const a = targets.map((tg) => tg.pids.map(stat)); const ap = targets.map((tg) => tg.pids.map(pc));
       targets.forEach((tg, k) => console.log(`idle ${tg.name}: ` + tg.pids.map((p, j) => `${p === tg.leader ? "L" : "F"} ${((a[k]![j]!.cpu - b[k]![j]!.cpu) / 1000 / Number(process.env.IDLE)).toFixed(1)}ms/s flushes ${((ap[k]![j]!.flushes ?? 0) - (bp[k]![j]!.flushes ?? 0))} chunks ${((ap[k]![j]!.srvChunks ?? 0) - (bp[k]![j]!.srvChunks ?? 0))}`).join("  ") + ` load ${loadavg()[0]!.toFixed(2)}`));
     }
+    console.log("leaders", targets.map((t) => `${t.name}=${t.leader}`).join(" "));
+    if (process.env.START_DELAY) await new Promise((r) => setTimeout(r, Number(process.env.START_DELAY) * 1000));
     console.log("load", loadavg().map((x) => x.toFixed(2)).join(" "));
     for (const tg of targets) { const tally = new Tally(16, new LeanAgent(tg.t, 16)); await slice(tally, (a, i) => a.call("PUT", `/v1/kv/bench/k${i % 1000}`, {}, value).then((r) => r.status === 200), 1); tally.result(); }
     for (let r = 0; r < rounds; r++) {
@@ -102,12 +104,12 @@ async function main() {
         const res = tally.result();
         const after = tg.pids.map(stat);
         const n = tally.latencies.length;
-        const per = tg.pids.map((p, k) => `${p === tg.leader ? "L" : "F"}:${((after[k]!.cpu - before[k]!.cpu) / n).toFixed(0)}us r${((after[k]!.syscr - before[k]!.syscr) / n).toFixed(2)} w${((after[k]!.syscw - before[k]!.syscw) / n).toFixed(2)} cs${((after[k]!.vol - before[k]!.vol) / n).toFixed(2)}`).join("  ");
+        const per = tg.pids.map((p, k) => `${p === tg.leader ? "L" : "F"}:${((after[k]!.cpu - before[k]!.cpu) / n).toFixed(0)}us (sys ${((after[k]!.sys - before[k]!.sys) / n).toFixed(0)}) r${((after[k]!.syscr - before[k]!.syscr) / n).toFixed(2)} w${((after[k]!.syscw - before[k]!.syscw) / n).toFixed(2)} cs${((after[k]!.vol - before[k]!.vol) / n).toFixed(2)}`).join("  ");
         const cu = process.cpuUsage(c0);
         await new Promise((r) => setTimeout(r, 400));
         const pa = tg.pids.map(pc);
         tg.pids.forEach((p, k) => { const d: Record<string, number> = {}; for (const key of Object.keys(pa[k]!)) d[key] = (pa[k]![key] ?? 0) - (pb[k]![key] ?? 0); probeDump(tg.name, p === tg.leader ? "L" : "F", d, n); });
-        console.log(`${tg.name.padEnd(10)} ${res.opsPerSec.toFixed(0).padStart(6)} ops/s p50 ${res.p50Ms.toFixed(2)} p99 ${res.p99Ms.toFixed(2)} err ${res.errors} client ${((cu.user + cu.system) / n).toFixed(0)}us | ${per} | load ${loadavg()[0]!.toFixed(2)}`);
+        console.log(`${tg.name.padEnd(10)} ${res.opsPerSec.toFixed(0).padStart(6)} ops/s p50 ${res.p50Ms.toFixed(2)} p99 ${res.p99Ms.toFixed(2)} err ${res.errors} client ${((cu.user + cu.system) / n).toFixed(0)}us (sys ${(cu.system / n).toFixed(0)}) | ${per} | load ${loadavg()[0]!.toFixed(2)}`);
       }
     }
     if (process.env.HOLD) { console.log("holding", targets.map((t) => `${t.name} leader ${t.leader} pids ${t.pids}`)); await new Promise((r) => setTimeout(r, Number(process.env.HOLD) * 1000)); }
