@@ -5,9 +5,9 @@
 //
 // Writing: tar needs state.bin's size in its header, before the bytes. The
 // state is a point-in-time capture that encodes to the same bytes each time
-// it is iterated, so it is measured in a first pass (encoding only, no
-// buffering) and sent in a second, hashed on the way; SHA256SUMS comes last,
-// as in Consul's archives.
+// it is iterated, so it is measured first (by the state itself when it can
+// count without building frames, else by a pass that drops them) and sent
+// after, hashed on the way; SHA256SUMS comes last, as in Consul's archives.
 //
 // Reading: gunzip, walk the tar, hand state.bin's bytes to the caller as
 // they come, keep meta.json and SHA256SUMS (small), and check everything at
@@ -120,10 +120,19 @@ function padding(size: number): Uint8Array {
   return new Uint8Array(rest === 0 ? 0 : block - rest);
 }
 
+/**
+ * A captured state: the same bytes each time it is iterated; `sizeBytes`,
+ * when given, tells their total without iterating (StateStore.snapshot).
+ */
+export interface ArchiveState extends Iterable<Uint8Array> {
+  sizeBytes?(): number;
+}
+
 /** The tar stream (not yet gzipped) of an archive around `state`. */
-async function* tarStream(state: Iterable<Uint8Array>, options: { index: number; term?: number; nowMs: number }): AsyncGenerator<Uint8Array> {
+async function* tarStream(state: ArchiveState, options: { index: number; term?: number; nowMs: number }): AsyncGenerator<Uint8Array> {
   let size = 0;
-  for (const c of state) size += c.length;
+  if (state.sizeBytes) size = state.sizeBytes();
+  else for (const c of state) size += c.length;
   const meta: SnapshotArchiveMeta = { Version: archiveVersion, ID: `${options.term ?? 0}-${options.index}-${options.nowMs}`, Index: options.index, Term: options.term, Size: size };
   const metaBytes = encoder.encode(JSON.stringify(meta));
   const mtimeS = Math.floor(options.nowMs / 1000);
@@ -163,7 +172,7 @@ async function* tarStream(state: Iterable<Uint8Array>, options: { index: number;
  * read. `state` must give the same bytes each time it is iterated (see
  * StateStore.snapshot).
  */
-export function snapshotArchiveStream(state: Iterable<Uint8Array>, options: { index: number; term?: number; nowMs: number }): AsyncIterable<Uint8Array> {
+export function snapshotArchiveStream(state: ArchiveState, options: { index: number; term?: number; nowMs: number }): AsyncIterable<Uint8Array> {
   return gzipAdaptive(tarStream(state, options));
 }
 
