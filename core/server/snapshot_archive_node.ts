@@ -44,13 +44,15 @@ const maxSmallFileBytes = 1024 * 1024;
  * gzip, adaptively. Deflate at level 1 is fast on what compresses (JSON,
  * text: several hundred MB/s) but crawls on what does not (random or
  * already compressed values: ~30 MB/s here, a third of a save's budget).
- * So each 1 MiB of input is probed (its first 16 KiB deflated) and sent at
- * level 1 when it compresses, stored (level 0) when it does not. Every
+ * So each 1 MiB of input is probed (its first 4 KiB deflated, on the event
+ * loop: 16 KiB gave the same ratios, random 1.00, JSON 0.2, base64 0.76, at
+ * four times the cost) and sent at level 1 when it compresses, stored
+ * (level 0) when it does not. Every
  * piece ends with a sync flush, so the pieces join into one valid deflate
  * stream: any gzip reader (Consul's, gzip(1)) reads it as one member.
  */
 const gzipBatchBytes = 1024 * 1024;
-const probeBytes = 16 * 1024;
+const probeBytes = 4 * 1024;
 const gzipHeader = Uint8Array.of(0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255);
 /** The final, empty deflate block (fixed Huffman, BFINAL set). */
 const deflateEnd = Uint8Array.of(3, 0);
