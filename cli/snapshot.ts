@@ -184,7 +184,7 @@ Usage: cairn snapshot save [options] FILE
     if (file === undefined) return 1;
     let body: AsyncIterable<Uint8Array>;
     try {
-      body = await apiClientFromFlags(p, io).stream({ method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } });
+      body = await apiClientFromFlags(p, io, { nodeHttp: true }).stream({ method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } });
     } catch (err) {
       io.stderr(`Error saving snapshot: ${apiErrorText(err)}\n`);
       return 1;
