@@ -47,8 +47,8 @@ const maxSmallFileBytes = 1024 * 1024;
  * So each 1 MiB of input is probed (its first 4 KiB deflated, on the event
  * loop: 16 KiB gave the same ratios, random 1.00, JSON 0.2, base64 0.76, at
  * four times the cost) and sent at level 1 when it compresses, stored
- * (level 0) when it does not. Every
- * piece ends with a sync flush, so the pieces join into one valid deflate
+ * when it does not. A deflated piece ends with a sync flush and a stored
+ * one ends on a byte of its own, so the pieces join into one valid deflate
  * stream: any gzip reader (Consul's, gzip(1)) reads it as one member.
  */
 const gzipBatchBytes = 1024 * 1024;
@@ -58,15 +58,35 @@ const gzipHeader = Uint8Array.of(0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255);
 const deflateEnd = Uint8Array.of(3, 0);
 
 function deflatePiece(data: Uint8Array, level: number): Promise<Uint8Array> {
-  // Room for the whole output in one buffer (stored blocks add 5 bytes per
-  // 64 KiB, the sync flush a few more): with zlib's default 16 KiB, a stored
-  // MiB came back in 64 turns of the thread pool, each a call and a buffer
-  // on the event loop (~40% of a save's main thread at 100 MiB).
+  // Room for the whole output in one buffer (deflate's worst case adds well
+  // under 0.1%, the sync flush a few bytes): with zlib's default 16 KiB,
+  // a MiB came back in up to 64 turns of the thread pool, each a call and a
+  // buffer on the event loop (~40% of a save's main thread at 100 MiB, when
+  // stored blocks still went through zlib).
   const chunkSize = data.length + (data.length >> 10) + 1024;
   return new Promise((resolve, reject) => {
     // The thread pool compresses while the event loop encodes the next batch.
     zlib().deflateRaw(data, { level, chunkSize, finishFlush: zlib().constants.Z_SYNC_FLUSH }, (err, out) => (err ? reject(err) : resolve(out)));
   });
+}
+
+/** The most bytes one stored block holds (RFC 1951 3.2.4: LEN has 16 bits). */
+const maxStoredBlockBytes = 65535;
+
+/**
+ * `data` as stored deflate blocks: before each slice a 5-byte header
+ * (BFINAL 0, BTYPE 00, padding to the byte, LEN, NLEN), the slices views
+ * of `data`. The stream is on a byte boundary here (after the gzip header,
+ * a sync flush or a stored block). zlib at level 0 did the same in the
+ * thread pool, copying every byte into a buffer of its own on the way.
+ */
+function storedBlocks(data: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  for (let off = 0; off < data.length; off += maxStoredBlockBytes) {
+    const n = Math.min(maxStoredBlockBytes, data.length - off);
+    out.push(Uint8Array.of(0, n & 0xff, n >>> 8, ~n & 0xff, (~n >>> 8) & 0xff), data.subarray(off, off + n));
+  }
+  return out;
 }
 
 function levelFor(data: Uint8Array): number {
@@ -84,14 +104,17 @@ export async function* gzipAdaptive(source: AsyncIterable<Uint8Array>): AsyncGen
   let size = 0;
   let parts: Uint8Array[] = [];
   let have = 0;
-  let inflight: Promise<Uint8Array> | undefined;
-  const start = (): Promise<Uint8Array> => {
+  let inflight: Promise<Uint8Array[]> | undefined;
+  const start = (): Promise<Uint8Array[]> => {
     const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
     parts = [];
     have = 0;
     crc = crc32Update(crc, data);
     size += data.length;
-    return deflatePiece(data, levelFor(data));
+    const level = levelFor(data);
+    // Views of `data`, handed on as they are: nothing upstream reuses a buffer it yielded.
+    if (level === zlib().constants.Z_NO_COMPRESSION) return Promise.resolve(storedBlocks(data));
+    return deflatePiece(data, level).then((out) => [out]);
   };
   for await (const c of source) {
     parts.push(c);
@@ -99,16 +122,16 @@ export async function* gzipAdaptive(source: AsyncIterable<Uint8Array>): AsyncGen
     if (have < gzipBatchBytes) continue;
     const next = start();
     next.catch(() => {});
-    if (inflight) yield await inflight;
+    if (inflight) yield* await inflight;
     inflight = next;
   }
   if (have > 0) {
     const next = start();
     next.catch(() => {});
-    if (inflight) yield await inflight;
+    if (inflight) yield* await inflight;
     inflight = next;
   }
-  if (inflight) yield await inflight;
+  if (inflight) yield* await inflight;
   yield deflateEnd;
   const trailer = new Uint8Array(8);
   const view = new DataView(trailer.buffer);
