@@ -81,9 +81,9 @@ function wantProgress(p: ParsedFlags): boolean {
 const saveFlags: readonly FlagSpec[] = [...httpFlags, progressFlag];
 
 /**
- * The archive is handled in pieces of this size: fetch hands the body over
- * in socket reads (tens of KiB), and each piece costs a file write, a turn
- * of gunzip in the thread pool and a tar walker step; joined to 1 MiB those
+ * The archive is handled in pieces of this size: the body arrives in
+ * socket reads (64 KiB), and each piece costs a file write, a turn of
+ * gunzip in the thread pool and a tar walker step; joined to 1 MiB those
  * cost less than the copy that joins them.
  */
 const savePieceBytes = 1024 * 1024;

@@ -61,8 +61,8 @@ function deflatePiece(data: Uint8Array, level: number): Promise<Uint8Array> {
   // Room for the whole output in one buffer (deflate's worst case adds well
   // under 0.1%, the sync flush a few bytes): with zlib's default 16 KiB,
   // a MiB came back in up to 64 turns of the thread pool, each a call and a
-  // buffer on the event loop (~40% of a save's main thread at 100 MiB, when
-  // stored blocks still went through zlib).
+  // buffer on the event loop (a quarter to a third of a save's main thread
+  // at 100 MiB, when stored blocks still went through zlib).
   const chunkSize = data.length + (data.length >> 10) + 1024;
   return new Promise((resolve, reject) => {
     // The thread pool compresses while the event loop encodes the next batch.
