@@ -216,8 +216,8 @@ export class StateStore implements ReadTxn {
       tables: [...tableList(this.tables).map((t): [string, readonly object[]] => [t.name, t.all()]), [requestsTable, this.#requests.rows()]],
       indexes: [...this.#indexes.entries()],
     };
-    // Iterable again and again, with the same bytes each time (a streamed
-    // archive measures the state once, then sends it).
+    // Iterable again and again, with the same bytes each time; a streamed
+    // archive takes the size first (sizeBytes), then sends the frames.
     return { [Symbol.iterator]: () => encodeSnapshot(captured), sizeBytes: () => encodedSnapshotBytes(captured) };
   }
 
