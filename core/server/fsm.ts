@@ -11,7 +11,7 @@ import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import { isKvFlags, type KvFlags, type KvsOp, type TxnOp } from "../rpc/methods.ts";
 import { concatBytes } from "../bytes.ts";
-import type { ByteStream } from "../state/snapshot.ts";
+import type { ByteStream, SnapshotFrames } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
 import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
@@ -257,7 +257,7 @@ export class Fsm {
   }
 
   /** The whole state as a lazy stream of chunks (point in time). */
-  snapshotStream(): Iterable<Uint8Array> {
+  snapshotStream(): SnapshotFrames {
     return this.#state.snapshot({ index: this.#lastIndex });
   }
 

@@ -11,6 +11,7 @@ import { createLocalRpc } from "../rpc/local.ts";
 import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import { createDevServer } from "./dev.ts";
+import { snapshotChunkBytes } from "./snapshot.ts";
 import { snapshotArchiveStream } from "./snapshot_archive_node.ts";
 import { q } from "./_test_query.ts";
 
@@ -44,6 +45,7 @@ async function save(rpc: ReturnType<typeof createLocalRpc>): Promise<{ index: nu
     const r = await rpc.call("Snapshot.Save", args);
     const again = await rpc.call("Snapshot.Save", args);
     assert.ok(Buffer.from(again.archive).equals(Buffer.from(r.archive)), "a repeated pull answers the same bytes");
+    assert.ok(r.archive.length <= snapshotChunkBytes && (r.archive.length > 0 || r.done !== false), `a pull answers 1 to ${snapshotChunkBytes} bytes (0 only at the end), not ${r.archive.length}`);
     parts.push(r.archive);
     offset += r.archive.length;
     done = r.done !== false;

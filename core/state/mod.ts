@@ -73,7 +73,7 @@ export type { Session } from "./session.ts";
 export { isReadOnlyTxn, txnDispatch } from "./txn_ops.ts";
 export type { TxnOutcome } from "./txn_ops.ts";
 export { decodeSnapshot, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
-export type { ByteStream, CapturedState, SnapshotRecord } from "./snapshot.ts";
+export type { ByteStream, CapturedState, SnapshotFrames, SnapshotRecord } from "./snapshot.ts";
 export {
   applyPreparedQueryCommand,
   isUuid,

@@ -41,24 +41,45 @@ function frame(record: SnapshotRecord): Uint8Array {
   return out;
 }
 
+/** A captured state's frames: iterable again and again, to the same bytes each time. */
+export interface SnapshotFrames extends Iterable<Uint8Array> {
+  /**
+   * The bytes one iteration yields, counted without building the frames (a
+   * streamed archive needs the size first, for tar's header: measuring by
+   * iterating built and dropped a copy of the whole state).
+   */
+  sizeBytes(): number;
+}
+
 /** Frames of a captured state, produced lazily. */
 export function* encodeSnapshot(state: CapturedState): Generator<Uint8Array> {
-  yield frame({ t: "header", version: snapshotVersion, index: state.index });
+  for (const record of snapshotRecords(state)) yield frame(record);
+}
+
+/** The bytes encodeSnapshot(state) yields in all. */
+export function encodedSnapshotBytes(state: CapturedState): number {
+  let n = 0;
+  for (const record of snapshotRecords(state)) n += 4 + encoder.encodeSharedRef(record).length;
+  return n;
+}
+
+function* snapshotRecords(state: CapturedState): Generator<SnapshotRecord> {
+  yield { t: "header", version: snapshotVersion, index: state.index };
   for (const [table, rows] of state.tables) {
     let start = 0;
     let bytes = 0;
     for (let i = 0; i < rows.length; i++) {
       bytes += approxRowBytes(rows[i]!);
       if (i + 1 - start >= batchRows || bytes >= batchBytes) {
-        yield frame({ t: "rows", table, rows: rows.slice(start, i + 1) });
+        yield { t: "rows", table, rows: rows.slice(start, i + 1) };
         start = i + 1;
         bytes = 0;
       }
     }
-    if (start < rows.length) yield frame({ t: "rows", table, rows: rows.slice(start) });
+    if (start < rows.length) yield { t: "rows", table, rows: rows.slice(start) };
   }
-  yield frame({ t: "indexes", indexes: state.indexes });
-  yield frame({ t: "end" });
+  yield { t: "indexes", indexes: state.indexes };
+  yield { t: "end" };
 }
 
 /** Bytes a row's byte and string fields hold (one level deep): enough to keep big values apart. */

@@ -24,8 +24,8 @@ import type { Indexed, KvsWriteEntry } from "./kvs.ts";
 import { createTables, tableList } from "./schema.ts";
 import type { Tables } from "./schema.ts";
 import { sessionCreateTxn } from "./session.ts";
-import { decodeSnapshot, decodeSnapshotSync, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
-import type { ByteStream, CapturedState, SnapshotRecord } from "./snapshot.ts";
+import { decodeSnapshot, decodeSnapshotSync, encodedSnapshotBytes, encodeSnapshot, snapshotVersion } from "./snapshot.ts";
+import type { ByteStream, CapturedState, SnapshotFrames, SnapshotRecord } from "./snapshot.ts";
 import { RequestTable } from "./requests.ts";
 import { graveyardReapTxn } from "./tombstones.ts";
 import { maxIndexOf, WriteTxn } from "./txn.ts";
@@ -210,15 +210,15 @@ export class StateStore implements ReadTxn {
    * `index` (the last applied Raft index) goes in the header when it is
    * higher than the store's own.
    */
-  snapshot(options: { index?: number } = {}): Iterable<Uint8Array> {
+  snapshot(options: { index?: number } = {}): SnapshotFrames {
     const captured: CapturedState = {
       index: Math.max(options.index ?? 0, this.lastIndex()),
       tables: [...tableList(this.tables).map((t): [string, readonly object[]] => [t.name, t.all()]), [requestsTable, this.#requests.rows()]],
       indexes: [...this.#indexes.entries()],
     };
-    // Iterable again and again, with the same bytes each time (a streamed
-    // archive measures the state once, then sends it).
-    return { [Symbol.iterator]: () => encodeSnapshot(captured) };
+    // Iterable again and again, with the same bytes each time; a streamed
+    // archive takes the size first (sizeBytes), then sends the frames.
+    return { [Symbol.iterator]: () => encodeSnapshot(captured), sizeBytes: () => encodedSnapshotBytes(captured) };
   }
 
   /** Build a fresh store from a snapshot stream. Throws CorruptionError on bad data. */
