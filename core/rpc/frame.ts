@@ -95,7 +95,10 @@ export function encodeFrameWithBin(frame: Frame, binBytes: number): { frame: Uin
   if (!Number.isSafeInteger(binBytes) || binBytes < 0 || binBytes > 0xffffffff) throw new RangeError(`Invalid byte array length ${binBytes}`);
   const prefix = head.length - 2;
   const bodyBytes = prefix + 5 + binBytes;
-  const out = new Uint8Array(frameHeaderBytes + bodyBytes);
+  // Not zeroed (a snapshot chunk's frame is 4 MiB, and zeroing it cost as
+  // much as reading the chunk): the caller fills `bin` whole before the
+  // frame is sent, and does not send it when it could not.
+  const out: Uint8Array = Buffer.allocUnsafeSlow(frameHeaderBytes + bodyBytes);
   const view = new DataView(out.buffer);
   view.setUint32(0, bodyBytes, false);
   out.set(head.subarray(0, prefix), frameHeaderBytes);
