@@ -1047,6 +1047,9 @@ export class RaftNode implements Consensus {
     const is = role === "leader";
     if (was === is) return;
     if (!is) {
+      // A restore's bytes sent ahead are of no use without the install only a leader does.
+      this.#prefetchOut?.stop();
+      this.#prefetchOut = undefined;
       // Leadership lost: proposals may or may not commit; tell callers we cannot know.
       const err = new LeadershipLostError(this.leaderAddr() || undefined);
       for (const [i, p] of this.#pending.entries()) {

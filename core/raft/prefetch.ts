@@ -146,8 +146,9 @@ export class PrefetchSender {
     try {
       chunk = n > 0 ? await source.read(offset, n, prepared?.chunk) : new Uint8Array(0);
     } catch (err) {
-      // A read after the install began (the staged file was closed): nothing to send any more.
-      if (!this.#stopped) this.#o.logger.warn("cannot read restore bytes to send ahead", { to: p.id, offset, error: errorMessage(err) });
+      // The staged file went away (the restore failed or was installed): nothing to send any more.
+      if (!this.#stopped) this.#o.logger.warn("cannot read restore bytes to send ahead; stopping", { to: p.id, offset, error: errorMessage(err) });
+      this.#stopped = true;
       return;
     }
     if (this.#stopped || chunk.length !== n) return;

@@ -276,3 +276,42 @@ test("user restore sent ahead: with 20% of messages lost and the rest reordered,
     }
   }
 });
+
+test("user restore sent ahead: nothing more goes out once the restore is cancelled, or once the leader lost its leadership", async () => {
+  for (const ending of ["cancel", "leadership"] as const) {
+    const clock = new SimClock();
+    const rng = new Rng(41);
+    const net = new SimNetwork<Uint8Array | RaftMessage>(clock, rng.fork(), { delayMs: [2, 2] });
+    const ids = ["a", "b", "c"];
+    let sentAhead = 0;
+    const nodes: RaftNode[] = [];
+    for (const id of ids) {
+      const transport = new SimRaftTransport(net, `${id}:8300`, { encode: true });
+      const send = transport.send.bind(transport);
+      transport.send = (to, msg) => {
+        if (msg.type === "prefetch") sentAhead++;
+        // The followers' answers are lost: the leader sends the window again every two election timeouts.
+        if (msg.type !== "prefetchResp") send(to, msg);
+      };
+      nodes.push(await simNode({ id, ids, clock, rng, transport, snapshotChunkBytes: 64 }));
+    }
+    await clock.runUntil(() => nodes.some((n) => n.isLeader()), { maxMs: 5_000 });
+    const leader = nodes.find((n) => n.isLeader())!;
+    const sink = leader.snapshotStore.begin();
+    const ahead = leader.sendAhead("restore-2", sink)!;
+    await sink.write(restoredBytes);
+    ahead.grew();
+    await clock.runFor(1_000);
+    assert.ok(sentAhead > 4, `${ending}: windows sent again while nobody answered (${sentAhead} chunks)`);
+    if (ending === "cancel") {
+      ahead.cancel();
+    } else {
+      net.partition([`${leader.id}:8300`], ids.filter((i) => i !== leader.id).map((i) => `${i}:8300`));
+      await clock.runUntil(() => !leader.isLeader(), { maxMs: 10_000, what: "the cut-off leader to step down" });
+    }
+    const before = sentAhead;
+    await clock.runFor(5_000);
+    assert.equal(sentAhead, before, `${ending}: nothing sent ahead afterwards`);
+    for (const n of nodes) await settle(clock, n.stop());
+  }
+});

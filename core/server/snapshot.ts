@@ -131,6 +131,8 @@ interface RestoreStream {
   /** The archive reader and the state builder, running as chunks come in. */
   result: Promise<{ fresh: StateStore; stateIndex: number }>;
   sink: SnapshotSink;
+  /** Its bytes going to followers ahead of the install (see SnapshotInstaller.sendAhead). */
+  ahead?: { cancel(): void };
   busy: Promise<unknown>;
   timer: { cancel(): void };
   failed?: unknown;
@@ -161,6 +163,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
     restores.delete(id);
     r.timer.cancel();
     r.queue.end(new Error(why));
+    r.ahead?.cancel();
     void r.sink.cancel().catch(() => {});
     ctx.logger.info("snapshot restore abandoned", { reason: why });
   }
@@ -329,6 +332,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
         else ctx.logger.info("restored snapshot installed on a quorum", { index, replicateMs: Math.round(ctx.clock.now() - installedMs) });
         return { index, streamId: id, server: selfAddress(ctx), received: r.received };
       } catch (err) {
+        r.ahead?.cancel();
         await r.sink.cancel().catch(() => {});
         if (err instanceof CorruptionError) throw new BadRequestError(`Invalid snapshot: ${err.message}`);
         throw err;
@@ -352,6 +356,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
     const ahead = installer.sendAhead?.(id, sink);
     const r: RestoreStream = {
       queue,
+      ahead,
       received: 0,
       startedMs: ctx.clock.now(),
       sink,
