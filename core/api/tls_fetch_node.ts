@@ -2,7 +2,8 @@
 // -client-cert, -client-key, -tls-server-name, CONSUL_HTTP_SSL_VERIFY=false):
 // the global fetch cannot take a CA or a client certificate without undici's
 // own classes, which Node does not expose. node:https does, and its answer is
-// handed back as a standard Response, body streamed (agent monitor).
+// handed back as a standard Response, body streamed (agent monitor); a
+// ReadableStream request body is streamed too (snapshot restore).
 import { readFileSync } from "node:fs";
 import { Readable } from "node:stream";
 import { readCas } from "../tls_context_node.ts";
@@ -35,7 +36,10 @@ export function tlsFetch(o: ClientTlsOptions): typeof fetch {
     const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
     const method = init?.method ?? "GET";
     const headers = new Headers(init?.headers);
-    const body = init?.body === undefined || init.body === null ? undefined : new Uint8Array(await new Response(init.body).arrayBuffer());
+    // A stream (snapshot restore's file) is sent as it is read, chunked: read
+    // whole first, a 1 GiB archive sat in the CLI's memory before a byte left.
+    const stream = init?.body instanceof ReadableStream ? (init.body as ReadableStream<Uint8Array>) : undefined;
+    const body = stream || init?.body === undefined || init.body === null ? undefined : new Uint8Array(await new Response(init.body).arrayBuffer());
     if (body) headers.set("Content-Length", String(body.length));
     const plain: Record<string, string> = {};
     headers.forEach((v, k) => (plain[k] = v));
@@ -71,7 +75,13 @@ export function tlsFetch(o: ClientTlsOptions): typeof fetch {
       });
       // fetch's shape: the node error rides as `cause`, which ApiClient reads.
       req.on("error", (err) => reject(new TypeError("fetch failed", { cause: err })));
-      req.end(body);
+      if (stream) {
+        const source = Readable.fromWeb(stream as import("node:stream/web").ReadableStream<Uint8Array>);
+        source.on("error", (err) => req.destroy(err));
+        source.pipe(req);
+      } else {
+        req.end(body);
+      }
     });
   }) as typeof fetch;
 }

@@ -123,6 +123,22 @@ print("ok")
     assert.notEqual(r.code, 0, "verify_incoming: no client certificate, no answer");
   });
 
+  test("cairn snapshot save and restore over HTTPS with a client certificate (the upload streams)", async () => {
+    const env = { CONSUL_HTTP_ADDR: https, CONSUL_CACERT: f("ca.pem"), CONSUL_CLIENT_CERT: f("cli.pem"), CONSUL_CLIENT_KEY: f("cli-key.pem") };
+    const file = f("https.snap");
+    let r = await cairn(["kv", "put", "tls/snap", "before"], { env });
+    assert.equal(r.code, 0, r.stderr);
+    r = await cairn(["snapshot", "save", file], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Saved and verified snapshot to index \d+/);
+    r = await cairn(["kv", "put", "tls/snap", "after"], { env });
+    r = await cairn(["snapshot", "restore", file], { env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, "Restored snapshot\n");
+    r = await cairn(["kv", "get", "tls/snap"], { env });
+    assert.equal(r.stdout.trim(), "before", r.stderr);
+  });
+
   test("cairn reload swaps in new certificate files for new connections", async () => {
     copyFileSync(f("other-server.pem"), join(live.path, "server.pem"));
     copyFileSync(f("other-server-key.pem"), join(live.path, "server-key.pem"));
