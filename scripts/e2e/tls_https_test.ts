@@ -125,7 +125,7 @@ print("ok")
 
   test("cairn snapshot save and restore over HTTPS with a client certificate (the upload streams)", async () => {
     const env = { CONSUL_HTTP_ADDR: https, CONSUL_CACERT: f("ca.pem"), CONSUL_CLIENT_CERT: f("cli.pem"), CONSUL_CLIENT_KEY: f("cli-key.pem") };
-    const file = f("https.snap");
+    const file = join(live.path, "https.snap");
     let r = await cairn(["kv", "put", "tls/snap", "before"], { env });
     assert.equal(r.code, 0, r.stderr);
     r = await cairn(["snapshot", "save", file], { env });
