@@ -4,6 +4,7 @@
 // file to the agent, inspect reads it once; none holds the archive in memory.
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { encode } from "@msgpack/msgpack";
+import { pieces } from "../core/bytes.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { SnapshotArchiveMeta } from "../core/server/snapshot_archive.ts";
 import { ByteQueue, readSnapshotArchiveStream } from "../core/server/snapshot_archive_node.ts";
@@ -89,21 +90,6 @@ const saveFlags: readonly FlagSpec[] = [...httpFlags, progressFlag];
 const savePieceBytes = 1024 * 1024;
 /** How many bytes may wait for the file while the check goes on. */
 const saveWriteAheadBytes = 8 * 1024 * 1024;
-
-/** A byte stream re-cut into pieces of at least `size` bytes (the last may be shorter). */
-async function* joined(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let parts: Uint8Array[] = [];
-  let have = 0;
-  for await (const c of source) {
-    parts.push(c);
-    have += c.length;
-    if (have < size) continue;
-    yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
-    parts = [];
-    have = 0;
-  }
-  if (have > 0) yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
-}
 
 /**
  * Writes pieces to a file in order while the caller goes on: the thread
@@ -200,7 +186,7 @@ Usage: cairn snapshot save [options] FILE
       const out = new FileWriter(fh, saveWriteAheadBytes);
       writer = out;
       async function* tee(): AsyncGenerator<Uint8Array> {
-        for await (const c of joined(body, savePieceBytes)) {
+        for await (const c of pieces(body, savePieceBytes)) {
           await out.write(c);
           progress?.add(c.length);
           yield c;

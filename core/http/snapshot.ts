@@ -3,6 +3,7 @@
 // PUT restores one sent as the body. Both stream: the archive is pulled from
 // (or pushed to) the server in chunks over RPC (core/server/snapshot.ts) and
 // never held whole here, so a snapshot of any size passes through.
+import { pieces } from "../bytes.ts";
 import { BadRequestError } from "../errors.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { maxSnapshotStateBytes, snapshotChunkBytes } from "../server/snapshot.ts";
@@ -11,28 +12,6 @@ import { hasFlag, type Handler, type HttpRequest, type HttpResponse } from "./ty
 
 /** The largest archive PUT /v1/snapshot takes (streamed to the leader's disk: bounded by it, not by memory). */
 export const snapshotMaxBodyBytes = maxSnapshotStateBytes;
-
-/** Re-cut a byte stream into pieces of `size` bytes (the last may be shorter). */
-async function* pieces(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  let parts: Uint8Array[] = [];
-  let have = 0;
-  for await (const chunk of source) {
-    let c = chunk;
-    while (have + c.length >= size) {
-      const take = size - have;
-      parts.push(c.subarray(0, take));
-      yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
-      parts = [];
-      have = 0;
-      c = c.subarray(take);
-    }
-    if (c.length > 0) {
-      parts.push(c);
-      have += c.length;
-    }
-  }
-  if (have > 0) yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
-}
 
 /** How much of a refused upload is read and dropped before answering. */
 const drainLimitBytes = 1024 * 1024 * 1024;

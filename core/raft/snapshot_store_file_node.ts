@@ -172,15 +172,9 @@ export class FileSnapshotStore implements SnapshotStore {
         if (end <= offset) return new Uint8Array(0);
         reader ??= open(tmp, "r");
         const fh = await reader;
-        const n = end - offset;
-        const buf = into !== undefined && into.length >= n ? into : new Uint8Array(n);
-        let got = 0;
-        while (got < n) {
-          const { bytesRead } = await fh.read(buf, got, n - got, offset + got);
-          if (bytesRead === 0) throw new Error(`snapshot file ${tmp} is shorter than the ${end} bytes written`);
-          got += bytesRead;
-        }
-        return buf.subarray(0, n);
+        const got = await readAt(fh, offset, end - offset, into);
+        if (got.length < end - offset) throw new Error(`snapshot file ${tmp} is shorter than the ${end} bytes written`);
+        return got;
       },
       async flush(): Promise<void> {
         if (state !== "open") throw new Error("snapshot sink is closed");
@@ -348,21 +342,25 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 }
 
+/** Up to `n` bytes at `offset` (fewer only where the file ends), into `into` when it has room. */
+async function readAt(fh: Awaited<ReturnType<typeof open>>, offset: number, n: number, into?: Uint8Array): Promise<Uint8Array> {
+  const buf = into && into.length >= n ? into.subarray(0, n) : new Uint8Array(n);
+  let got = 0;
+  while (got < n) {
+    const { bytesRead } = await fh.read(buf, got, n - got, offset + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got === n ? buf : buf.subarray(0, got);
+}
+
 /** Reads from an open file: the data stays readable even once a newer snapshot removed its name. */
 function fileSource(fh: Awaited<ReturnType<typeof open>>, meta: SnapshotMeta, size: number): SnapshotSource {
   let closed = false;
   return {
     meta,
-    async read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
-      const n = Math.max(0, Math.min(length, size - offset));
-      const buf = into && into.length >= n ? into.subarray(0, n) : new Uint8Array(n);
-      let got = 0;
-      while (got < n) {
-        const { bytesRead } = await fh.read(buf, got, n - got, offset + got);
-        if (bytesRead === 0) break;
-        got += bytesRead;
-      }
-      return got === n ? buf : buf.subarray(0, got);
+    read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
+      return readAt(fh, offset, Math.max(0, Math.min(length, size - offset)), into);
     },
     async *stream(): AsyncIterable<Uint8Array> {
       for (let off = 0; off < size;) {
