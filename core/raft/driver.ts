@@ -13,7 +13,6 @@ import type { ConfChange, RaftConfig, RaftReady, Role, StepResult } from "./raft
 import { RaftCore } from "./raft.ts";
 import { concatBytes } from "../bytes.ts";
 import { IndexQueue } from "./index_queue.ts";
-import { majority } from "./quorum.ts";
 import { PrefetchReceiver, PrefetchSender, type PrefetchSource } from "./prefetch.ts";
 import type {
   Configuration,
@@ -363,7 +362,7 @@ export class RaftNode implements Consensus {
     // byte sent is a socket write on the leader, whose CPU the archive's
     // receive needs (the others get the snapshot by InstallSnapshot).
     const voters = this.core.configuration().servers.filter((s) => s.suffrage === "voter");
-    const needed = majority(voters.length) - (voters.some((s) => s.id === this.id) ? 1 : 0);
+    const needed = this.core.peersForQuorum();
     const contact = (id: ServerId): number => this.#peerContact.get(id) ?? -Infinity;
     const peers = voters
       .filter((s) => s.id !== this.id)

@@ -375,6 +375,12 @@ export class RaftCore {
   configuration(): Configuration {
     return this.#configs[this.#configs.length - 1]!.config;
   }
+  /** How many other voters a quorum needs besides this server (its own vote counts when it is a voter). */
+  peersForQuorum(): number {
+    const voters = this.#voters();
+    return majority(voters.length) - (voters.includes(this.id) ? 1 : 0);
+  }
+
   /** The membership in force at `index` (for snapshot metadata). */
   configurationAt(index: number): Configuration {
     let c = this.#configs[0]!.config;
@@ -927,14 +933,12 @@ export class RaftCore {
     const sameSnap = cur !== undefined && cur.meta.index === m.meta.index && cur.meta.term === m.meta.term;
     // A first chunk starts a transfer, unless it is a late duplicate of the one in progress.
     if (m.offset === 0 && !(sameSnap && cur.received > 0)) {
-      this.#incoming = { from: m.from, meta: m.meta, chunks: [], received: 0 };
-      const pre = m.prefetched;
-      if (this.#streamSnapshots && pre !== undefined && pre > 0 && pre <= m.meta.sizeBytes) {
-        // The driver holds the first `pre` bytes already (sent ahead of a
-        // user restore's install): take them as received, and ask for the rest.
-        const inc = this.#incoming;
+      // The driver may hold the first bytes already (sent ahead of a user
+      // restore's install): take them as received, and ask for the rest.
+      const pre = this.#streamSnapshots && m.prefetched !== undefined && m.prefetched <= m.meta.sizeBytes ? m.prefetched : 0;
+      this.#incoming = { from: m.from, meta: m.meta, chunks: [], received: pre };
+      if (pre > 0) {
         this.#chunksOut.push({ meta: m.meta, offset: 0, chunk: new Uint8Array(0), done: pre === m.meta.sizeBytes, prefetched: pre });
-        inc.received = pre;
         if (pre < m.meta.sizeBytes) {
           reply(pre);
           return;
@@ -1206,7 +1210,7 @@ export class RaftCore {
     // answer to the first chunk says how many the follower holds already.
     if (this.#snapshot?.meta.contentId !== undefined && pr.snapshotOffset === 0) return 1;
     const voters = this.#voters();
-    const needed = majority(voters.length) - (voters.includes(this.id) ? 1 : 0);
+    const needed = this.peersForQuorum();
     if (needed <= 0) return this.#snapshotWindow;
     let ahead = 0;
     for (const [id, other] of this.#progress) {
