@@ -24,7 +24,7 @@ d="$(dirname "$0")"
 if [ "$CTS_ACTION" = inspect ]; then cat > /dev/null; echo "plan for $CTS_TASK_NAME"; exit 0; fi
 mkdir -p "$d/runs/$CTS_TASK_NAME"
 cat > "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json.tmp"
-if [ -f "$d/slow" ]; then touch "$d/running"; sleep 2; rm -f "$d/running"; fi
+if [ -f "$d/slow-$CTS_TASK_NAME" ]; then touch "$d/running-$CTS_TASK_NAME"; sleep 2; rm -f "$d/running-$CTS_TASK_NAME"; fi
 mv "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json.tmp" "$d/runs/$CTS_TASK_NAME/$CTS_RUN_ID.json"
 echo "applied $CTS_TASK_NAME"
 `;
@@ -156,11 +156,13 @@ test("sync e2e: register, check output only, critical, deregister; a change duri
   assert.deepEqual(runs3[2]!.services, {});
 
   // A change during a run: the slow module is still running when web-2 registers.
+  // The slow switch is per task: the cron task runs the same module every 2 s, and a
+  // slow cron run seen as web-task's would let web-2 register before web-task's run.
+  writeFileSync(join(dir.path, "slow-web-task"), "");
   await put("/v1/agent/check/pass/chk-web-1");
-  writeFileSync(join(dir.path, "slow"), "");
-  await until(() => existsSync(join(dir.path, "running")), "the slow run to start", { timeoutMs: 10_000 });
+  await until(() => existsSync(join(dir.path, "running-web-task")), "the slow run to start", { timeoutMs: 10_000 });
   await register("web-2", 8081);
-  rmSync(join(dir.path, "slow"));
+  rmSync(join(dir.path, "slow-web-task"));
   const runs5 = await waitRuns("web-task", 5, "the second run after the slow one");
   assert.deepEqual(Object.keys(runs5[3]!.services!).map((k) => k.split(".")[0]), ["web-1"]);
   assert.deepEqual(Object.keys(runs5[4]!.services!).map((k) => k.split(".")[0]).sort(), ["web-1", "web-2"]);
