@@ -1130,7 +1130,7 @@ function commitNotifyMs(o: RaftNodeOptions): number {
 /** Restore the Fsm from a stored snapshot: streamed when it can, else as one buffer. */
 async function restoreFsm(fsm: Fsm, src: SnapshotSource): Promise<void> {
   if (fsm.restoreStream) {
-    await fsm.restoreStream(src.stream(), src.meta);
+    await fsm.restoreStream(src);
     return;
   }
   const chunks: Uint8Array[] = [];

@@ -147,24 +147,6 @@ export class FileSnapshotStore implements SnapshotStore {
         writes = run.catch(() => {});
         return run;
       },
-      async *readBack(): AsyncIterable<Uint8Array> {
-        if (state !== "open") throw new Error("snapshot sink is closed");
-        await writes;
-        const size = written;
-        const fh = await open(tmp, "r");
-        try {
-          for (let off = 0; off < size;) {
-            // A buffer per chunk: the reader may keep what it was handed.
-            const buf = new Uint8Array(Math.min(readChunkBytes, size - off));
-            const { bytesRead } = await fh.read(buf, 0, buf.length, off);
-            if (bytesRead === 0) throw new Error(`snapshot file ${tmp} is shorter than the ${size} bytes written`);
-            off += bytesRead;
-            yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
-          }
-        } finally {
-          await fh.close();
-        }
-      },
       async read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
         if (state !== "open") throw new Error("snapshot sink is closed");
         const end = Math.min(written, offset + length);

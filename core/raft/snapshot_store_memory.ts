@@ -36,9 +36,6 @@ export class MemorySnapshotStore implements SnapshotStore {
         written += chunk.length;
         return Promise.resolve();
       },
-      async *readBack() {
-        for (const c of chunks) yield c.slice();
-      },
       read: (offset, length) => Promise.resolve(concatBytes(chunks).slice(offset, Math.min(written, offset + length))),
       flush: () => (open ? Promise.resolve() : Promise.reject(new Error("snapshot sink is closed"))),
       finish: async (meta) => {

@@ -273,15 +273,10 @@ export interface SnapshotSink {
   readonly written: number;
   write(chunk: Uint8Array): Promise<void>;
   /**
-   * The bytes written so far, read back in chunks once every write resolved
-   * (a user restore checks the archive while writing, then rebuilds its
-   * state from here: nothing but a chunk is held in memory).
-   */
-  readBack(): AsyncIterable<Uint8Array>;
-  /**
    * Up to `length` bytes of what was written, from `offset` (waits for the
    * writes that cover them), as SnapshotSource.read: a user restore's bytes
-   * are sent to followers from here while more arrive.
+   * are sent to followers from here while more arrive, and once the archive
+   * checked out the leader rebuilds its state from here (framesAt).
    */
   read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
   /**
@@ -372,9 +367,10 @@ export interface Fsm {
    */
   snapshotStream?(): Iterable<Uint8Array> | AsyncIterable<Uint8Array>;
   /**
-   * Optional: restore from chunks rather than one buffer. `meta` says which
-   * snapshot it is (a `userRestore` one is restored the same way on every
-   * server). Without it, the driver reads the snapshot into one buffer.
+   * Optional: restore from the stored snapshot as it is read (its `stream()`
+   * or its `read()` at offsets) rather than from one buffer. `src.meta` says
+   * which snapshot it is (a `userRestore` one is restored the same way on
+   * every server). Without it, the driver reads the snapshot into one buffer.
    */
-  restoreStream?(data: AsyncIterable<Uint8Array>, meta: SnapshotMeta): Promise<void>;
+  restoreStream?(src: SnapshotSource): Promise<void>;
 }

@@ -11,7 +11,7 @@ import type { Logger } from "../log/logger.ts";
 import { nullLogger } from "../log/logger.ts";
 import { isKvFlags, type KvFlags, type KvsOp, type TxnOp } from "../rpc/methods.ts";
 import { concatBytes } from "../bytes.ts";
-import type { ByteStream, SnapshotFrames } from "../state/snapshot.ts";
+import { framesAt, type ByteStream, type SnapshotBytesAt, type SnapshotFrames } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
 import type { KvsWriteEntry } from "../state/kvs.ts";
 import { isIndex } from "../state/kvs_schema.ts";
@@ -275,8 +275,9 @@ export class Fsm {
   }
 
   /** The Raft seam's streaming restore: a stored or received snapshot, described by `meta`. */
-  async restoreStream(data: AsyncIterable<Uint8Array>, meta: { index: number; userRestore?: boolean }): Promise<void> {
-    const fresh = await StateStore.restore(data, { logger: this.#logger });
+  async restoreStream(src: { meta: { index: number; userRestore?: boolean } } & SnapshotBytesAt): Promise<void> {
+    const meta = src.meta;
+    const fresh = await StateStore.restore(framesAt(src), { logger: this.#logger });
     if (meta.userRestore) this.installRestored(fresh, meta);
     else {
       const old = this.#state;

@@ -22,6 +22,7 @@
 import { BadRequestError, CorruptionError, NotLeaderError, OutcomeUnknownError, errorMessage } from "../errors.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
 import { maxRestoreIndex, type SnapshotMeta, type SnapshotSink, type SnapshotStore } from "../raft/types.ts";
+import { framesAt } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
@@ -368,7 +369,7 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
           ahead?.grew();
         });
         ahead?.complete(sink.written);
-        const fresh = await StateStore.restore(sink.readBack(), { logger: ctx.logger });
+        const fresh = await StateStore.restore(framesAt(sink), { logger: ctx.logger });
         return { fresh, stateIndex: fresh.snapshotIndex };
       })(),
     };

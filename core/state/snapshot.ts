@@ -119,6 +119,11 @@ class SnapshotReader {
     const out: SnapshotRecord[] = [];
     if (chunk.length === 0) return out;
     if (this.#sawEnd) throw new CorruptionError("Snapshot has data after its end record");
+    if (this.#have === 0 && isWholeFrame(chunk)) {
+      // A frame in a buffer of its own (framesAt): decoded in place, no copy.
+      out.push(this.#decode(chunk.subarray(4)));
+      return out;
+    }
     this.#parts.push(chunk);
     this.#have += chunk.length;
     while (this.#have >= 4) {
@@ -126,22 +131,25 @@ class SnapshotReader {
       if (len > maxFrameBytes) throw new CorruptionError(`Snapshot frame too large: ${len} bytes`);
       if (this.#have < 4 + len) break;
       this.#skip(4);
-      const body = this.#take(len);
-      let rec: unknown;
-      try {
-        rec = this.#decoder.decode(body);
-      } catch (err) {
-        throw new CorruptionError(`Snapshot frame is not valid msgpack: ${String(err)}`);
-      }
-      const r = checkRecord(rec);
-      out.push(r);
-      if (r.t === "end") {
-        this.#sawEnd = true;
-        if (this.#have > 0) throw new CorruptionError("Snapshot has data after its end record");
-        break;
-      }
+      out.push(this.#decode(this.#take(len)));
+      if (this.#sawEnd) break;
     }
     return out;
+  }
+
+  #decode(body: Uint8Array): SnapshotRecord {
+    let rec: unknown;
+    try {
+      rec = this.#decoder.decode(body);
+    } catch (err) {
+      throw new CorruptionError(`Snapshot frame is not valid msgpack: ${String(err)}`);
+    }
+    const r = checkRecord(rec);
+    if (r.t === "end") {
+      this.#sawEnd = true;
+      if (this.#have > 0) throw new CorruptionError("Snapshot has data after its end record");
+    }
+    return r;
   }
 
   /** The big-endian u32 at the front (the caller checked 4 bytes are there). */
@@ -184,6 +192,81 @@ class SnapshotReader {
 
   finish(): void {
     if (!this.#sawEnd) throw new CorruptionError("Snapshot is truncated: no end record");
+  }
+}
+
+/** The big-endian u32 at `at`. */
+function u32(b: Uint8Array, at: number): number {
+  return b[at]! * 0x1000000 + (b[at + 1]! << 16) + (b[at + 2]! << 8) + b[at + 3]!;
+}
+
+/**
+ * Whether `chunk` is exactly one frame (length and body) and the whole of its
+ * ArrayBuffer: a view into it keeps nothing else alive, so its values need
+ * no copy of their own.
+ */
+function isWholeFrame(chunk: Uint8Array): boolean {
+  return chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && chunk.length >= 4 && u32(chunk, 0) === chunk.length - 4;
+}
+
+/** Snapshot bytes read at offsets (a Raft snapshot file: SnapshotSource, SnapshotSink). */
+export interface SnapshotBytesAt {
+  /** Up to `length` bytes from `offset`, fewer only at the end; into `into` when it has room. */
+  read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
+}
+
+/** Bytes read ahead for small frames; a frame that does not fit is read straight into its own buffer. */
+const framesAtReadBytes = 256 * 1024;
+
+/**
+ * The frames of stored snapshot bytes, each in a buffer of its own, for
+ * decodeSnapshot: a big frame (a large KV value, a full rows batch) is read
+ * from the file straight into that buffer, small ones are cut out of one
+ * reused read buffer. Against reading fixed chunks and copying each frame
+ * out of them, that is one copy and one buffer per frame less. Bad lengths
+ * and a short file come out as the reader's CorruptionErrors.
+ */
+export async function* framesAt(src: SnapshotBytesAt): AsyncGenerator<Uint8Array> {
+  const ahead = new Uint8Array(framesAtReadBytes);
+  let have = new Uint8Array(0); // unconsumed bytes of `ahead`
+  let offset = 0; // file offset of have[0]
+  for (;;) {
+    if (have.length < 4) {
+      // Refill: the few bytes left (a length cut by the last read) move to the front first.
+      const keep = have.length;
+      if (keep > 0) ahead.copyWithin(0, have.byteOffset, have.byteOffset + keep);
+      const room = ahead.subarray(keep);
+      const got = await src.read(offset + keep, room.length, room);
+      if (got.buffer !== ahead.buffer || got.byteOffset !== keep) ahead.set(got, keep);
+      const n = keep + got.length;
+      have = ahead.subarray(0, n);
+      if (n === 0) return;
+      if (n < 4) {
+        yield have.slice();
+        return;
+      }
+    }
+    const len = u32(have, 0);
+    if (len > maxFrameBytes) throw new CorruptionError(`Snapshot frame too large: ${len} bytes`);
+    const whole = 4 + len;
+    if (whole <= have.length) {
+      yield have.slice(0, whole);
+      have = have.subarray(whole);
+      offset += whole;
+      continue;
+    }
+    const frame = new Uint8Array(whole);
+    frame.set(have);
+    const rest = await src.read(offset + have.length, whole - have.length, frame.subarray(have.length));
+    if (rest.length < whole - have.length) {
+      // The file ends inside this frame: hand on what is there, the reader says truncated.
+      yield frame.subarray(0, have.length + rest.length);
+      return;
+    }
+    if (rest.buffer !== frame.buffer || rest.byteOffset !== frame.byteOffset + have.length) frame.set(rest, have.length);
+    offset += whole;
+    have = new Uint8Array(0);
+    yield frame;
   }
 }
 
