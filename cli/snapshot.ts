@@ -4,13 +4,13 @@
 // file to the agent, inspect reads it once; none holds the archive in memory.
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { encode } from "@msgpack/msgpack";
-import { pieces } from "../core/bytes.ts";
+import { apiGetStream, type HttpGetAnswer } from "../core/api/http_get_node.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { SnapshotArchiveMeta } from "../core/server/snapshot_archive.ts";
 import { ByteQueue, readSnapshotArchiveStream } from "../core/server/snapshot_archive_node.ts";
 import { decodeSnapshot } from "../core/state/snapshot.ts";
 import { parseCommandFlags } from "./_command.ts";
-import { apiClientFromFlags, bool, formatHelp, httpFlags, num, str } from "./_flags.ts";
+import { apiClientFromFlags, apiTransportFromFlags, bool, formatHelp, httpFlags, num, str } from "./_flags.ts";
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
@@ -82,13 +82,11 @@ function wantProgress(p: ParsedFlags): boolean {
 const saveFlags: readonly FlagSpec[] = [...httpFlags, progressFlag];
 
 /**
- * The archive is handled in pieces of this size: the body arrives in
- * socket reads (64 KiB), and each piece costs a file write, a turn of
- * gunzip in the thread pool and a tar walker step; joined to 1 MiB those
- * cost less than the copy that joins them.
+ * How many bytes may wait for the file while the check goes on (and, as
+ * much again, be read ahead of the check). The body comes in ~1 MiB pieces
+ * (core/api/http_get_node.ts): each costs a file write, a turn of gunzip in
+ * the thread pool and a tar walker step.
  */
-const savePieceBytes = 1024 * 1024;
-/** How many bytes may wait for the file while the check goes on. */
 const saveWriteAheadBytes = 8 * 1024 * 1024;
 
 /**
@@ -142,6 +140,50 @@ class FileWriter {
   }
 }
 
+/**
+ * The answer's body as an async iterable of pieces (views of the
+ * download's own buffers, ~1 MiB each), read ahead at most `limitBytes`:
+ * beyond that the socket stops until the consumer catches up.
+ */
+async function* receive(answer: HttpGetAnswer, limitBytes: number): AsyncGenerator<Uint8Array> {
+  const queue: Uint8Array[] = [];
+  let queuedBytes = 0;
+  let wake: (() => void) | undefined;
+  let ended = false;
+  let error: unknown;
+  answer.read((piece) => {
+    queue.push(piece);
+    queuedBytes += piece.length;
+    wake?.();
+    return queuedBytes < limitBytes;
+  }).then(
+    () => (ended = true),
+    (err: unknown) => {
+      ended = true;
+      error = err ?? new Error("The download failed");
+    },
+  ).finally(() => wake?.());
+  try {
+    for (;;) {
+      const piece = queue.shift();
+      if (piece !== undefined) {
+        queuedBytes -= piece.length;
+        if (queuedBytes < limitBytes) answer.resume();
+        yield piece;
+        continue;
+      }
+      if (ended) {
+        if (error !== undefined) throw error;
+        return;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+    }
+  } finally {
+    if (!ended) answer.close();
+  }
+}
+
 export const snapshotSave: Command = {
   name: "snapshot save",
   synopsis: "Saves snapshot of Cairn server state",
@@ -168,13 +210,15 @@ Usage: cairn snapshot save [options] FILE
     if (typeof p === "number") return p;
     const file = oneFile(p.positionals, io);
     if (file === undefined) return 1;
-    let body: AsyncIterable<Uint8Array>;
+    let answer: HttpGetAnswer;
     try {
-      body = await apiClientFromFlags(p, io, { nodeHttp: true }).stream({ method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } });
+      const { client, tls, tlsMaterial } = apiTransportFromFlags(p, io);
+      answer = await apiGetStream(client, { method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } }, { tls, tlsMaterial });
     } catch (err) {
       io.stderr(`Error saving snapshot: ${apiErrorText(err)}\n`);
       return 1;
     }
+    const body = receive(answer, saveWriteAheadBytes);
     // Written to a temporary name while it is checked; renamed once it verified.
     const tmp = `${file}.tmp`;
     const progress = wantProgress(p) ? new Progress(io, "Saving snapshot") : undefined;
@@ -186,7 +230,7 @@ Usage: cairn snapshot save [options] FILE
       const out = new FileWriter(fh, saveWriteAheadBytes);
       writer = out;
       async function* tee(): AsyncGenerator<Uint8Array> {
-        for await (const c of pieces(body, savePieceBytes)) {
+        for await (const c of body) {
           await out.write(c);
           progress?.add(c.length);
           yield c;
@@ -204,6 +248,7 @@ Usage: cairn snapshot save [options] FILE
       io.stdout(`Saved and verified snapshot to index ${meta.Index}\n`);
       return 0;
     } catch (err) {
+      answer.close();
       progress?.done();
       // A write still in flight must end before the file is closed and removed.
       await writer?.flush().catch(() => {});
