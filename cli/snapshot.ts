@@ -90,17 +90,29 @@ const saveFlags: readonly FlagSpec[] = [...httpFlags, progressFlag];
 const saveWriteAheadBytes = 8 * 1024 * 1024;
 
 /**
+ * Written data is flushed to disk in the background every this many bytes,
+ * one flush at a time, so the fsync before the rename finds little left:
+ * 100 MiB written at download speed took ~165 ms to fsync at the end, ~10
+ * with these flushes, which slowed the writes by ~2%; at 1 GiB written as
+ * fast as it goes, 1.6 s of writes + 1.8 s of fsync became 2.1 s + 0.1 s.
+ */
+const saveFlushEveryBytes = 16 * 1024 * 1024;
+
+/**
  * Writes pieces to a file in order while the caller goes on: the thread
  * pool writes one piece while the main thread checks the next, where an
  * awaited write left the check idle. At most `limitBytes` wait; `write`
  * waits beyond that. The first failure is kept (`error`) and thrown by the
- * next `write` and by `flush`.
+ * next `write` and by `flush`. Written data is flushed to disk on the way
+ * (`saveFlushEveryBytes`).
  */
 class FileWriter {
   readonly #fh: Awaited<ReturnType<typeof open>>;
   readonly #limitBytes: number;
   #tail: Promise<void> = Promise.resolve();
   #queuedBytes = 0;
+  #unflushedBytes = 0;
+  #flushing: Promise<void> | undefined;
   #failed = false;
   #error: unknown;
 
@@ -122,9 +134,13 @@ class FileWriter {
         if (this.#failed) return;
         let off = 0;
         while (off < c.length) off += (await this.#fh.write(c, off, c.length - off)).bytesWritten;
+        this.#unflushedBytes += c.length;
+        if (this.#unflushedBytes >= saveFlushEveryBytes && this.#flushing === undefined) {
+          this.#unflushedBytes = 0;
+          this.#flushing = this.#fh.datasync().catch((err: unknown) => this.#fail(err)).finally(() => (this.#flushing = undefined));
+        }
       } catch (err) {
-        this.#failed = true;
-        this.#error = err;
+        this.#fail(err);
       } finally {
         this.#queuedBytes -= c.length;
       }
@@ -133,9 +149,16 @@ class FileWriter {
     if (this.#failed) throw this.#error;
   }
 
-  /** Wait for every write; throws the first failure. */
+  #fail(err: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    this.#error = err;
+  }
+
+  /** Wait for every write and background flush; throws the first failure. */
   async flush(): Promise<void> {
     await this.#tail;
+    await this.#flushing;
     if (this.#failed) throw this.#error;
   }
 }
