@@ -8,6 +8,7 @@ import { apiGetStream, type HttpGetAnswer } from "../core/api/http_get_node.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { SnapshotArchiveMeta } from "../core/server/snapshot_archive.ts";
 import { ByteQueue, readSnapshotArchiveStream } from "../core/server/snapshot_archive_node.ts";
+import { checkSnapshotArchiveStream } from "../core/server/snapshot_check_node.ts";
 import { decodeSnapshot } from "../core/state/snapshot.ts";
 import { parseCommandFlags } from "./_command.ts";
 import { apiClientFromFlags, apiTransportFromFlags, bool, formatHelp, httpFlags, num, str } from "./_flags.ts";
@@ -260,7 +261,7 @@ Usage: cairn snapshot save [options] FILE
         }
       }
       stage = "verifying";
-      const { meta } = await readSnapshotArchiveStream(tee(), () => {});
+      const { meta } = await checkSnapshotArchiveStream(tee());
       progress?.done();
       stage = "writing";
       await out.flush();
