@@ -85,8 +85,9 @@ const saveFlags: readonly FlagSpec[] = [...httpFlags, progressFlag];
 /**
  * How many bytes may wait for the file while the check goes on (and, as
  * much again, be read ahead of the check). The body comes in ~1 MiB pieces
- * (core/api/http_get_node.ts): each costs a file write, a turn of gunzip in
- * the thread pool and a tar walker step.
+ * (core/api/http_get_node.ts): each costs a file write in the thread pool
+ * and, on the main thread, its CRC-32, SHA-256 and a tar walker step
+ * (core/server/snapshot_check_node.ts).
  */
 const saveWriteAheadBytes = 8 * 1024 * 1024;
 

@@ -41,7 +41,7 @@ export interface HttpGetAnswer {
  * Send a GET on a connection of its own and wait for the answer's head.
  * Rejects with the node error when the connection fails before one.
  */
-export function httpGet(url: string, options: { headers?: Record<string, string>; tls?: ClientTlsOptions; tlsMaterial?: ClientTlsMaterial } = {}): Promise<HttpGetAnswer> {
+export function httpGet(url: string, options: { headers?: Record<string, string>; tls?: ClientTlsOptions; tlsMaterial?: ClientTlsMaterial; readInPlace?: boolean } = {}): Promise<HttpGetAnswer> {
   const u = new URL(url);
   if (u.protocol !== "http:" && u.protocol !== "https:") throw new TypeError(`Protocol "${u.protocol}" not supported. Expected "http:"`); // node:http's words, as before
   const isTls = u.protocol === "https:";
@@ -114,23 +114,29 @@ export function httpGet(url: string, options: { headers?: Record<string, string>
   });
 
   const net = process.getBuiltinModule("node:net");
-  const onread = {
+  const received = (bytes: Uint8Array): void => {
+    try {
+      parser.push(bytes);
+      if (parser.done) flushPiece();
+      if (head !== undefined && !settled) {
+        settled = true;
+        // The caller decides what to do with the body: nothing more is read until it does.
+        pause();
+        resolveHead(answer);
+      }
+      if (parser.done) finish();
+    } catch (err) {
+      fail(err);
+    }
+  };
+  // Deno's node:net has no `onread` (a socket given one would never hand on a byte): there, 'data'
+  // events, each a buffer of its own (`readInPlace: false` does the same here, for tests).
+  const inPlace = options.readInPlace ?? typeof (globalThis as { Deno?: unknown }).Deno === "undefined";
+  const onread = !inPlace ? undefined : {
     buffer: nextRegion,
     callback: (n: number, buf: Uint8Array): boolean => {
       fill += n;
-      try {
-        parser.push(buf.subarray(0, n));
-        if (parser.done) flushPiece();
-        if (head !== undefined && !settled) {
-          settled = true;
-          // The caller decides what to do with the body: nothing more is read until it does.
-          pause();
-          resolveHead(answer);
-        }
-        if (parser.done) finish();
-      } catch (err) {
-        fail(err);
-      }
+      received(buf.subarray(0, n));
       return true;
     },
   };
@@ -141,9 +147,10 @@ export function httpGet(url: string, options: { headers?: Record<string, string>
       ...clientTlsConnectOptions(options.tls ?? {}, options.tlsMaterial ?? readClientTls(options.tls ?? {})),
       // SNI and the name checked: the host, as node:https does, unless -tls-server-name says otherwise.
       ...(options.tls?.serverName || net.isIP(host) !== 0 ? {} : { servername: host }),
-      onread,
+      ...(onread ? { onread } : {}),
     } as import("node:tls").ConnectionOptions)
-    : net.connect({ host, port, onread });
+    : net.connect({ host, port, ...(onread ? { onread } : {}) });
+  if (!onread) socket.on("data", (c: Uint8Array) => received(c));
   socket.setNoDelay(true);
   socket.once(isTls ? "secureConnect" : "connect", () => socket.write(request));
   socket.on("error", (err) => fail(err));
