@@ -9,7 +9,7 @@
 // numeric strings. This parser is small and exact instead.
 import { readFileSync } from "node:fs";
 import { ApiClient, toUint64, type Uint64 } from "../core/api/mod.ts";
-import { needsTlsFetch, tlsFetch, type ClientTlsOptions } from "../core/api/tls_fetch_node.ts";
+import { needsTlsFetch, readClientTls, tlsFetch, type ClientTlsMaterial, type ClientTlsOptions } from "../core/api/tls_fetch_node.ts";
 import type { CliIo } from "./_io.ts";
 
 export type FlagKind = "string" | "bool" | "int" | "uint" | "uint64" | "duration" | "list";
@@ -273,17 +273,29 @@ function env(io: CliIo, ...names: string[]): string {
 /**
  * An ApiClient from -http-addr/-token/-datacenter, falling back to CAIRN_*
  * then CONSUL_* env. `nodeHttp`: requests go through node:http (tlsFetch)
- * even without TLS options, for a command that downloads a lot (snapshot
- * save): the global fetch took ~750 ms of CPU to read 100 MiB here,
- * node:http under the same Response ~470.
+ * even without TLS options, for a command that sends a lot (snapshot
+ * restore): the global fetch costs ~0.1 CPU s to load, and took ~750 ms of
+ * CPU to move 100 MiB here, node:http under the same Response ~470.
  */
 export function apiClientFromFlags(p: ParsedFlags, io: CliIo, options: { nodeHttp?: boolean } = {}): ApiClient {
-  const address = str(p, "http-addr") || env(io, "CAIRN_HTTP_ADDR", "CONSUL_HTTP_ADDR") || "127.0.0.1:8500";
-  // Consul's order: -token, -token-file, CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE.
-  const tokenFile = str(p, "token-file");
-  const envTokenFile = env(io, "CAIRN_HTTP_TOKEN_FILE", "CONSUL_HTTP_TOKEN_FILE");
-  const token = str(p, "token") || (tokenFile ? readTokenFile(tokenFile) : "") || env(io, "CAIRN_HTTP_TOKEN", "CONSUL_HTTP_TOKEN") || (envTokenFile ? readTokenFile(envTokenFile) : "");
-  const ssl = parseBool(env(io, "CAIRN_HTTP_SSL", "CONSUL_HTTP_SSL")) === true;
+  const tls = clientTlsFromFlags(p, io);
+  const fetch = io.fetch ?? (needsTlsFetch(tls) || options.nodeHttp ? tlsFetch(tls) : undefined);
+  return clientFromFlags(p, io, fetch);
+}
+
+/**
+ * The same client and the TLS settings (their files read, so a missing one
+ * is reported here as for any command), for a command that reads its
+ * answer off a connection of its own (core/api/http_get_node.ts: snapshot
+ * save).
+ */
+export function apiTransportFromFlags(p: ParsedFlags, io: CliIo): { client: ApiClient; tls: ClientTlsOptions; tlsMaterial: ClientTlsMaterial } {
+  const tls = clientTlsFromFlags(p, io);
+  const tlsMaterial = readClientTls(tls);
+  return { client: clientFromFlags(p, io, io.fetch), tls, tlsMaterial };
+}
+
+function clientTlsFromFlags(p: ParsedFlags, io: CliIo): ClientTlsOptions {
   const tls: ClientTlsOptions = {
     caFile: str(p, "ca-file") || env(io, "CONSUL_CACERT"),
     caPath: str(p, "ca-path") || env(io, "CONSUL_CAPATH"),
@@ -293,7 +305,16 @@ export function apiClientFromFlags(p: ParsedFlags, io: CliIo, options: { nodeHtt
     verify: parseBool(env(io, "CAIRN_HTTP_SSL_VERIFY", "CONSUL_HTTP_SSL_VERIFY")) !== false,
   };
   if ((tls.certFile === "") !== (tls.keyFile === "")) throw new FlagError("-client-cert and -client-key must be given together");
-  const fetch = io.fetch ?? (needsTlsFetch(tls) || options.nodeHttp ? tlsFetch(tls) : undefined);
+  return tls;
+}
+
+function clientFromFlags(p: ParsedFlags, io: CliIo, fetch: typeof globalThis.fetch | undefined): ApiClient {
+  const address = str(p, "http-addr") || env(io, "CAIRN_HTTP_ADDR", "CONSUL_HTTP_ADDR") || "127.0.0.1:8500";
+  // Consul's order: -token, -token-file, CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE.
+  const tokenFile = str(p, "token-file");
+  const envTokenFile = env(io, "CAIRN_HTTP_TOKEN_FILE", "CONSUL_HTTP_TOKEN_FILE");
+  const token = str(p, "token") || (tokenFile ? readTokenFile(tokenFile) : "") || env(io, "CAIRN_HTTP_TOKEN", "CONSUL_HTTP_TOKEN") || (envTokenFile ? readTokenFile(envTokenFile) : "");
+  const ssl = parseBool(env(io, "CAIRN_HTTP_SSL", "CONSUL_HTTP_SSL")) === true;
   return new ApiClient({ address, token, datacenter: str(p, "datacenter"), useTls: ssl, fetch });
 }
 

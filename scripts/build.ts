@@ -126,6 +126,8 @@ const uiAsset = join(dist, "cairn-ui.z");
 writeFileSync(uiAsset, await buildUiAsset(root));
 const codeCache = join(dist, "cairn.codecache");
 const codeCacheDeflated = join(dist, "cairn.codecache.z");
+const fullCodeCache = join(dist, "cairn-full.codecache");
+const fullCodeCacheDeflated = join(dist, "cairn-full.codecache.z");
 
 async function makeExecutable(assets: Record<string, string>): Promise<void> {
   const seaConfig = join(dist, "sea-config.json");
@@ -164,12 +166,30 @@ await makeExecutable({ "cairn.js": source, "cairn-ui": uiAsset, ...full });
 if (process.env.CAIRN_BUILD_CODE_CACHE !== "0") {
   await trainCodeCache({ bin: exe, out: codeCache });
   writeFileSync(codeCacheDeflated, deflateRawSync(readFileSync(codeCache), { level: 9 }));
-  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCacheDeflated, "cairn-ui": uiAsset, ...full });
+  // The second bundle's cache: from one lazy command run to its end (a snapshot save that finds no
+  // agent: flags, the download's connect, the error), written by sea_main.cjs as the process exits.
+  const fullCache: Record<string, string> = {};
+  if (fullSource !== undefined) {
+    rmSync(fullCodeCache, { force: true });
+    spawnSync(exe, ["snapshot", "save", "-http-addr=127.0.0.1:1", join(dist, "no-such-dir", "x.snap")], { env: { ...process.env, NODE_OPTIONS: "", CAIRN_BUILD_FULL_CODE_CACHE_OUT: fullCodeCache }, encoding: "utf8" });
+    writeFileSync(fullCodeCacheDeflated, deflateRawSync(readFileSync(fullCodeCache), { level: 9 }));
+    fullCache["cairn-full.codecache"] = fullCodeCacheDeflated;
+  }
+  await makeExecutable({ "cairn.js": source, "cairn.codecache": codeCacheDeflated, "cairn-ui": uiAsset, ...full, ...fullCache });
   const check = spawnSync(exe, ["version"], { env: { ...process.env, NODE_OPTIONS: "", CAIRN_BUILD_CODE_CACHE_CHECK: "1" }, encoding: "utf8" });
   if (!/code cache: accepted/.test(check.stderr)) {
     throw new Error(`The executable does not use its code cache: ${check.stderr.trim() || `exit ${check.status}`}`);
   }
   console.log(`code cache: ${(readFileSync(codeCache).length / 1024).toFixed(0)} KiB (${(readFileSync(codeCacheDeflated).length / 1024).toFixed(0)} KiB deflated)`);
+  if (fullSource !== undefined) {
+    const lazy = spawnSync(exe, ["snapshot", "save"], { env: { ...process.env, NODE_OPTIONS: "", CAIRN_BUILD_CODE_CACHE_CHECK: "1" }, encoding: "utf8" });
+    if (!/code cache \(cairn-full\.js\): accepted/.test(lazy.stderr)) {
+      throw new Error(`The executable does not use its second bundle's code cache: ${lazy.stderr.trim() || `exit ${lazy.status}`}`);
+    }
+    console.log(`second bundle's code cache: ${(readFileSync(fullCodeCache).length / 1024).toFixed(0)} KiB (${(readFileSync(fullCodeCacheDeflated).length / 1024).toFixed(0)} KiB deflated)`);
+    rmSync(fullCodeCache, { force: true });
+    rmSync(fullCodeCacheDeflated, { force: true });
+  }
   rmSync(codeCache, { force: true });
   rmSync(codeCacheDeflated, { force: true });
 }

@@ -116,13 +116,14 @@ export class ApiClient {
   readonly session: Sessions;
   #token: string;
   #datacenter: string;
-  #fetch: typeof fetch;
+  #fetch: typeof fetch | undefined;
 
   constructor(options: ApiClientOptions = {}) {
     this.address = normalizeAddress(options.address ?? DEFAULT_HTTP_ADDR, options.useTls);
     this.#token = options.token ?? "";
     this.#datacenter = options.datacenter ?? "";
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    // The global fetch is looked up when first used: touching it loads undici (~10 ms), which a command on its own socket never needs.
+    this.#fetch = options.fetch;
     this.kv = new Kv(this);
     this.status = new Status(this);
     this.agent = new Agent(this);
@@ -154,7 +155,12 @@ export class ApiClient {
     return readBody(res.body);
   }
 
-  async #send(req: RawRequest): Promise<Response> {
+  /**
+   * The URL and headers a request goes out with: `?dc`, the consistency
+   * and blocking parameters, `params`, and the token header. For a caller
+   * that sends it on its own connection (the snapshot download).
+   */
+  prepare(req: RawRequest): { url: string; headers: Record<string, string> } {
     const url = new URL(this.address + req.path);
     const opts = { ...req.write, ...req.query };
     const dc = opts.datacenter || this.#datacenter;
@@ -171,8 +177,15 @@ export class ApiClient {
     const headers: Record<string, string> = {};
     const token = opts.token || this.#token;
     if (token) headers["X-Consul-Token"] = token;
+    return { url: url.toString().replace(/=(&|$)/g, "$1"), headers };
+  }
+
+  async #send(req: RawRequest): Promise<Response> {
+    const { url, headers } = this.prepare(req);
+    const opts = { ...req.write, ...req.query };
     try {
-      return await this.#fetch(url.toString().replace(/=(&|$)/g, "$1"), {
+      const f = this.#fetch ?? globalThis.fetch.bind(globalThis);
+      return await f(url, {
         method: req.method,
         headers,
         body: req.body as BodyInit | undefined,
@@ -200,8 +213,10 @@ async function* readBody(body: ReadableStream<Uint8Array> | null): AsyncGenerato
   }
 }
 
-function connectionReason(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+/** Why a connection failed, in the words of `Cannot reach the agent`: from fetch's error (the node error as its `cause`) or a node error itself. */
+export function connectionReason(err: unknown): string {
+  const e = err as { cause?: { code?: string; message?: string }; code?: string } | undefined;
+  const cause = e?.cause ?? (typeof e?.code === "string" ? (err as { code?: string; message?: string }) : undefined);
   if (cause?.code === "ECONNREFUSED") return "connection refused";
   if (cause?.code === "ENOTFOUND") return "no such host";
   if (cause?.code === "ECONNRESET") return "connection reset";

@@ -24,12 +24,42 @@ export function needsTlsFetch(o: ClientTlsOptions): boolean {
   return !!(o.caFile || o.caPath || o.certFile || o.keyFile || o.serverName || o.verify === false);
 }
 
-export function tlsFetch(o: ClientTlsOptions): typeof fetch {
-  // Read once: a missing file is the command's error before any request.
+/** The files the options name, read once: a missing file is the command's error before any request. */
+export interface ClientTlsMaterial {
+  ca?: Buffer[];
+  cert?: Buffer;
+  key?: Buffer;
+}
+
+export function readClientTls(o: ClientTlsOptions): ClientTlsMaterial {
   const cas = readCas(o.caFile ?? "", o.caPath ?? "");
-  const ca = cas.length > 0 ? cas : undefined;
-  const cert = o.certFile ? readFileSync(o.certFile) : undefined;
-  const key = o.keyFile ? readFileSync(o.keyFile) : undefined;
+  return {
+    ...(cas.length > 0 ? { ca: cas } : {}),
+    ...(o.certFile ? { cert: readFileSync(o.certFile) } : {}),
+    ...(o.keyFile ? { key: readFileSync(o.keyFile) } : {}),
+  };
+}
+
+/**
+ * node:tls client options for these settings (what node:https is given, and
+ * tls.connect for the snapshot download): the CA, the client certificate,
+ * SNI and the name checked, whether to check at all.
+ */
+export function clientTlsConnectOptions(o: ClientTlsOptions, m: ClientTlsMaterial): import("node:tls").ConnectionOptions {
+  return {
+    ...(m.ca ? { ca: m.ca } : {}),
+    ...(m.cert ? { cert: m.cert } : {}),
+    ...(m.key ? { key: m.key } : {}),
+    ...(o.serverName ? { servername: o.serverName } : {}),
+    rejectUnauthorized: o.verify !== false,
+    ...(o.serverName && o.verify !== false
+      ? { checkServerIdentity: (_host: string, c: import("node:tls").PeerCertificate) => process.getBuiltinModule("node:tls").checkServerIdentity(o.serverName!, c) }
+      : {}),
+  };
+}
+
+export function tlsFetch(o: ClientTlsOptions): typeof fetch {
+  const material = readClientTls(o);
   const https = process.getBuiltinModule("node:https");
   const http = process.getBuiltinModule("node:http");
   return (async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -50,18 +80,7 @@ export function tlsFetch(o: ClientTlsOptions): typeof fetch {
         headers: plain,
         agent: false,
         ...(init?.signal ? { signal: init.signal } : {}),
-        ...(url.protocol === "https:"
-          ? {
-              ...(ca ? { ca } : {}),
-              ...(cert ? { cert } : {}),
-              ...(key ? { key } : {}),
-              ...(o.serverName ? { servername: o.serverName } : {}),
-              rejectUnauthorized: o.verify !== false,
-              ...(o.serverName && o.verify !== false
-                ? { checkServerIdentity: (_host: string, c: import("node:tls").PeerCertificate) => process.getBuiltinModule("node:tls").checkServerIdentity(o.serverName!, c) }
-                : {}),
-            }
-          : {}),
+        ...(url.protocol === "https:" ? clientTlsConnectOptions(o, material) : {}),
       }, (res) => {
         const h = new Headers();
         for (const [k, v] of Object.entries(res.headers)) {

@@ -384,3 +384,50 @@ test("serve_node: a shared body is compressed once; other bodies, binary types a
   assert.equal(gzipBody("gzip", { ...own, headers: { "Content-Type": "application/json", "Content-Encoding": "identity" } }), undefined);
   assert.equal(gzipBody(undefined, own), undefined);
 });
+
+test("serve_node: a long streamed answer that waits for the client leaves no listeners behind (snapshot save)", async () => {
+  const { Router } = await import("./router.ts");
+  const piece = new Uint8Array(1024 * 1024).fill(3);
+  const pieces = 40;
+  const streaming = createHttpServer({
+    router: new Router([{
+      pattern: "/v1/stream",
+      methods: ["GET"],
+      authz: { resource: "none" },
+      handler: async () => ({
+        status: 200,
+        headers: {},
+        body: "",
+        stream: (async function* () {
+          for (let i = 0; i < pieces; i++) yield piece;
+        })(),
+      }),
+    }]),
+  });
+  const warnings: string[] = [];
+  const onWarning = (w: Error) => warnings.push(w.name);
+  process.on("warning", onWarning);
+  try {
+    const { port: p } = await streaming.listen({ host: "127.0.0.1", port: 0 });
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: "127.0.0.1", port: p, path: "/v1/stream" }, (r) => {
+        let n = 0;
+        // A slow reader: the server waits for 'drain' again and again.
+        r.on("data", (c: Buffer) => {
+          n += c.length;
+          r.pause();
+          setImmediate(() => r.resume());
+        });
+        r.on("end", () => resolve(n));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    assert.equal(got, pieces * piece.length);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(warnings.filter((w) => w === "MaxListenersExceededWarning"), [], "no listener piled up on the response");
+  } finally {
+    process.off("warning", onWarning);
+    await streaming.close({ graceMs: 100 });
+  }
+});

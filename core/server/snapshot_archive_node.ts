@@ -21,8 +21,11 @@ import type * as NodeZlib from "node:zlib";
 
 // node:crypto and node:zlib load on the first snapshot, not when the agent starts (every
 // client agent carries the bundle and never takes a snapshot; docs/performance.md).
-const crypto = (): typeof NodeCrypto => process.getBuiltinModule("node:crypto");
-const zlib = (): typeof NodeZlib => process.getBuiltinModule("node:zlib");
+// Kept once loaded: getBuiltinModule resolves the name on every call (~0.1 ms; a save called it a few times per MiB).
+let cryptoModule: typeof NodeCrypto | undefined;
+let zlibModule: typeof NodeZlib | undefined;
+const crypto = (): typeof NodeCrypto => (cryptoModule ??= process.getBuiltinModule("node:crypto"));
+const zlib = (): typeof NodeZlib => (zlibModule ??= process.getBuiltinModule("node:zlib"));
 const createHash = (algorithm: string): NodeCrypto.Hash => crypto().createHash(algorithm);
 /**
  * gunzip output in 1 MiB pieces, not zlib's 16 KiB: every piece is a turn of
@@ -44,29 +47,52 @@ const maxSmallFileBytes = 1024 * 1024;
  * gzip, adaptively. Deflate at level 1 is fast on what compresses (JSON,
  * text: several hundred MB/s) but crawls on what does not (random or
  * already compressed values: ~30 MB/s here, a third of a save's budget).
- * So each 1 MiB of input is probed (its first 4 KiB deflated, on the event
- * loop: 16 KiB gave the same ratios, random 1.00, JSON 0.2, base64 0.76, at
- * four times the cost) and sent at level 1 when it compresses, stored
- * when it does not. A deflated piece ends with a sync flush and a stored
- * one ends on a byte of its own, so the pieces join into one valid deflate
- * stream: any gzip reader (Consul's, gzip(1)) reads it as one member.
+ * So each 1 MiB of input is probed (4 KiB from its middle deflated, on the
+ * event loop: 16 KiB gave the same ratios, random 1.00, JSON 0.2, base64
+ * 0.76, at four times the cost; the middle, because an archive's first MiB
+ * starts with tar headers and meta.json, which made a MiB of random state
+ * look compressible) and sent at level 1 when it compresses, stored when
+ * it does not.
+ *
+ * Each MiB is a gzip member of its own (RFC 1952 2.2: members follow each
+ * other; gzip(1), Go's compress/gzip, zlib and so node read them as one
+ * stream), whose header carries, in an extra field ("cs", 4 bytes, little
+ * endian), the length of its deflate data. A reader that knows it
+ * (snapshot_check_node.ts, the CLI's save) takes a stored member's bytes
+ * as they are, checking its CRC, and inflates only the deflated ones,
+ * knowing where each ends; any other reader ignores the field.
  */
 const gzipBatchBytes = 1024 * 1024;
 const probeBytes = 4 * 1024;
-const gzipHeader = Uint8Array.of(0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255);
-/** The final, empty deflate block (fixed Huffman, BFINAL set). */
-const deflateEnd = Uint8Array.of(3, 0);
+/** The extra subfield naming a member's deflate length: SI1 'c', SI2 's'. */
+export const memberLengthField = [0x63, 0x73] as const;
+/** A member header with FEXTRA: 10 bytes, XLEN, one subfield of 4 bytes. */
+export const memberHeaderBytes = 20;
+
+function memberHeader(deflateBytes: number): Uint8Array {
+  const h = Uint8Array.of(0x1f, 0x8b, 8, 4 /* FEXTRA */, 0, 0, 0, 0, 0, 255, 8, 0, memberLengthField[0], memberLengthField[1], 4, 0, 0, 0, 0, 0);
+  new DataView(h.buffer).setUint32(16, deflateBytes, true);
+  return h;
+}
+
+function memberTrailer(crc: number, size: number): Uint8Array {
+  const trailer = new Uint8Array(8);
+  const view = new DataView(trailer.buffer);
+  view.setUint32(0, crc >>> 0, true);
+  view.setUint32(4, size >>> 0, true); // ISIZE: the size modulo 2^32
+  return trailer;
+}
 
 function deflatePiece(data: Uint8Array, level: number): Promise<Uint8Array> {
   // Room for the whole output in one buffer (deflate's worst case adds well
-  // under 0.1%, the sync flush a few bytes): with zlib's default 16 KiB,
-  // a MiB came back in up to 64 turns of the thread pool, each a call and a
-  // buffer on the event loop (a quarter to a third of a save's main thread
-  // at 100 MiB, when stored blocks still went through zlib).
+  // under 0.1%): with zlib's default 16 KiB, a MiB came back in up to 64
+  // turns of the thread pool, each a call and a buffer on the event loop (a
+  // quarter to a third of a save's main thread at 100 MiB, when stored
+  // blocks still went through zlib).
   const chunkSize = data.length + (data.length >> 10) + 1024;
   return new Promise((resolve, reject) => {
     // The thread pool compresses while the event loop encodes the next batch.
-    zlib().deflateRaw(data, { level, chunkSize, finishFlush: zlib().constants.Z_SYNC_FLUSH }, (err, out) => (err ? reject(err) : resolve(out)));
+    zlib().deflateRaw(data, { level, chunkSize }, (err, out) => (err ? reject(err) : resolve(out)));
   });
 }
 
@@ -74,47 +100,75 @@ function deflatePiece(data: Uint8Array, level: number): Promise<Uint8Array> {
 const maxStoredBlockBytes = 65535;
 
 /**
- * `data` as stored deflate blocks: before each slice a 5-byte header
- * (BFINAL 0, BTYPE 00, padding to the byte, LEN, NLEN), the slices views
- * of `data`. The stream is on a byte boundary here (after the gzip header,
- * a sync flush or a stored block). zlib at level 0 did the same in the
- * thread pool, copying every byte into a buffer of its own on the way.
+ * `parts` (`size` bytes in all) as one member of stored deflate blocks: a
+ * 5-byte header before each slice (BFINAL on the last, BTYPE 00, LEN,
+ * NLEN), the slices views of the parts, never copied. Nothing to deflate
+ * here: zlib at level 0 did the same in the thread pool, copying every
+ * byte into a buffer of its own on the way.
  */
-function storedBlocks(data: Uint8Array): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  for (let off = 0; off < data.length; off += maxStoredBlockBytes) {
-    const n = Math.min(maxStoredBlockBytes, data.length - off);
-    out.push(Uint8Array.of(0, n & 0xff, n >>> 8, ~n & 0xff, (~n >>> 8) & 0xff), data.subarray(off, off + n));
+function storedMember(parts: readonly Uint8Array[], size: number, crc: number): Uint8Array[] {
+  const blocks = Math.max(1, Math.ceil(size / maxStoredBlockBytes));
+  const out: Uint8Array[] = [memberHeader(size + 5 * blocks)];
+  let p = 0;
+  let off = 0;
+  for (let b = 0; b < blocks; b++) {
+    const n = Math.min(maxStoredBlockBytes, size - b * maxStoredBlockBytes);
+    out.push(Uint8Array.of(b === blocks - 1 ? 1 : 0, n & 0xff, n >>> 8, ~n & 0xff, (~n >>> 8) & 0xff));
+    for (let left = n; left > 0;) {
+      const part = parts[p]!;
+      const take = Math.min(left, part.length - off);
+      if (take > 0) out.push(part.subarray(off, off + take));
+      off += take;
+      left -= take;
+      if (off === part.length) {
+        p++;
+        off = 0;
+      }
+    }
   }
+  out.push(memberTrailer(crc, size));
   return out;
 }
 
-function levelFor(data: Uint8Array): number {
-  const sample = data.subarray(0, Math.min(probeBytes, data.length));
+/** The middle `probeBytes` of the parts (one view when it lies in one part, as it mostly does). */
+function probeSample(parts: readonly Uint8Array[], size: number): Uint8Array {
+  const n = Math.min(probeBytes, size);
+  let from = (size - n) >> 1;
+  for (const part of parts) {
+    if (from < part.length) {
+      if (from + n <= part.length) return part.subarray(from, from + n);
+      break;
+    }
+    from -= part.length;
+  }
+  return Buffer.concat(parts as Uint8Array[], size).subarray((size - n) >> 1, ((size - n) >> 1) + n);
+}
+
+function levelFor(sample: Uint8Array): number {
   const { constants, deflateRawSync } = zlib();
   if (sample.length < 256) return constants.Z_BEST_SPEED;
   const out = deflateRawSync(sample, { level: constants.Z_BEST_SPEED });
   return out.length < sample.length * 0.9 ? constants.Z_BEST_SPEED : constants.Z_NO_COMPRESSION;
 }
 
-/** gzip a byte stream (see above); one piece is compressed while the next is produced. */
+/** gzip a byte stream (see above), one member per MiB; one is compressed while the next is produced. */
 export async function* gzipAdaptive(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
-  yield gzipHeader;
-  let crc = 0;
-  let size = 0;
   let parts: Uint8Array[] = [];
   let have = 0;
+  let members = 0;
   let inflight: Promise<Uint8Array[]> | undefined;
   const start = (): Promise<Uint8Array[]> => {
-    const data = parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
+    const batch = parts;
+    const size = have;
     parts = [];
     have = 0;
-    crc = crc32Update(crc, data);
-    size += data.length;
-    const level = levelFor(data);
-    // Views of `data`, handed on as they are: nothing upstream reuses a buffer it yielded.
-    if (level === zlib().constants.Z_NO_COMPRESSION) return Promise.resolve(storedBlocks(data));
-    return deflatePiece(data, level).then((out) => [out]);
+    members++;
+    let crc = 0;
+    for (const p of batch) crc = crc32Update(crc, p);
+    // Views of the parts, handed on as they are: nothing upstream reuses a buffer it yielded.
+    if (levelFor(probeSample(batch, size)) === zlib().constants.Z_NO_COMPRESSION) return Promise.resolve(storedMember(batch, size, crc));
+    const data = batch.length === 1 ? batch[0]! : Buffer.concat(batch, size);
+    return deflatePiece(data, zlib().constants.Z_BEST_SPEED).then((out) => [memberHeader(out.length), out, memberTrailer(crc, size)]);
   };
   for await (const c of source) {
     parts.push(c);
@@ -125,19 +179,14 @@ export async function* gzipAdaptive(source: AsyncIterable<Uint8Array>): AsyncGen
     if (inflight) yield* await inflight;
     inflight = next;
   }
-  if (have > 0) {
+  if (have > 0 || members === 0) {
+    // The last MiB, or for nothing at all one empty member: gzip has at least one.
     const next = start();
     next.catch(() => {});
     if (inflight) yield* await inflight;
     inflight = next;
   }
   if (inflight) yield* await inflight;
-  yield deflateEnd;
-  const trailer = new Uint8Array(8);
-  const view = new DataView(trailer.buffer);
-  view.setUint32(0, crc >>> 0, true);
-  view.setUint32(4, size >>> 0, true); // ISIZE: the size modulo 2^32
-  yield trailer;
 }
 
 function padding(size: number): Uint8Array {
@@ -208,7 +257,7 @@ export interface ArchiveReadResult {
 }
 
 /** Walks a tar byte stream; state.bin's data goes to `onState`, the small files are kept. */
-class TarWalker {
+export class TarWalker {
   #header = new Uint8Array(block);
   #headerFill = 0;
   /** Current entry: its name, bytes left, padding left after it. */
