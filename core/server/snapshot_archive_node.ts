@@ -380,7 +380,6 @@ export async function readSnapshotArchiveStream(
     hash.update(c);
     await onState(c);
   });
-  const gunzip = createGunzip();
   let inputBytes = 0;
   const counted = (async function* () {
     for await (const c of source) {
@@ -388,7 +387,20 @@ export async function readSnapshotArchiveStream(
       yield c;
     }
   })();
-  const input = Readable.from(counted, { objectMode: false });
+  const sawBytes = await gunzipInto(walker, counted, () => inputBytes);
+  if (!sawBytes) throw new CorruptionError("Snapshot archive is empty");
+  return finishArchiveCheck(walker, hash);
+}
+
+/**
+ * A gzip stream through node's gunzip into the walker, with the archive
+ * errors for what zlib says (empty, truncated, not gzip). `inputBytes`
+ * counts what the source gave so far. Resolves with whether gunzip gave
+ * any bytes.
+ */
+export async function gunzipInto(walker: TarWalker, source: AsyncIterable<Uint8Array>, inputBytes: () => number): Promise<boolean> {
+  const gunzip = createGunzip();
+  const input = Readable.from(source, { objectMode: false });
   input.on("error", (err) => gunzip.destroy(err));
   input.pipe(gunzip);
   let sawBytes = false;
@@ -399,7 +411,7 @@ export async function readSnapshotArchiveStream(
     }
   } catch (err) {
     if (err instanceof CorruptionError) throw err;
-    if (inputBytes === 0) throw new CorruptionError("Snapshot archive is empty");
+    if (inputBytes() === 0) throw new CorruptionError("Snapshot archive is empty");
     const code = (err as { code?: string }).code;
     if (code === "Z_BUF_ERROR" || /unexpected end of file/i.test(errorMessage(err))) {
       throw new CorruptionError("Snapshot archive is truncated (the gzip stream ends early)");
@@ -410,7 +422,11 @@ export async function readSnapshotArchiveStream(
     input.destroy();
     gunzip.destroy();
   }
-  if (!sawBytes) throw new CorruptionError("Snapshot archive is empty");
+  return sawBytes;
+}
+
+/** The checks once the whole tar was walked (state.bin hashed into `hash`): the entries, SHA256SUMS, meta.json. */
+export function finishArchiveCheck(walker: TarWalker, hash: NodeCrypto.Hash): ArchiveReadResult {
   if (walker.truncated) throw new CorruptionError(`Snapshot archive is truncated: entry ${JSON.stringify(walker.entryName)} is cut short`);
   const metaBytes = walker.file("meta.json");
   const sums = walker.file("SHA256SUMS");

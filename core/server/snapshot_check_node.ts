@@ -13,11 +13,9 @@
 
 import type * as NodeCrypto from "node:crypto";
 import type * as NodeZlib from "node:zlib";
-import { Readable } from "node:stream";
 import { CorruptionError, errorMessage } from "../errors.ts";
 import { crc32Update } from "../raft/log_store_file_node.ts";
-import { parseArchiveMeta, parseSha256Sums, type SnapshotArchiveMeta } from "./snapshot_archive.ts";
-import { type ArchiveReadResult, memberHeaderBytes, memberLengthField, TarWalker } from "./snapshot_archive_node.ts";
+import { type ArchiveReadResult, finishArchiveCheck, gunzipInto, memberHeaderBytes, memberLengthField, TarWalker } from "./snapshot_archive_node.ts";
 
 // Kept once loaded: getBuiltinModule resolves the name on every call (~0.1 ms; a save called it a few times per MiB).
 let cryptoModule: typeof NodeCrypto | undefined;
@@ -252,48 +250,5 @@ export async function checkSnapshotArchiveStream(source: AsyncIterable<Uint8Arra
     await it?.return?.();
   }
   if (inputBytes === 0 || members === 0) throw new CorruptionError("Snapshot archive is empty");
-  return finish(walker, hash);
-}
-
-/** The rest of the archive through node's gunzip, into the walker: readSnapshotArchiveStream's loop and errors. */
-async function gunzipInto(walker: TarWalker, source: AsyncIterable<Uint8Array>, inputBytes: () => number): Promise<void> {
-  const gunzip = zlib().createGunzip({ chunkSize: 1024 * 1024 });
-  const input = Readable.from(source, { objectMode: false });
-  input.on("error", (err) => gunzip.destroy(err));
-  input.pipe(gunzip);
-  try {
-    for await (const chunk of gunzip as AsyncIterable<Uint8Array>) await walker.push(chunk);
-  } catch (err) {
-    if (err instanceof CorruptionError) throw err;
-    if (inputBytes() === 0) throw new CorruptionError("Snapshot archive is empty");
-    const code = (err as { code?: string }).code;
-    if (code === "Z_BUF_ERROR" || /unexpected end of file/i.test(errorMessage(err))) {
-      throw new CorruptionError("Snapshot archive is truncated (the gzip stream ends early)");
-    }
-    if (typeof code === "string" && code.startsWith("Z_")) throw new CorruptionError(`Snapshot archive is not valid gzip: ${errorMessage(err)}`);
-    throw err;
-  } finally {
-    input.destroy();
-    gunzip.destroy();
-  }
-}
-
-/** The end of readSnapshotArchiveStream's checks (kept in step with it): the entries, SHA256SUMS, meta.json. */
-function finish(walker: TarWalker, hash: NodeCrypto.Hash): ArchiveReadResult {
-  if (walker.truncated) throw new CorruptionError(`Snapshot archive is truncated: entry ${JSON.stringify(walker.entryName)} is cut short`);
-  const metaBytes = walker.file("meta.json");
-  const sums = walker.file("SHA256SUMS");
-  if (!metaBytes || !walker.seen.has("state.bin") || !sums) {
-    throw new CorruptionError("Snapshot archive must hold meta.json, state.bin and SHA256SUMS");
-  }
-  const want = parseSha256Sums(sums);
-  if (want.get("meta.json") !== crypto().createHash("sha256").update(metaBytes).digest("hex")) throw new CorruptionError("Snapshot archive checksum mismatch for meta.json");
-  if (want.get("state.bin") !== hash.digest("hex")) throw new CorruptionError("Snapshot archive checksum mismatch for state.bin");
-  const m = parseArchiveMeta(metaBytes);
-  if (typeof m.Size === "number" && m.Size !== walker.stateBytes) {
-    throw new CorruptionError(`Snapshot archive meta.json says state.bin holds ${m.Size} bytes, it holds ${walker.stateBytes}`);
-  }
-  const meta: SnapshotArchiveMeta = { Version: m.Version, ID: m.ID, Index: m.Index, Size: walker.stateBytes };
-  if (typeof m.Term === "number") meta.Term = m.Term;
-  return { meta, stateBytes: walker.stateBytes };
+  return finishArchiveCheck(walker, hash);
 }
