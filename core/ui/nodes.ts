@@ -46,8 +46,10 @@ export function nodesPage(ctx: PageContext): void {
 
   let nodes: CatalogNode[] | undefined;
   const checksByNode = new Map<string, string[]>();
+  // Rows wait for the checks too: drawn from the nodes alone, every node showed "passing" until its checks came.
+  let checksLoaded = false;
   const draw = () => {
-    if (!nodes) return;
+    if (!nodes || !checksLoaded) return;
     const rows = nodes.map((node) => ({ node, status: worst(checksByNode.get(node.Node) ?? []) })).filter((r) => !health.value || r.status === health.value);
     rows.sort((a, b) => a.node.Node.localeCompare(b.node.Node));
     list.items = rows;
@@ -72,6 +74,7 @@ export function nodesPage(ctx: PageContext): void {
   restart();
   const checks = watch<HealthCheck[]>(withQuery("/v1/health/state/any", { dc: ctx.dc }), {
     onData: (body) => {
+      checksLoaded = true;
       checksByNode.clear();
       for (const c of body ?? []) {
         const l = checksByNode.get(c.Node);
@@ -80,7 +83,10 @@ export function nodesPage(ctx: PageContext): void {
       }
       draw();
     },
-    onError: (err) => ctx.showError(err),
+    onError: (err) => {
+      if (!checksLoaded) summary.textContent = "Not loaded";
+      ctx.showError(err);
+    },
   });
   ctx.onLeave(() => {
     catalog?.stop();
