@@ -93,34 +93,21 @@ export class Http1ResponseParser {
     while (i < n) {
       switch (this.#state) {
         case "head": {
-          const end = this.#lineEnd(bytes, i, true);
-          if (end < 0) {
-            this.#keep(bytes.subarray(i), maxHeadBytes, "The answer's status line and headers are too long");
-            return;
-          }
-          const head = this.#take(bytes, i, end);
-          i = end;
-          if (head.length > maxHeadBytes) throw new HttpProtocolError("The answer's status line and headers are too long");
-          this.#startHead(head);
+          const l = this.#line(bytes, i, true, maxHeadBytes, "The answer's status line and headers are too long");
+          if (!l) return;
+          i = l.end;
+          this.#startHead(l.line);
           break;
         }
         case "size": {
-          const end = this.#lineEnd(bytes, i, false);
-          if (end < 0) {
-            this.#keep(bytes.subarray(i), maxLineBytes, "Bad chunk size line in the answer: too long");
-            return;
-          }
-          const line = this.#take(bytes, i, end);
-          i = end;
-          if (line.length > maxLineBytes) throw new HttpProtocolError("Bad chunk size line in the answer: too long");
-          this.#startChunk(line);
+          const l = this.#line(bytes, i, false, maxLineBytes, "Bad chunk size line in the answer: too long");
+          if (!l) return;
+          i = l.end;
+          this.#startChunk(l.line);
           break;
         }
         case "data": {
-          const take = Math.min(this.#left, n - i);
-          this.#body(bytes.subarray(i, i + take));
-          i += take;
-          this.#left -= take;
+          i = this.#bodyPart(bytes, i);
           if (this.#left === 0) {
             this.#state = "dataEnd";
             this.#crlfSeen = 0;
@@ -135,22 +122,14 @@ export class Http1ResponseParser {
           break;
         }
         case "trailer": {
-          const end = this.#lineEnd(bytes, i, false);
-          if (end < 0) {
-            this.#keep(bytes.subarray(i), maxLineBytes, "Bad trailer in the answer: too long");
-            return;
-          }
-          const line = this.#take(bytes, i, end);
-          i = end;
-          if (line.length > maxLineBytes) throw new HttpProtocolError("Bad trailer in the answer: too long");
-          if (line.length === 1 || (line.length === 2 && line[0] === CR)) this.#state = "done"; // the empty line
+          const l = this.#line(bytes, i, false, maxLineBytes, "Bad trailer in the answer: too long");
+          if (!l) return;
+          i = l.end;
+          if (l.line.length === 1 || (l.line.length === 2 && l.line[0] === CR)) this.#state = "done"; // the empty line
           break;
         }
         case "length": {
-          const take = Math.min(this.#left, n - i);
-          this.#body(bytes.subarray(i, i + take));
-          i += take;
-          this.#left -= take;
+          i = this.#bodyPart(bytes, i);
           if (this.#left === 0) this.#state = "done";
           break;
         }
@@ -170,6 +149,30 @@ export class Http1ResponseParser {
     if (this.#state === "head") throw new HttpProtocolError(this.#pendingBytes === 0 ? "The agent closed the connection without answering" : "The agent closed the connection in the middle of the answer's headers");
     const where = this.#state === "length" ? `${this.#left} of its bytes missing` : "before its last chunk";
     throw new HttpProtocolError(`The answer ended early: the connection closed after ${this.#bodyBytes} bytes of body, ${where}`);
+  }
+
+  /**
+   * The line (with `head`, the header block) that began in the pending bytes
+   * or at `from`, and the index after it; undefined when `bytes` end inside
+   * it (they are kept). Over `limit` bytes is an error saying `tooLong`.
+   */
+  #line(bytes: Uint8Array, from: number, head: boolean, limit: number, tooLong: string): { line: Uint8Array; end: number } | undefined {
+    const end = this.#lineEnd(bytes, from, head);
+    if (end < 0) {
+      this.#keep(bytes.subarray(from), limit, tooLong);
+      return undefined;
+    }
+    const line = this.#take(bytes, from, end);
+    if (line.length > limit) throw new HttpProtocolError(tooLong);
+    return { line, end };
+  }
+
+  /** Up to #left body bytes from `from` handed on; the index after them. */
+  #bodyPart(bytes: Uint8Array, from: number): number {
+    const take = Math.min(this.#left, bytes.length - from);
+    this.#body(bytes.subarray(from, from + take));
+    this.#left -= take;
+    return from + take;
   }
 
   #body(view: Uint8Array): void {
