@@ -20,34 +20,11 @@ import { readdirSync, readFileSync, writeFileSync, chmodSync } from "node:fs";
 import { join } from "node:path";
 import { cairn, cairnBin, freePort, makeCluster, tempDir, waitForLeader } from "../e2e/harness.ts";
 import { LeanAgent } from "./_lean_http.ts";
+import { conns, perPut, putLoad, watchedTls } from "./_callgrind.ts";
 
 const n = Number(process.env.N ?? 3000);
 const warmup = Number(process.env.WARMUP ?? 2000);
-const conns = 64;
-const value = Buffer.alloc(64, "v");
-const watched = [
-  "uv_run",
-  "OptimizingCompileDispatcher::CompileTask::RunInternal",
-  "SSL_read",
-  "SSL_write",
-  "TLSWrap::ClearOut",
-  "TLSWrap::DoWrite",
-  "TLSWrap::EncOut",
-  "Environment::CheckImmediate",
-  "Heap::CollectGarbage",
-  "ScavengerCollector::CollectGarbage",
-];
-
-async function put(agent: LeanAgent, total: number): Promise<void> {
-  let i = 0;
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (i < total) {
-      i++;
-      const r = await agent.call("PUT", `/v1/kv/bench/k${i % 1000}`, {}, value);
-      if (r.status !== 200) throw new Error(`PUT answered ${r.status}`);
-    }
-  }));
-}
+const watched = [...watchedTls, "Heap::CollectGarbage", "ScavengerCollector::CollectGarbage"];
 
 async function measure(dir: string, mode: "plain" | "tls"): Promise<void> {
   const out = join(dir, `cg-${mode}`);
@@ -74,11 +51,11 @@ async function measure(dir: string, mode: "plain" | "tls"): Promise<void> {
       ? { host: leader.addr, port: httpsPort, ca: readFileSync(join(dir, "consul-agent-ca.pem")) }
       : { host: leader.addr, port: leader.http }, conns);
     await agent.open();
-    await put(agent, warmup);
+    await putLoad(agent, warmup);
     const pids = cluster.servers.map((s) => s.proc!.pid);
     for (const p of pids) execFileSync("callgrind_control", ["-z", String(p)], { stdio: "ignore" });
     const t0 = performance.now();
-    await put(agent, n);
+    await putLoad(agent, n);
     const secs = (performance.now() - t0) / 1000;
     for (const p of pids) execFileSync("callgrind_control", ["-d", String(p)], { stdio: "ignore" });
     agent.destroy();
@@ -87,15 +64,7 @@ async function measure(dir: string, mode: "plain" | "tls"): Promise<void> {
       const pid = s.proc!.pid;
       const dump = readdirSync(out).find((f) => f === `cg.${pid}.1`);
       if (!dump) throw new Error(`no callgrind dump for ${s.name} (${pid})`);
-      const text = execFileSync("callgrind_annotate", ["--inclusive=yes", "--threshold=100", join(out, dump)], { encoding: "utf8", maxBuffer: 64 << 20 });
-      // The function itself, not another whose name starts the same (SSL_read, not SSL_read_early_data).
-      const count = (name: string): number => {
-        const exact = new RegExp(`[:\\s]${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?:[(\\s]|$)`);
-        const line = text.split("\n").find((l) => exact.test(l));
-        return line ? Number(line.trim().split(/\s+/)[0]!.replaceAll(",", "")) : 0;
-      };
-      const fields = [`all ${(count("PROGRAM TOTALS") / n / 1000).toFixed(1)}k`, ...watched.map((w) => `${w} ${(count(w) / n / 1000).toFixed(1)}k`)];
-      console.log(`  ${s === leader ? "leader  " : "follower"} ${s.name} pid ${pid} (${join(out, dump)}) per PUT: ${fields.join(", ")}`);
+      console.log(`  ${s === leader ? "leader  " : "follower"} ${s.name} pid ${pid} (${join(out, dump)}) per PUT: ${perPut(join(out, dump), n, watched)}`);
     }
   } finally {
     await cluster.stopAll();

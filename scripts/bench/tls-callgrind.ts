@@ -17,32 +17,11 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cairn, cairnBin, freePort, tempDir } from "../e2e/harness.ts";
 import { LeanAgent } from "./_lean_http.ts";
+import { conns, perPut, putLoad, watchedTls } from "./_callgrind.ts";
 
 const n = Number(process.env.N ?? 3000);
 const warmup = Number(process.env.WARMUP ?? 2000);
-const conns = 64;
-const value = Buffer.alloc(64, "v");
-const watched = [
-  "uv_run",
-  "OptimizingCompileDispatcher::CompileTask::RunInternal",
-  "SSL_read",
-  "SSL_write",
-  "TLSWrap::ClearOut",
-  "TLSWrap::DoWrite",
-  "TLSWrap::EncOut",
-  "Environment::CheckImmediate",
-];
-
-async function put(agent: LeanAgent, total: number): Promise<void> {
-  let i = 0;
-  await Promise.all(Array.from({ length: conns }, async () => {
-    while (i < total) {
-      i++;
-      const r = await agent.call("PUT", `/v1/kv/bench/k${i % 1000}`, {}, value);
-      if (r.status !== 200) throw new Error(`PUT answered ${r.status}`);
-    }
-  }));
-}
+const watched = watchedTls;
 
 async function measure(dir: string, mode: "http" | "https"): Promise<void> {
   const [http, https, serfLan, serfWan, server] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
@@ -63,9 +42,9 @@ tls { defaults { ca_file = "${dir}/consul-agent-ca.pem" cert_file = "${dir}/dc1-
       ? { host: "127.0.0.1", port: https, ca: readFileSync(join(dir, "consul-agent-ca.pem")), servername: "localhost" }
       : { host: "127.0.0.1", port: http }, conns);
     await agent.open();
-    await put(agent, warmup);
+    await putLoad(agent, warmup);
     execFileSync("callgrind_control", ["-z", String(proc.pid)], { stdio: "ignore" });
-    await put(agent, n);
+    await putLoad(agent, n);
     execFileSync("callgrind_control", ["-d", String(proc.pid)], { stdio: "ignore" });
     agent.destroy();
   } finally {
@@ -74,13 +53,7 @@ tls { defaults { ca_file = "${dir}/consul-agent-ca.pem" cert_file = "${dir}/dc1-
   }
   const dump = readdirSync(dir).find((f) => f.startsWith(`cg.${mode}.`) && f.endsWith(".1"));
   if (!dump) throw new Error(`no callgrind dump for ${mode}`);
-  const text = execFileSync("callgrind_annotate", ["--inclusive=yes", join(dir, dump)], { encoding: "utf8", maxBuffer: 64 << 20 });
-  const count = (pattern: string): number => {
-    const line = text.split("\n").find((l) => l.includes(pattern));
-    return line ? Number(line.trim().split(/\s+/)[0]!.replaceAll(",", "")) : 0;
-  };
-  const fields = [`all ${(count("PROGRAM TOTALS") / n / 1000).toFixed(1)}k`, ...watched.map((w) => `${w} ${(count(w) / n / 1000).toFixed(1)}k`)];
-  console.log(`${mode.padEnd(5)} instructions per PUT: ${fields.join(", ")}`);
+  console.log(`${mode.padEnd(5)} instructions per PUT: ${perPut(join(dir, dump), n, watched)}`);
 }
 
 const dir = tempDir("tls-callgrind-");
