@@ -8,8 +8,10 @@
 // script check, resolves a host name or is a server. Only the types are
 // imported statically.
 import type * as ChildProcess from "node:child_process";
+import type * as NodeCrypto from "node:crypto";
 import type * as DnsPromises from "node:dns/promises";
 import type * as FsPromises from "node:fs/promises";
+import type * as NodeZlib from "node:zlib";
 
 type AnyFn = (...args: unknown[]) => unknown;
 
@@ -23,3 +25,14 @@ export const spawn = ((...args: unknown[]) => (process.getBuiltinModule("node:ch
 
 /** node:dns/promises lookup, loading the module on its first call. */
 export const lookup = ((...args: unknown[]) => (process.getBuiltinModule("node:dns/promises").lookup as AnyFn)(...args)) as typeof DnsPromises.lookup;
+
+// Kept once loaded: getBuiltinModule resolves the name on every call (~0.1 ms;
+// a snapshot save asked a few times per MiB).
+let zlibModule: typeof NodeZlib | undefined;
+let cryptoModule: typeof NodeCrypto | undefined;
+
+/** node:zlib, loaded on first use. */
+export const lazyZlib = (): typeof NodeZlib => (zlibModule ??= process.getBuiltinModule("node:zlib"));
+
+/** node:crypto, loaded on first use. */
+export const lazyCrypto = (): typeof NodeCrypto => (cryptoModule ??= process.getBuiltinModule("node:crypto"));

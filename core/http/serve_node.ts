@@ -12,10 +12,10 @@ import type { Logger } from "../log/mod.ts";
 import { nullLogger } from "../log/mod.ts";
 import { bodyTooLargeResponse, type RequestAcl, type Router } from "./router.ts";
 import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
-import type * as NodeZlib from "node:zlib";
+import { lazyZlib } from "../lazy_builtins_node.ts";
 
 // node:zlib loads on the first answer a client asks gzipped.
-const zlib = (): typeof NodeZlib => process.getBuiltinModule("node:zlib");
+const zlib = lazyZlib;
 
 /**
  * Answers shorter than this go as they are even to a client that accepts

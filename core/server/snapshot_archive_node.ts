@@ -21,11 +21,8 @@ import type * as NodeZlib from "node:zlib";
 
 // node:crypto and node:zlib load on the first snapshot, not when the agent starts (every
 // client agent carries the bundle and never takes a snapshot; docs/performance.md).
-// Kept once loaded: getBuiltinModule resolves the name on every call (~0.1 ms; a save called it a few times per MiB).
-let cryptoModule: typeof NodeCrypto | undefined;
-let zlibModule: typeof NodeZlib | undefined;
-const crypto = (): typeof NodeCrypto => (cryptoModule ??= process.getBuiltinModule("node:crypto"));
-const zlib = (): typeof NodeZlib => (zlibModule ??= process.getBuiltinModule("node:zlib"));
+const crypto = lazyCrypto;
+const zlib = lazyZlib;
 const createHash = (algorithm: string): NodeCrypto.Hash => crypto().createHash(algorithm);
 /**
  * gunzip output in 1 MiB pieces, not zlib's 16 KiB: every piece is a turn of
@@ -36,6 +33,7 @@ const createHash = (algorithm: string): NodeCrypto.Hash => crypto().createHash(a
 const gunzipChunkBytes = 1024 * 1024;
 const createGunzip = (): NodeZlib.Gunzip => zlib().createGunzip({ chunkSize: gunzipChunkBytes });
 import { CorruptionError, errorMessage } from "../errors.ts";
+import { lazyCrypto, lazyZlib } from "../lazy_builtins_node.ts";
 import { crc32Update } from "../raft/log_store_file_node.ts";
 import { archiveVersion, parseArchiveMeta, parseSha256Sums, parseTarHeader, type SnapshotArchiveMeta, tarHeader } from "./snapshot_archive.ts";
 

@@ -12,16 +12,13 @@
 // member without that field on, as before.
 
 import type * as NodeCrypto from "node:crypto";
-import type * as NodeZlib from "node:zlib";
 import { CorruptionError, errorMessage } from "../errors.ts";
+import { lazyCrypto, lazyZlib } from "../lazy_builtins_node.ts";
 import { crc32Update } from "../raft/log_store_file_node.ts";
 import { type ArchiveReadResult, finishArchiveCheck, gunzipInto, memberHeaderBytes, memberLengthField, TarWalker } from "./snapshot_archive_node.ts";
 
-// Kept once loaded: getBuiltinModule resolves the name on every call (~0.1 ms; a save called it a few times per MiB).
-let cryptoModule: typeof NodeCrypto | undefined;
-let zlibModule: typeof NodeZlib | undefined;
-const crypto = (): typeof NodeCrypto => (cryptoModule ??= process.getBuiltinModule("node:crypto"));
-const zlib = (): typeof NodeZlib => (zlibModule ??= process.getBuiltinModule("node:zlib"));
+const crypto = lazyCrypto;
+const zlib = lazyZlib;
 
 /** A member whose header claims more deflate data than this is not one of ours (ours are ~1 MiB). */
 const maxMemberBytes = 64 * 1024 * 1024;
