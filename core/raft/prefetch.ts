@@ -204,7 +204,8 @@ export class PrefetchReceiver {
       }
       // A new restore's bytes: an older restore's are not wanted any more.
       this.#drop();
-      cur = this.#current = { id: m.id, from: m.from, sink: this.#o.store.begin(), turn: Promise.resolve(), closed: false, flushing: false };
+      // Flushed in the background as it grows, so the flush at the end (and the install's fsync) has little left: a GiB at once took ~2 s.
+      cur = this.#current = { id: m.id, from: m.from, sink: this.#o.store.begin({ backgroundFlush: true }), turn: Promise.resolve(), closed: false, flushing: false };
     }
     const c = cur;
     c.turn = c.turn.then(async () => {
