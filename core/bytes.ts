@@ -14,9 +14,14 @@ export function concatBytes(chunks: Iterable<Uint8Array>): Uint8Array {
   return out;
 }
 
-/** A byte stream re-cut into pieces of `size` bytes, the last maybe shorter (an upload into RPC-sized pushes, a download into pieces worth a file write). */
-export async function* pieces(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array> {
-  // Buffer.concat, not concatBytes: a piece is megabytes and is filled whole, so zeroing it first is waste.
+/**
+ * A byte stream re-cut into pieces of `size` bytes (the last maybe shorter),
+ * each given as the chunks that make it up (views where a chunk is cut,
+ * never copied): an upload into RPC-sized pushes. Joining a piece is left
+ * to whoever needs it in one buffer (the RPC encoder copies the parts into
+ * its frame anyway; a call in the same process takes them as they are).
+ */
+export async function* pieces(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array[]> {
   let parts: Uint8Array[] = [];
   let have = 0;
   for await (const chunk of source) {
@@ -24,7 +29,7 @@ export async function* pieces(source: AsyncIterable<Uint8Array>, size: number): 
     while (have + c.length >= size) {
       const take = size - have;
       parts.push(c.subarray(0, take));
-      yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
+      yield parts;
       parts = [];
       have = 0;
       c = c.subarray(take);
@@ -34,5 +39,5 @@ export async function* pieces(source: AsyncIterable<Uint8Array>, size: number): 
       have += c.length;
     }
   }
-  if (have > 0) yield parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
+  if (have > 0) yield parts;
 }

@@ -16,13 +16,13 @@ export const snapshotMaxBodyBytes = maxSnapshotStateBytes;
 /** How much of a refused upload is read and dropped before answering. */
 const drainLimitBytes = 1024 * 1024 * 1024;
 
-async function drain(source: AsyncIterator<Uint8Array>, limit: number): Promise<void> {
+async function drain(source: AsyncIterator<Uint8Array[]>, limit: number): Promise<void> {
   let n = 0;
   try {
     for (;;) {
       const next = await source.next();
       if (next.done) return;
-      n += next.value.length;
+      for (const p of next.value) n += p.length;
       if (n > limit) return;
     }
   } catch {
@@ -71,11 +71,11 @@ export function snapshotHandler(options: { rpc: Rpc }): Handler {
       for (;;) {
         const next = await source.next();
         if (next.done) break;
-        const piece = next.value;
-        const r = await rpc.call("Snapshot.Restore", { ...routing, archive: piece, streamId, server, offset, done: false });
+        const parts = next.value;
+        const r = await rpc.call("Snapshot.Restore", { ...routing, archive: parts, streamId, server, offset, done: false });
         streamId = r.streamId;
         server = r.server;
-        offset += piece.length;
+        for (const p of parts) offset += p.length;
         if (streamId === undefined) throw new BadRequestError("The server does not take snapshots in chunks");
       }
       if (offset === 0) throw new BadRequestError("Invalid snapshot: the request body is empty");

@@ -32,8 +32,10 @@ export class MemorySnapshotStore implements SnapshotStore {
       },
       write: (chunk) => {
         if (!open) return Promise.reject(new Error("snapshot sink is closed"));
-        chunks.push(chunk.slice());
-        written += chunk.length;
+        for (const c of chunk instanceof Uint8Array ? [chunk] : chunk) {
+          chunks.push(c.slice());
+          written += c.length;
+        }
         return Promise.resolve();
       },
       read: (offset, length) => Promise.resolve(concatBytes(chunks).slice(offset, Math.min(written, offset + length))),

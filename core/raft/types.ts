@@ -271,7 +271,8 @@ export interface SnapshotSource {
 export interface SnapshotSink {
   /** Bytes written so far. */
   readonly written: number;
-  write(chunk: Uint8Array): Promise<void>;
+  /** Bytes at the end: one chunk, or several end to end (written together). The caller keeps them unchanged until this resolves. */
+  write(chunk: Uint8Array | readonly Uint8Array[]): Promise<void>;
   /**
    * Up to `length` bytes of what was written, from `offset` (waits for the
    * writes that cover them), as SnapshotSource.read: a user restore's bytes

@@ -581,8 +581,13 @@ export interface RpcMethods {
   };
   /** Replace the whole state with an archive's, through Raft's snapshot installation (hashicorp/raft Restore). */
   "Snapshot.Restore": {
-    /** The archive in chunks pushed in order (`offset`, `streamId` from the first reply), the last with `done`; or whole, without `streamId`. */
-    args: { datacenter?: string; token?: string; archive: Uint8Array; streamId?: string; offset?: number; done?: boolean; server?: string };
+    /**
+     * The archive in chunks pushed in order (`offset`, `streamId` from the
+     * first reply), the last with `done`; or whole, without `streamId`. A
+     * chunk may come as its parts, end to end (the HTTP upload's pieces, not
+     * joined: msgpack sends them as an array of bins).
+     */
+    args: { datacenter?: string; token?: string; archive: Uint8Array | Uint8Array[]; streamId?: string; offset?: number; done?: boolean; server?: string };
     /** `index` is set (non-zero) by the reply to the last chunk. */
     reply: { index: number; streamId?: string; server?: string; received?: number };
   };

@@ -224,7 +224,8 @@ const argShapes: { [M in RpcMethod]: Shape } = {
   "Session.NodeSessions": obj({ ...listArgs, node: str }),
   "Session.Renew": obj({ sessionId: str, ...routing }),
   "Snapshot.Save": obj({ allowStale: optional(bool), ...routing }),
-  "Snapshot.Restore": obj({ archive: bytes, ...routing }),
+  // One chunk, in one buffer or as its parts end to end (core/http/snapshot.ts).
+  "Snapshot.Restore": obj({ archive: (v) => (Array.isArray(v) ? list(bytes)(v) : bytes(v)), ...routing }),
   "PreparedQuery.Apply": obj({ op: str, query: preparedQuery, ...routing }),
   "PreparedQuery.Get": obj({ ...listArgs, queryId: str }),
   "PreparedQuery.List": obj(listArgs),

@@ -9,10 +9,10 @@
 //   neither skips nor repeats bytes); a pull that reaches another server is
 //   sent on to the one holding the stream (`server`).
 // - Restore: the leader receives the archive in chunks pushed in order, and
-//   as they arrive it writes state.bin into its Raft snapshot store. Only
-//   when the whole archive checked out (gzip, tar, SHA256SUMS, meta) does it
-//   build the new state store from that file, and then it installs the
-//   snapshot as hashicorp/raft Restore does (RaftNode.restoreUserSnapshot):
+//   as they arrive it writes state.bin into its Raft snapshot store and
+//   builds a new state store from the same bytes, apart from the live one.
+//   Only when the whole archive checked out (gzip, tar, SHA256SUMS, meta)
+//   does it install the snapshot as hashicorp/raft Restore does (RaftNode.restoreUserSnapshot):
 //   at an index above everything in the log; followers get it through
 //   InstallSnapshot. A damaged archive changes nothing anywhere.
 //
@@ -22,18 +22,21 @@
 import { BadRequestError, CorruptionError, NotLeaderError, OutcomeUnknownError, errorMessage } from "../errors.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
 import { maxRestoreIndex, type SnapshotMeta, type SnapshotSink, type SnapshotStore } from "../raft/types.ts";
-import { framesAt } from "../state/snapshot.ts";
 import { StateStore } from "../state/store.ts";
 import type { ServerContext } from "./context.ts";
 import { withCheckedArgs } from "./args.ts";
 import { requireLeader } from "./context.ts";
-import { ByteQueue, readSnapshotArchiveStream, snapshotArchiveStream } from "./snapshot_archive_node.ts";
+import { ByteQueue, snapshotArchiveStream } from "./snapshot_archive_node.ts";
+import { readMemberArchiveStream } from "./snapshot_check_node.ts";
 
 /** The largest archive a restore takes: it streams to the leader's disk, so this is a sanity bound (1 TiB), not memory. */
 export const maxSnapshotStateBytes = 2 ** 40;
 
 /** Bytes per chunk a Save pull answers, or a Restore push carries (an RPC frame holds 16 MiB). */
 export const snapshotChunkBytes = 4 * 1024 * 1024;
+
+/** A restore writes state.bin to the snapshot store in writes of about this many bytes. */
+const writeBatchBytes = 1024 * 1024;
 
 /** How long a restore waits for a quorum to install the snapshot before it answers anyway. */
 const replicationWaitMs = 20_000;
@@ -239,8 +242,11 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
 
     async "Snapshot.Restore"(args) {
       requireLeader(ctx);
-      const a = args as { archive: Uint8Array; streamId?: unknown; offset?: unknown; done?: unknown; server?: unknown };
-      if (!(a.archive instanceof Uint8Array)) throw new BadRequestError("Missing snapshot archive");
+      const a = args as { archive: Uint8Array | Uint8Array[]; streamId?: unknown; offset?: unknown; done?: unknown; server?: unknown };
+      const parts = a.archive instanceof Uint8Array ? [a.archive] : a.archive;
+      if (!Array.isArray(parts) || !parts.every((p) => p instanceof Uint8Array)) throw new BadRequestError("Missing snapshot archive");
+      let length = 0;
+      for (const p of parts) length += p.length;
       if (a.offset !== undefined && (typeof a.offset !== "number" || !Number.isSafeInteger(a.offset) || a.offset < 0)) throw new BadRequestError("Invalid snapshot restore offset");
       if (a.done !== undefined && typeof a.done !== "boolean") throw new BadRequestError("Invalid snapshot restore done flag");
       const installer = installerOf(ctx);
@@ -268,14 +274,14 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       const run = (async () => {
         await prev.catch(() => {});
         if (r.failed !== undefined) throw r.failed;
-        if (offset + a.archive.length <= r.received && !done) return; // a repeated push
+        if (offset + length <= r.received && !done) return; // a repeated push
         if (offset !== r.received) throw new BadRequestError(`Snapshot restore stream is at byte ${r.received}, not ${offset}`);
-        r.received += a.archive.length;
+        r.received += length;
         // Kept as given, not copied: the caller hands the bytes over (a frame
-        // the RPC layer decoded, or a piece the HTTP handler cut), and a view
+        // the RPC layer decoded, or the HTTP upload's chunks), and a view
         // holds no more than the piece itself; a copy was 1 GiB of garbage
         // per GiB restored.
-        if (a.archive.length > 0) await r.queue.push(a.archive);
+        for (const p of parts) if (p.length > 0) await r.queue.push(p);
       })();
       r.busy = run;
       try {
@@ -343,12 +349,13 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
 
   /**
    * Begin reading an archive as it is pushed: state.bin goes to the snapshot
-   * store as it arrives, checked on the way (gzip, tar, SHA256SUMS, meta).
-   * Only once the whole archive checked out is the new state store built,
-   * from that file, as a follower builds it from an InstallSnapshot. Building
-   * it while the archive arrived was no faster (the same CPU does both) and
-   * mixed the upload's transient buffers with the state's own, which left
-   * the leader's peak RSS 400 MiB over a 1 GiB state (docs/performance.md).
+   * store as it arrives, checked on the way (gzip, tar, SHA256SUMS, meta),
+   * and a new state store is built from the same bytes meanwhile, apart
+   * from the live one. Nothing acts on either until the whole archive
+   * checked out; a damaged one leaves both to be thrown away. Building it
+   * from the file once the archive was in took a phase of its own (0.3 s
+   * per 100 MiB, while the followers waited for the install); the bytes
+   * were in memory already (docs/performance.md, snapshot).
    */
   function startRestore(installer: SnapshotInstaller, id: string): RestoreStream {
     const queue = new ByteQueue();
@@ -364,12 +371,41 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
       busy: Promise.resolve(),
       timer: { cancel() {} },
       result: (async () => {
-        await readSnapshotArchiveStream(queue, async (c) => {
-          await sink.write(c);
-          ahead?.grew();
+        // The builder takes the chunks as they are (nothing upstream reuses a
+        // buffer it handed on) and copies each frame into a buffer of its own.
+        const stateBytes = new ByteQueue();
+        let buildFailed = false;
+        const built = StateStore.restore(stateBytes, { logger: ctx.logger });
+        built.catch(() => {
+          buildFailed = true; // reported below, once the archive's own checks had their say
+          stateBytes.end();
         });
+        // Our archives' stored members come as 64 KiB views: gathered, and written a MiB at a time.
+        let batch: Uint8Array[] = [];
+        let batchBytes = 0;
+        const write = async () => {
+          const parts = batch;
+          batch = [];
+          batchBytes = 0;
+          await sink.write(parts);
+          ahead?.grew();
+        };
+        try {
+          await readMemberArchiveStream(queue, async (c) => {
+            const queued = buildFailed ? undefined : stateBytes.push(c);
+            batch.push(c);
+            batchBytes += c.length;
+            if (batchBytes >= writeBatchBytes) await write();
+            await queued;
+          });
+          if (batchBytes > 0) await write();
+        } catch (err) {
+          stateBytes.end(err);
+          throw err;
+        }
+        stateBytes.end();
         ahead?.complete(sink.written);
-        const fresh = await StateStore.restore(framesAt(sink), { logger: ctx.logger });
+        const fresh = await built;
         return { fresh, stateIndex: fresh.snapshotIndex };
       })(),
     };

@@ -1,6 +1,7 @@
-// Checking a snapshot archive as it downloads (`cairn snapshot save`), with
-// the same verdicts as readSnapshotArchiveStream (gzip, tar, SHA256SUMS,
-// meta) at less cost: an archive our servers write is a row of gzip
+// Checking a snapshot archive as it downloads (`cairn snapshot save`), or
+// reading one as it is restored (the leader's Snapshot.Restore), with the
+// same verdicts as readSnapshotArchiveStream (gzip, tar, SHA256SUMS, meta)
+// at less cost: an archive our servers write is a row of gzip
 // members whose headers say how long each one's deflate data is
 // (snapshot_archive_node.ts, gzipAdaptive), so a member of stored blocks
 // is read here as views of the bytes received, its CRC-32 checked natively,
@@ -176,14 +177,29 @@ async function memberData(deflate: Uint8Array[], length: number, trailer: Uint8A
 /**
  * Read an archive from a byte stream and check it whole, as
  * readSnapshotArchiveStream does (the same errors), without handing the
- * state on: for a download that is written to a file meanwhile. The chunks
- * are only read, never kept past the call that took them... except as
- * views of stored data while they are checked, so a caller must not reuse
- * a buffer it yielded.
+ * state on: for a download that is written to a file meanwhile.
  */
-export async function checkSnapshotArchiveStream(source: AsyncIterable<Uint8Array>): Promise<ArchiveReadResult> {
+export function checkSnapshotArchiveStream(source: AsyncIterable<Uint8Array>): Promise<ArchiveReadResult> {
+  return readMemberArchiveStream(source);
+}
+
+/**
+ * readSnapshotArchiveStream, reading our members as above: state.bin's
+ * bytes go to `onState` as they come (for a stored member, views of the
+ * source's chunks, up to 64 KiB each; do not act on them until this
+ * resolves). The source must not reuse a buffer it yielded: views of it
+ * are checked after more came, and handed on.
+ */
+export async function readMemberArchiveStream(source: AsyncIterable<Uint8Array>, onState?: (chunk: Uint8Array) => Promise<void> | void): Promise<ArchiveReadResult> {
   const hash = crypto().createHash("sha256");
-  const walker = new TarWalker((c) => void hash.update(c));
+  const walker = new TarWalker(
+    onState
+      ? async (c) => {
+        hash.update(c);
+        await onState(c);
+      }
+      : (c) => void hash.update(c),
+  );
   const pending = new Pending();
   let inputBytes = 0;
   let members = 0;

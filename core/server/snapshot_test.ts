@@ -68,12 +68,16 @@ test("snapshot endpoints: save pulled in chunks, restore pushed in chunks (repea
   let streamId: string | undefined;
   let server: string | undefined;
   for (let off = 0; off < saved.archive.length; off += piece) {
-    const r = await rpc.call("Snapshot.Restore", { archive: saved.archive.subarray(off, off + piece), streamId, server, offset: off, done: false });
+    // Every other push as its parts end to end, as the HTTP handler sends an upload's chunks.
+    const slice = saved.archive.subarray(off, off + piece);
+    const archive = (off / piece) % 2 === 0 ? slice : [slice.subarray(0, 1000), slice.subarray(1000, 1000), slice.subarray(1000, 70_000), slice.subarray(70_000)];
+    const r = await rpc.call("Snapshot.Restore", { archive, streamId, server, offset: off, done: false });
     streamId = r.streamId;
     server = r.server;
     // The same push again (a retry): acknowledged, not appended twice.
-    await rpc.call("Snapshot.Restore", { archive: saved.archive.subarray(off, off + piece), streamId, server, offset: off, done: false });
+    await rpc.call("Snapshot.Restore", { archive, streamId, server, offset: off, done: false });
   }
+  await assert.rejects(rpc.call("Snapshot.Restore", { archive: [enc.encode("x"), "y"] as unknown as Uint8Array[], streamId, server, offset: saved.archive.length, done: false }), BadRequestError, "parts that are not all bytes are refused");
   await assert.rejects(rpc.call("Snapshot.Restore", { archive: enc.encode("x"), streamId, server, offset: saved.archive.length + 5, done: false }), BadRequestError, "a gap is refused");
   // That refusal dropped the stream; start again, in one push.
   const r = await rpc.call("Snapshot.Restore", { archive: saved.archive });
