@@ -270,16 +270,10 @@ function env(io: CliIo, ...names: string[]): string {
   return "";
 }
 
-/**
- * An ApiClient from -http-addr/-token/-datacenter, falling back to CAIRN_*
- * then CONSUL_* env. `nodeHttp`: requests go through node:http (tlsFetch)
- * even without TLS options, for a command that sends a lot (snapshot
- * restore): the global fetch costs ~0.1 CPU s to load, and took ~750 ms of
- * CPU to move 100 MiB here, node:http under the same Response ~470.
- */
-export function apiClientFromFlags(p: ParsedFlags, io: CliIo, options: { nodeHttp?: boolean } = {}): ApiClient {
+/** An ApiClient from -http-addr/-token/-datacenter, falling back to CAIRN_* then CONSUL_* env. */
+export function apiClientFromFlags(p: ParsedFlags, io: CliIo): ApiClient {
   const tls = clientTlsFromFlags(p, io);
-  const fetch = io.fetch ?? (needsTlsFetch(tls) || options.nodeHttp ? tlsFetch(tls) : undefined);
+  const fetch = io.fetch ?? (needsTlsFetch(tls) ? tlsFetch(tls) : undefined);
   return clientFromFlags(p, io, fetch);
 }
 

@@ -4,14 +4,14 @@
 // file to the agent, inspect reads it once; none holds the archive in memory.
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
 import { encode } from "@msgpack/msgpack";
-import { apiGetStream, type HttpGetAnswer } from "../core/api/http_get_node.ts";
+import { apiStream, type HttpGetAnswer, type HttpUpload } from "../core/api/http_get_node.ts";
 import { errorMessage } from "../core/errors.ts";
 import type { SnapshotArchiveMeta } from "../core/server/snapshot_archive.ts";
 import { ByteQueue, readSnapshotArchiveStream } from "../core/server/snapshot_archive_node.ts";
 import { checkSnapshotArchiveStream } from "../core/server/snapshot_check_node.ts";
 import { decodeSnapshot } from "../core/state/snapshot.ts";
 import { parseCommandFlags } from "./_command.ts";
-import { apiClientFromFlags, apiTransportFromFlags, bool, formatHelp, httpFlags, num, str } from "./_flags.ts";
+import { apiTransportFromFlags, bool, formatHelp, httpFlags, num, str } from "./_flags.ts";
 import type { FlagSpec, ParsedFlags } from "./_flags.ts";
 import type { CliIo, Command } from "./_io.ts";
 import { apiErrorText } from "./_output.ts";
@@ -238,7 +238,7 @@ Usage: cairn snapshot save [options] FILE
     let answer: HttpGetAnswer;
     try {
       const { client, tls, tlsMaterial } = apiTransportFromFlags(p, io);
-      answer = await apiGetStream(client, { method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } }, { tls, tlsMaterial });
+      answer = await apiStream(client, { method: "GET", path: "/v1/snapshot", params: { stale: bool(p, "stale") } }, { tls, tlsMaterial });
     } catch (err) {
       io.stderr(`Error saving snapshot: ${apiErrorText(err)}\n`);
       return 1;
@@ -328,22 +328,24 @@ Usage: cairn snapshot restore [options] FILE
     const progress = wantProgress(p) ? new Progress(io, "Restoring snapshot", { total: size }) : undefined;
     const chunkBytes = 1024 * 1024;
     let pos = 0;
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const buf = new Uint8Array(chunkBytes);
+    // Each read in a buffer of its own: the socket may still hold the last one.
+    const upload: HttpUpload = {
+      length: size,
+      async next() {
+        if (pos >= size) return undefined;
+        const buf = Buffer.allocUnsafeSlow(Math.min(chunkBytes, size - pos));
         const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
-        if (bytesRead === 0) {
-          controller.close();
-          return;
-        }
+        if (bytesRead === 0) throw new Error(`${file} ended at byte ${pos}, not ${size}`);
         pos += bytesRead;
         progress?.add(bytesRead);
-        controller.enqueue(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead));
+        return bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
       },
-    });
+    };
     try {
-      // node:http, not the global fetch: the upload streams either way, and undici costs the CLI ~0.1 s of CPU to load.
-      await apiClientFromFlags(p, io, { nodeHttp: true }).request({ method: "PUT", path: "/v1/snapshot", body });
+      // Sent off our own socket (core/api/http_get_node.ts): node:http and a web stream cost ~0.4 CPU s per 100 MiB.
+      const { client, tls, tlsMaterial } = apiTransportFromFlags(p, io);
+      const answer = await apiStream(client, { method: "PUT", path: "/v1/snapshot" }, { tls, tlsMaterial, upload });
+      await answer.read(() => {});
     } catch (err) {
       progress?.done();
       io.stderr(`Error restoring snapshot: ${apiErrorText(err)}\n`);

@@ -37,21 +37,43 @@ export interface HttpGetAnswer {
   close(): void;
 }
 
+/** A request body sent from our own buffers (the CLI's snapshot upload). */
+export interface HttpUpload {
+  /** Bytes in all: the Content-Length. */
+  readonly length: number;
+  /** The next bytes, in a buffer the caller does not touch again; undefined once `length` bytes were given. */
+  next(): Promise<Uint8Array | undefined>;
+}
+
 /**
  * Send a GET on a connection of its own and wait for the answer's head.
  * Rejects with the node error when the connection fails before one.
  */
 export function httpGet(url: string, options: { headers?: Record<string, string>; tls?: ClientTlsOptions; tlsMaterial?: ClientTlsMaterial; readInPlace?: boolean } = {}): Promise<HttpGetAnswer> {
+  return httpRequest(url, { ...options, method: "GET" });
+}
+
+/**
+ * The same for any method, with `upload` as the request body: written to
+ * the socket as it is read, each buffer once the socket took the one before
+ * (no node:http, no web stream in between: they cost the CLI ~0.4 CPU s
+ * per 100 MiB restored). The answer may come before the body was all sent
+ * (a refusal): sending stops there.
+ */
+export function httpRequest(url: string, options: { method: string; upload?: HttpUpload; headers?: Record<string, string>; tls?: ClientTlsOptions; tlsMaterial?: ClientTlsMaterial; readInPlace?: boolean }): Promise<HttpGetAnswer> {
   const u = new URL(url);
   if (u.protocol !== "http:" && u.protocol !== "https:") throw new TypeError(`Protocol "${u.protocol}" not supported. Expected "http:"`); // node:http's words, as before
   const isTls = u.protocol === "https:";
   const host = u.hostname.startsWith("[") ? u.hostname.slice(1, -1) : u.hostname;
   const port = u.port === "" ? (isTls ? 443 : 80) : Number(u.port);
-  const lines = [`GET ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`];
+  if (!/^[A-Z]+$/.test(options.method)) throw new TypeError(`Invalid method ${JSON.stringify(options.method)}`);
+  const upload = options.upload;
+  const lines = [`${options.method} ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`];
   for (const [k, v] of Object.entries(options.headers ?? {})) {
     if (/[\r\n\0]/.test(k) || /[\r\n\0]/.test(v)) throw new TypeError(`Invalid character in header content ["${k}"]`);
     lines.push(`${k}: ${v}`);
   }
+  if (upload) lines.push(`Content-Length: ${upload.length}`);
   lines.push("Connection: close", "", "");
   const request = lines.join("\r\n");
 
@@ -152,7 +174,10 @@ export function httpGet(url: string, options: { headers?: Record<string, string>
     : net.connect({ host, port, ...(onread ? { onread } : {}) });
   if (!onread) socket.on("data", (c: Uint8Array) => received(c));
   socket.setNoDelay(true);
-  socket.once(isTls ? "secureConnect" : "connect", () => socket.write(request));
+  socket.once(isTls ? "secureConnect" : "connect", () => {
+    socket.write(request);
+    if (upload) void send(upload);
+  });
   socket.on("error", (err) => fail(err));
   socket.on("end", () => {
     try {
@@ -166,6 +191,35 @@ export function httpGet(url: string, options: { headers?: Record<string, string>
   socket.on("close", () => {
     if (!parser.done) fail(failed ?? new Error("The connection closed before the answer ended"));
   });
+
+  /** The upload, a buffer at a time, each written once the socket took the last (or drained); it stops once an answer or a failure came. */
+  async function send(body: HttpUpload): Promise<void> {
+    let sent = 0;
+    try {
+      for (;;) {
+        if (failed !== undefined || head !== undefined || socket.destroyed) return;
+        const chunk = await body.next();
+        if (chunk === undefined) break;
+        if (failed !== undefined || head !== undefined || socket.destroyed) return;
+        sent += chunk.length;
+        if (sent > body.length) throw new Error(`The request body is longer than the ${body.length} bytes announced`);
+        if (!socket.write(chunk)) {
+          await new Promise<void>((resolve) => {
+            const done = () => {
+              socket.off("drain", done);
+              socket.off("close", done);
+              resolve();
+            };
+            socket.on("drain", done);
+            socket.on("close", done);
+          });
+        }
+      }
+      if (sent !== body.length) throw new Error(`The request body ended after ${sent} of the ${body.length} bytes announced`);
+    } catch (err) {
+      fail(err);
+    }
+  }
 
   function pause(): void {
     if (paused) return;
@@ -227,17 +281,18 @@ export function httpGet(url: string, options: { headers?: Record<string, string>
 }
 
 /**
- * A GET of the agent's API on a connection of its own (`httpGet`), for a
- * body the caller reads piece by piece: the URL and token of `client`,
+ * A request to the agent's API on a connection of its own (`httpRequest`),
+ * for a body the caller reads piece by piece or one it sends from its own
+ * buffers (`upload`): the URL and token of `client`,
  * errors as its other requests give them (ApiConnectionError when the agent
  * cannot be reached, ApiError with the agent's text for a status outside
  * 2xx).
  */
-export async function apiGetStream(client: ApiClient, req: RawRequest, options: { tls?: ClientTlsOptions; tlsMaterial?: ClientTlsMaterial } = {}): Promise<HttpGetAnswer> {
+export async function apiStream(client: ApiClient, req: RawRequest, options: { tls?: ClientTlsOptions; tlsMaterial?: ClientTlsMaterial; upload?: HttpUpload } = {}): Promise<HttpGetAnswer> {
   const { url, headers } = client.prepare(req);
   let answer: HttpGetAnswer;
   try {
-    answer = await httpGet(url, { headers, ...options });
+    answer = await httpRequest(url, { method: req.method, headers, ...options });
   } catch (err) {
     throw new ApiConnectionError(client.address, connectionReason(err), { cause: err });
   }

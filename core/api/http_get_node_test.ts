@@ -1,4 +1,4 @@
-// httpGet / apiGetStream: the body read off the socket into our own buffers
+// httpGet / apiStream: the body read off the socket into our own buffers
 // arrives whole and in order (chunked, Content-Length, over TLS, with the
 // reader pausing), and errors read as the other API calls give them.
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { ApiClient, ApiConnectionError, ApiError } from "./client.ts";
 import { HttpProtocolError } from "./http1.ts";
-import { apiGetStream, httpGet } from "./http_get_node.ts";
+import { apiStream, httpGet } from "./http_get_node.ts";
 
 const certs = join(import.meta.dirname, "../../testdata/tls");
 const pem = (name: string) => readFileSync(join(certs, name));
@@ -87,7 +87,7 @@ test("httpGet: a Content-Length body, and one that runs to the connection's end"
   assert.ok((await readAll(await httpGet(`http://${raw}/`))).bytes.equals(body));
 });
 
-test("apiGetStream: the client's URL and token; an error answer is ApiError with the agent's text", async () => {
+test("apiStream: the client's URL and token; an error answer is ApiError with the agent's text", async () => {
   let seen: IncomingMessage | undefined;
   const addr = await listen(createServer((req, res) => {
     seen = req;
@@ -96,7 +96,7 @@ test("apiGetStream: the client's URL and token; an error answer is ApiError with
   }));
   const client = new ApiClient({ address: addr, token: "secret", datacenter: "dc9" });
   await assert.rejects(
-    apiGetStream(client, { method: "GET", path: "/v1/snapshot", params: { stale: true } }),
+    apiStream(client, { method: "GET", path: "/v1/snapshot", params: { stale: true } }),
     (err: unknown) => err instanceof ApiError && err.status === 500 && err.message === "Unexpected response code: 500 (No path to datacenter)",
   );
   assert.equal(seen?.url, "/v1/snapshot?dc=dc9&stale");
@@ -104,19 +104,75 @@ test("apiGetStream: the client's URL and token; an error answer is ApiError with
   assert.equal(seen?.headers.host, addr);
 });
 
-test("apiGetStream: an agent that cannot be reached is ApiConnectionError, as for fetch", async () => {
+test("apiStream: an agent that cannot be reached is ApiConnectionError, as for fetch", async () => {
   const s = createNetServer();
   const addr = await listen(s);
   s.close();
   await new Promise((r) => setTimeout(r, 10));
   await assert.rejects(
-    apiGetStream(new ApiClient({ address: addr }), { method: "GET", path: "/v1/snapshot" }),
+    apiStream(new ApiClient({ address: addr }), { method: "GET", path: "/v1/snapshot" }),
     (err: unknown) => err instanceof ApiConnectionError && err.message === `Cannot reach the agent at "http://${addr}": connection refused`,
   );
   await assert.rejects(
-    apiGetStream(new ApiClient({ address: "unix:///tmp/nothing.sock" }), { method: "GET", path: "/v1/snapshot" }),
+    apiStream(new ApiClient({ address: "unix:///tmp/nothing.sock" }), { method: "GET", path: "/v1/snapshot" }),
     /Cannot reach the agent at "unix:\/\/\/tmp\/nothing.sock": Protocol "unix:" not supported/,
   );
+});
+
+/** An upload of `data` in buffers of the sizes given, round and round. */
+function uploadOf(data: Uint8Array, sizes: number[]) {
+  let off = 0;
+  let i = 0;
+  return {
+    length: data.length,
+    next(): Promise<Uint8Array | undefined> {
+      if (off >= data.length) return Promise.resolve(undefined);
+      const n = Math.min(sizes[i++ % sizes.length]!, data.length - off);
+      const c = data.slice(off, off + n);
+      off += n;
+      return new Promise((r) => setImmediate(() => r(c)));
+    },
+  };
+}
+
+test("apiStream: an upload arrives whole, with its length, method and token; the answer is read after it", async () => {
+  const data = randomBytes(5 * 1024 * 1024 + 3);
+  let got: { method?: string; url?: string; length?: string; token?: string; body?: Buffer } = {};
+  const addr = await listen(createServer(async (req, res) => {
+    const parts: Buffer[] = [];
+    for await (const c of req) parts.push(c as Buffer);
+    got = { method: req.method, url: req.url, length: req.headers["content-length"], token: req.headers["x-consul-token"] as string, body: Buffer.concat(parts) };
+    res.writeHead(200);
+    res.end();
+  }));
+  const client = new ApiClient({ address: addr, token: "t0k" });
+  const answer = await apiStream(client, { method: "PUT", path: "/v1/snapshot" }, { upload: uploadOf(data, [1, 65_536, 1024 * 1024, 3_000_000]) });
+  await answer.read(() => {});
+  assert.equal(answer.status, 200);
+  assert.deepEqual({ ...got, body: undefined }, { method: "PUT", url: "/v1/snapshot", length: String(data.length), token: "t0k", body: undefined });
+  assert.ok(got.body?.equals(data), "the body arrived whole and in order");
+});
+
+test("apiStream: an answer before the upload ended stops it and is the error; an upload shorter than announced fails", async () => {
+  // The answer comes after the first bytes; the server goes on reading (as ours drains a refused upload) until the client is gone.
+  let received = 0;
+  const addr = await listen(createNetServer((sock: Socket) => {
+    sock.on("data", (c: Buffer) => {
+      if (received === 0) sock.write("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 26\r\n\r\nInvalid snapshot: not gzip");
+      received += c.length;
+    });
+    sock.on("error", () => {});
+  }));
+  const big = uploadOf(new Uint8Array(256 * 1024 * 1024), [1024 * 1024]);
+  await assert.rejects(
+    apiStream(new ApiClient({ address: addr }), { method: "PUT", path: "/v1/snapshot" }, { upload: big }),
+    (err: unknown) => err instanceof ApiError && err.status === 400 && /not gzip/.test(err.message),
+  );
+  await new Promise((r) => setTimeout(r, 50));
+  assert.ok(received > 0 && received < 128 * 1024 * 1024, `the upload stopped at the answer (${received} bytes sent)`);
+  const short = { length: 100, next: (() => { let n = 0; return () => Promise.resolve(n++ === 0 ? new Uint8Array(10) : undefined); })() };
+  const addr2 = await listen(createServer((req) => req.resume()));
+  await assert.rejects(apiStream(new ApiClient({ address: addr2 }), { method: "PUT", path: "/v1/snapshot" }, { upload: short }), /ended after 10 of the 100 bytes/);
 });
 
 test("httpGet: a body cut short (the connection closes mid-chunk) rejects the read", async () => {
