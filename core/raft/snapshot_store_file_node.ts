@@ -29,7 +29,7 @@ const rm = lazyFsPromises("rm");
 const readChunkBytes = 1024 * 1024;
 
 /** With backgroundFlush, a sink's written bytes are flushed to disk in the background every this many. */
-const backgroundSyncBytes = 32 * 1024 * 1024;
+const backgroundSyncBytes = 8 * 1024 * 1024;
 
 const namePattern = /^(\d{20})-(\d{20})-(\d{10})\.(meta|snap)$/;
 
