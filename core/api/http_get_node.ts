@@ -7,6 +7,7 @@
 // without copying them (docs/performance.md, "snapshot"). Plain HTTP and
 // HTTPS with the CLI's TLS options (the same material tlsFetch uses).
 import type * as NodeNet from "node:net";
+import { drained } from "../drained_node.ts";
 import { ApiClient, ApiConnectionError, ApiError, connectionReason, type RawRequest } from "./client.ts";
 import { Http1ResponseParser, type Http1Head } from "./http1.ts";
 import { clientTlsConnectOptions, readClientTls, type ClientTlsMaterial, type ClientTlsOptions } from "./tls_fetch_node.ts";
@@ -203,17 +204,7 @@ export function httpRequest(url: string, options: { method: string; upload?: Htt
         if (failed !== undefined || head !== undefined || socket.destroyed) return;
         sent += chunk.length;
         if (sent > body.length) throw new Error(`The request body is longer than the ${body.length} bytes announced`);
-        if (!socket.write(chunk)) {
-          await new Promise<void>((resolve) => {
-            const done = () => {
-              socket.off("drain", done);
-              socket.off("close", done);
-              resolve();
-            };
-            socket.on("drain", done);
-            socket.on("close", done);
-          });
-        }
+        if (!socket.write(chunk)) await drained(socket);
       }
       if (sent !== body.length) throw new Error(`The request body ended after ${sent} of the ${body.length} bytes announced`);
     } catch (err) {

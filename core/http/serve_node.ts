@@ -13,6 +13,7 @@ import { nullLogger } from "../log/mod.ts";
 import { bodyTooLargeResponse, type RequestAcl, type Router } from "./router.ts";
 import { textResponse, type HttpRequest, type HttpResponse } from "./types.ts";
 import { lazyZlib } from "../lazy_builtins_node.ts";
+import { drained } from "../drained_node.ts";
 
 // node:zlib loads on the first answer a client asks gzipped.
 const zlib = lazyZlib;
@@ -203,24 +204,6 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
     r.headers["Content-Length"] = String(typeof body === "string" ? Buffer.byteLength(body) : body.length);
     res.writeHead(r.status, r.headers);
     res.end(body);
-  }
-
-  /**
-   * Until `res` drains or closes; both listeners go when either fires (a
-   * 'close' listener left behind by each wait piled up on a long stream:
-   * Node's MaxListenersExceededWarning then formatted the whole response
-   * with util.inspect, ~35 ms of a 100 MiB snapshot save's event loop).
-   */
-  function drained(res: ServerResponse): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        res.off("drain", done);
-        res.off("close", done);
-        resolve();
-      };
-      res.on("drain", done);
-      res.on("close", done);
-    });
   }
 
   /** Chunked: headers at once, then each piece as it comes, waiting for the socket to drain. */
