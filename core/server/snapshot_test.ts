@@ -5,6 +5,7 @@
 // not hold sent on to the one named.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { test } from "node:test";
 import { BadRequestError, LeadershipLostError, NotLeaderError, OutcomeUnknownError } from "../errors.ts";
 import { createLocalRpc } from "../rpc/local.ts";
@@ -128,5 +129,31 @@ test("snapshot endpoints: a restore whose leader lost leadership before a quorum
     return { ...r, replicated };
   };
   await assert.rejects(rpc.call("Snapshot.Restore", { archive: saved.archive }), OutcomeUnknownError);
+  await d.stop();
+});
+
+test("snapshot endpoints: an archive gzipped as one plain stream (not our members) restores through gunzip, its state built as it arrives", async () => {
+  const { d, rpc } = await devServer();
+  const value = randomBytes(300 * 1024);
+  for (let i = 0; i < 6; i++) await rpc.call("KVS.Apply", { op: "set", entry: { key: `plain/${i}`, value } });
+  const { archive } = await save(rpc);
+  // The same tar, gzipped as gzip(1) or Go would: one member, no length field.
+  const plain = gzipSync(gunzipSync(archive), { level: 6 });
+  assert.ok(plain[3] === 0 || plain[3] === 8, "no FEXTRA: not one of our members");
+  await rpc.call("KVS.Apply", { op: "set", entry: { key: "later", value: enc.encode("x") } });
+  // Pushed in odd-sized pieces, the last with done.
+  let streamId: string | undefined;
+  let server: string | undefined;
+  const piece = 333_333;
+  for (let off = 0; off < plain.length; off += piece) {
+    const r = await rpc.call("Snapshot.Restore", { archive: plain.subarray(off, off + piece), streamId, server, offset: off, done: false });
+    streamId = r.streamId;
+    server = r.server;
+  }
+  const r = await rpc.call("Snapshot.Restore", { archive: new Uint8Array(0), streamId, server, offset: plain.length, done: true });
+  assert.ok(r.index > 0);
+  assert.deepEqual(await keys(rpc), ["plain/0", "plain/1", "plain/2", "plain/3", "plain/4", "plain/5"]);
+  const got = await rpc.call("KVS.Get", { key: "plain/3", query: q() });
+  assert.ok(Buffer.from(got.entries[0]!.value!).equals(value), "a value comes back byte for byte");
   await d.stop();
 });
