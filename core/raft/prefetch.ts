@@ -24,6 +24,8 @@ import type { PrefetchRequest, PrefetchResponse, RaftTransport, ServerId, Snapsh
 export interface PrefetchSource {
   readonly written: number;
   read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
+  /** The bytes as views, while they are still in memory (SnapshotSink.recent). */
+  recent?(offset: number, length: number): Uint8Array[] | undefined;
 }
 
 interface PeerState {
@@ -141,6 +143,13 @@ export class PrefetchSender {
     const target = { id: p.id, address: p.address };
     const msg: PrefetchRequest = { type: "prefetch", from: this.#o.self, to: p.id, term: this.#o.term, fromAddress: this.#o.selfAddress, id: this.id, offset, chunk: new Uint8Array(0) };
     if (total !== undefined) msg.total = total;
+    // Still in memory (the follower keeps up): sent from there, not read back from the file into a frame of its own.
+    const views = n > 0 && transport.sendSnapshotChunkParts ? source.recent?.(offset, n) : undefined;
+    if (views) {
+      transport.sendSnapshotChunkParts!(target, msg, views);
+      transport.flush?.();
+      return;
+    }
     const prepared = n > 0 ? transport.prepareSnapshotChunk?.(target, msg, n) : undefined;
     let chunk: Uint8Array;
     try {

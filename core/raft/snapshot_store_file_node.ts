@@ -28,6 +28,9 @@ const rm = lazyFsPromises("rm");
 /** Bytes per read when a snapshot is streamed or checked. */
 const readChunkBytes = 1024 * 1024;
 
+/** With keepRecent, a sink keeps views of at least this many of the last bytes written. */
+const keepRecentBytes = 16 * 1024 * 1024;
+
 /** With backgroundFlush, a sink's written bytes are flushed to disk in the background every this many. */
 const backgroundSyncBytes = 8 * 1024 * 1024;
 
@@ -98,8 +101,11 @@ export class FileSnapshotStore implements SnapshotStore {
     return undefined;
   }
 
-  begin(options: { backgroundFlush?: boolean } = {}): SnapshotSink {
+  begin(options: { backgroundFlush?: boolean; keepRecent?: boolean } = {}): SnapshotSink {
     const flushEvery = options.backgroundFlush === true ? backgroundSyncBytes : Infinity;
+    /** With keepRecent: the last writes, oldest first, each where it starts (see recent()). */
+    let recentWrites: { at: number; parts: readonly Uint8Array[]; bytes: number }[] = [];
+    let recentBytes = 0;
     this.#seq++;
     const tmp = join(this.dir, `incoming-${String(this.#seq).padStart(10, "0")}.snap.tmp`);
     const handle = open(tmp, "w", 0o644);
@@ -137,6 +143,11 @@ export class FileSnapshotStore implements SnapshotStore {
         }
         const at = written;
         written += n;
+        if (options.keepRecent === true && n > 0) {
+          recentWrites.push({ at, parts, bytes: n });
+          recentBytes += n;
+          while (recentBytes - recentWrites[0]!.bytes >= keepRecentBytes) recentBytes -= recentWrites.shift()!.bytes;
+        }
         const run = writes.then(async () => {
           const fh = await handle;
           await writeAllAt(fh, parts, at);
@@ -163,6 +174,29 @@ export class FileSnapshotStore implements SnapshotStore {
         if (got.length < end - offset) throw new Error(`snapshot file ${tmp} is shorter than the ${end} bytes written`);
         return got;
       },
+      recent(offset: number, length: number): Uint8Array[] | undefined {
+        if (state !== "open" || recentWrites.length === 0 || offset < recentWrites[0]!.at || offset + length > written || length <= 0) return undefined;
+        const out: Uint8Array[] = [];
+        let want = length;
+        let pos = offset;
+        for (const w of recentWrites) {
+          if (w.at + w.bytes <= pos) continue;
+          let at = w.at;
+          for (const p of w.parts) {
+            const end = at + p.length;
+            if (end > pos && want > 0) {
+              const from = pos - at;
+              const n = Math.min(p.length - from, want);
+              out.push(p.subarray(from, from + n));
+              pos += n;
+              want -= n;
+            }
+            at = end;
+          }
+          if (want === 0) break;
+        }
+        return want === 0 ? out : undefined;
+      },
       async flush(): Promise<void> {
         if (state !== "open") throw new Error("snapshot sink is closed");
         await writes;
@@ -174,6 +208,7 @@ export class FileSnapshotStore implements SnapshotStore {
       async finish(meta: SnapshotMeta): Promise<SnapshotMeta> {
         if (state !== "open") throw new Error("snapshot sink is closed");
         state = "done";
+        recentWrites = [];
         await writes;
         await closeReader();
         const fh = await handle;
@@ -193,6 +228,7 @@ export class FileSnapshotStore implements SnapshotStore {
       async cancel(): Promise<void> {
         if (state !== "open") return;
         state = "done";
+        recentWrites = [];
         await writes;
         await syncing;
         await closeReader();

@@ -130,3 +130,29 @@ test("snapshot stores: a sink flushed (in the background too) still finishes int
     }
   });
 });
+
+test("file snapshot store: a sink begun with keepRecent gives the last MiB written as views, and nothing older or unwritten", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "cairn-snap-recent-"));
+  try {
+    const store = await FileSnapshotStore.open({ dir, logger: nullLogger() });
+    const data = bytes(40 * 1024 * 1024 + 5, 3);
+    const sink = store.begin({ keepRecent: true });
+    const plain = store.begin();
+    for (let off = 0; off < data.length; off += 1024 * 1024) {
+      const c = data.subarray(off, off + 1024 * 1024);
+      await sink.write([c.subarray(0, 65_536), c.subarray(65_536)]);
+      await plain.write(c);
+    }
+    const end = data.length;
+    const at = (views: Uint8Array[] | undefined) => (views === undefined ? undefined : Buffer.concat(views));
+    assert.ok(at(sink.recent!(end - 5_000_000, 4_000_000))?.equals(data.subarray(end - 5_000_000, end - 1_000_000)), "a range across writes and parts");
+    assert.ok(at(sink.recent!(end - 10, 10))?.equals(data.subarray(end - 10)));
+    assert.equal(sink.recent!(0, 10), undefined, "the first bytes are long gone from memory");
+    assert.equal(sink.recent!(end - 10, 11), undefined, "past what was written");
+    assert.equal(plain.recent?.(end - 10, 10), undefined, "without keepRecent, nothing");
+    await sink.cancel();
+    await plain.cancel();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

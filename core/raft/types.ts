@@ -281,6 +281,13 @@ export interface SnapshotSink {
    */
   read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
   /**
+   * The written bytes at `offset` as views of the buffers given to write(),
+   * when they are among the last few MiB written by a sink begun with
+   * `keepRecent`; otherwise undefined (read() them). A user restore's bytes
+   * go to followers from here while they keep up, with no copy and no read.
+   */
+  recent?(offset: number, length: number): Uint8Array[] | undefined;
+  /**
    * Write what was written so far to disk (fdatasync), so that finish() has
    * little left to do: a user restore calls it before it pauses Raft to
    * install the snapshot (an fsync of a GiB inside that pause outlasted the
@@ -307,9 +314,13 @@ export interface SnapshotStore {
    * few MiB while more comes (a user restore's staged state, so its flush()
    * before Raft pauses is short). Off for an InstallSnapshot: on a follower
    * it halved the rate chunks were written at (writes waiting on pages
-   * under writeback), which cost more than the one fsync at the end.
+   * under writeback), which cost more than the one fsync at the end. On
+   * for a follower's restore bytes sent ahead: they arrive at the pace of
+   * the leader's upload, and their flush came at the install otherwise.
+   * `keepRecent`: the sink keeps views of the last few MiB written, for
+   * `recent()`; the caller never changes a buffer it wrote.
    */
-  begin(options?: { backgroundFlush?: boolean }): SnapshotSink;
+  begin(options?: { backgroundFlush?: boolean; keepRecent?: boolean }): SnapshotSink;
   /** The newest complete snapshot (its checksum verified), open for reading; or the one with `meta`'s index and term. */
   open(which?: { index: number; term: number }): Promise<SnapshotSource | undefined>;
   /** Metadata of stored snapshots, newest first. */
@@ -339,6 +350,13 @@ export interface RaftTransport {
    * a buffer of its own and calls `send`.
    */
   prepareSnapshotChunk?(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined;
+  /**
+   * Optional: the same message with its chunk given as parts end to end
+   * (bytes already in memory, which nobody changes: a restore's upload),
+   * queued as they are after the message's head, never joined. False when
+   * it was dropped.
+   */
+  sendSnapshotChunkParts?(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, parts: readonly Uint8Array[]): boolean;
   /** Register the single receiver of inbound messages (replaces any earlier one). */
   onMessage(handler: (msg: RaftMessage) => void): void;
   /**

@@ -87,6 +87,21 @@ export function encodeFrame(frame: Frame): Uint8Array {
  * while it shipped the snapshot (docs/performance.md, snapshot).
  */
 export function encodeFrameWithBin(frame: Frame, binBytes: number): { frame: Uint8Array; bin: Uint8Array } {
+  const head = encodeFrameHeadForBin(frame, binBytes);
+  // Not zeroed (a snapshot chunk's frame is 4 MiB, and zeroing it cost as
+  // much as reading the chunk): the caller fills `bin` whole before the
+  // frame is sent, and does not send it when it could not.
+  const out: Uint8Array = Buffer.allocUnsafeSlow(head.length + binBytes);
+  out.set(head);
+  return { frame: out, bin: out.subarray(head.length) };
+}
+
+/**
+ * The same frame's bytes up to its last value's data: sent with those
+ * `binBytes` bytes after it (views of buffers already in memory, written
+ * with one writev), the frame is never assembled in one buffer.
+ */
+export function encodeFrameHeadForBin(frame: Frame, binBytes: number): Uint8Array {
   const head = encoder.encodeSharedRef(frame);
   // An empty bin is `c4 00`; it becomes a bin 32 header `c6 <u32 length>`.
   if (head.length < 2 || head[head.length - 2] !== 0xc4 || head[head.length - 1] !== 0x00) {
@@ -95,16 +110,13 @@ export function encodeFrameWithBin(frame: Frame, binBytes: number): { frame: Uin
   if (!Number.isSafeInteger(binBytes) || binBytes < 0 || binBytes > 0xffffffff) throw new RangeError(`Invalid byte array length ${binBytes}`);
   const prefix = head.length - 2;
   const bodyBytes = prefix + 5 + binBytes;
-  // Not zeroed (a snapshot chunk's frame is 4 MiB, and zeroing it cost as
-  // much as reading the chunk): the caller fills `bin` whole before the
-  // frame is sent, and does not send it when it could not.
-  const out: Uint8Array = Buffer.allocUnsafeSlow(frameHeaderBytes + bodyBytes);
+  const out = new Uint8Array(frameHeaderBytes + prefix + 5);
   const view = new DataView(out.buffer);
   view.setUint32(0, bodyBytes, false);
   out.set(head.subarray(0, prefix), frameHeaderBytes);
   out[frameHeaderBytes + prefix] = 0xc6;
   view.setUint32(frameHeaderBytes + prefix + 1, binBytes, false);
-  return { frame: out, bin: out.subarray(frameHeaderBytes + prefix + 5) };
+  return out;
 }
 
 /** Why a byte stream was refused; the connection carrying it must be closed. */

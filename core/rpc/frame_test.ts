@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { encode } from "@msgpack/msgpack";
 import { Rng, seeds } from "../sim/rng.ts";
-import { encodeFrame, encodeFrameWithBin, FrameDecoder, FrameKind, validateFrame } from "./frame.ts";
+import { encodeFrame, encodeFrameHeadForBin, encodeFrameWithBin, FrameDecoder, FrameKind, validateFrame } from "./frame.ts";
 import type { Frame } from "./frame.ts";
 import { fromWireError, toWireError } from "./wire_error.ts";
 import { NotLeaderError, RpcError } from "../errors.ts";
@@ -108,5 +108,21 @@ test("a frame encoded with its last byte array filled in place decodes as the pl
     assert.deepEqual(frames[0], { t: FrameKind.OneWay, method: "Raft.Message", body: { ...body, chunk } });
   }
   // The placeholder must be what the body ends with.
+  assert.throws(() => encodeFrameHeadForBin({ t: FrameKind.OneWay, method: "m", body: { chunk: new Uint8Array(0), done: true } }, 4), TypeError);
   assert.throws(() => encodeFrameWithBin({ t: FrameKind.OneWay, method: "m", body: { chunk: new Uint8Array(0), done: true } }, 4), TypeError);
+});
+
+test("a frame sent as its head and then its last byte array's bytes, in parts, decodes as the plain frame", () => {
+  for (const n of [0, 1, 70_000]) {
+    const chunk = new Uint8Array(n).map((_, i) => (i * 11 + n) & 0xff);
+    const body = { type: "prefetch", term: 3, id: "r1", offset: 4_000_000_000, chunk: new Uint8Array(0) };
+    const head = encodeFrameHeadForBin({ t: FrameKind.OneWay, method: "Raft.Message", body }, n);
+    const decoder = new FrameDecoder();
+    const got = [head, chunk.subarray(0, n >> 1), chunk.subarray(n >> 1)].flatMap((p) => {
+      const { frames, error } = decoder.push(p);
+      assert.equal(error, undefined);
+      return frames;
+    });
+    assert.deepEqual(got, [{ t: FrameKind.OneWay, method: "Raft.Message", body: { ...body, chunk } }]);
+  }
 });

@@ -9,7 +9,7 @@
 import type { Logger } from "../log/logger.ts";
 import { validateRaftMessage } from "../raft/codec.ts";
 import type { PrefetchRequest, RaftMessage, RaftTransport, ServerId, SnapshotRequest } from "../raft/types.ts";
-import { encodeFrameWithBin, FrameKind } from "./frame.ts";
+import { encodeFrameHeadForBin, encodeFrameWithBin, FrameKind } from "./frame.ts";
 import type { RpcClientPool, RpcServer } from "./transport_node.ts";
 
 /** The one-way method carrying Raft messages. */
@@ -102,6 +102,28 @@ export class TcpRaftTransport implements RaftTransport {
         }
       },
     };
+  }
+
+  sendSnapshotChunkParts(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, parts: readonly Uint8Array[]): boolean {
+    if (this.#closed) return false;
+    const { chunk: _, ...rest } = msg;
+    let length = 0;
+    for (const p of parts) length += p.length;
+    let head: Uint8Array;
+    try {
+      head = encodeFrameHeadForBin({ t: FrameKind.OneWay, method: raftMessageMethod, body: { ...rest, chunk: new Uint8Array(0) } }, length);
+    } catch (err) {
+      this.stats.dropped++;
+      this.#log.warn("cannot encode InstallSnapshot chunk", { to: target.id, error: String(err) });
+      return false;
+    }
+    if (this.#pool.sendEncoded(target.address, raftMessageMethod, [head, ...parts])) {
+      this.stats.sent++;
+      return true;
+    }
+    this.stats.dropped++;
+    this.#log.trace("Raft message dropped", { to: target.id, address: target.address, type: msg.type });
+    return false;
   }
 
   onMessage(handler: (msg: RaftMessage) => void): void {

@@ -102,7 +102,7 @@ test("raft transport: sends to a down peer are dropped, never thrown", async () 
   }
 });
 
-test("raft transport: an InstallSnapshot chunk written into its frame arrives as sent, in order with other messages", async () => {
+test("raft transport: an InstallSnapshot chunk written into its frame, or sent as parts, arrives as sent, in order with other messages", async () => {
   const a = await node("a");
   const b = await node("b");
   try {
@@ -112,7 +112,15 @@ test("raft transport: an InstallSnapshot chunk written into its frame arrives as
     const sizes = [1 << 20, 0, 2 << 20];
     let offset = 0;
     for (const n of sizes) {
-      const p = a.transport.prepareSnapshotChunk(to, { ...base, offset, done: offset + n >= meta.sizeBytes }, n);
+      const msg = { ...base, offset, done: offset + n >= meta.sizeBytes };
+      if (n === 2 << 20) {
+        // The last one as parts end to end (a restore's bytes sent from memory).
+        const bytes = new Uint8Array(n).map((_, i) => (offset + i) % 251);
+        assert.ok(a.transport.sendSnapshotChunkParts(to, msg, [bytes.subarray(0, 7), bytes.subarray(7, 7), bytes.subarray(7, 300_000), bytes.subarray(300_000)]));
+        offset += n;
+        continue;
+      }
+      const p = a.transport.prepareSnapshotChunk(to, msg, n);
       assert.ok(p);
       assert.equal(p.chunk.length, n);
       for (let i = 0; i < n; i++) p.chunk[i] = (offset + i) % 251;

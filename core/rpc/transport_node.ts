@@ -147,9 +147,17 @@ class BatchWriter {
     return this.#bytes + this.#socket.writableLength;
   }
 
-  enqueue(bytes: Uint8Array): void {
-    this.#chunks.push(bytes);
-    this.#bytes += bytes.length;
+  /** One frame, in one buffer or as its parts end to end (each queued as it is, not copied). */
+  enqueue(bytes: Uint8Array | readonly Uint8Array[]): void {
+    if (bytes instanceof Uint8Array) {
+      this.#chunks.push(bytes);
+      this.#bytes += bytes.length;
+    } else {
+      for (const b of bytes) {
+        this.#chunks.push(b);
+        this.#bytes += b.length;
+      }
+    }
     if (this.#counters) this.#counters.framesSent++;
     if (!this.#scheduled) {
       this.#scheduled = true;
@@ -641,8 +649,8 @@ class ClientConnection {
     });
   }
 
-  /** Queues a one-way frame (already encoded). */
-  send(bytes: Uint8Array): void {
+  /** Queues a one-way frame (already encoded), in one buffer or as its parts. */
+  send(bytes: Uint8Array | readonly Uint8Array[]): void {
     this.#writer.enqueue(bytes);
   }
 
@@ -758,10 +766,15 @@ export class RpcClientPool {
 
   /**
    * Sends a one-way frame already encoded (`encodeFrame`, or
-   * `encodeFrameWithBin` once its bytes are filled in). The frame is queued
-   * as it is, not copied: leave it unchanged. Returns false when it was dropped.
+   * `encodeFrameWithBin` once its bytes are filled in), in one buffer or as
+   * its parts end to end (`encodeFrameHeadForBin` and the bytes after it).
+   * The frame is queued as it is, not copied: leave it unchanged. Returns
+   * false when it was dropped.
    */
-  sendEncoded(address: string, method: string, bytes: Uint8Array): boolean {
+  sendEncoded(address: string, method: string, frame: Uint8Array | readonly Uint8Array[]): boolean {
+    let length = 0;
+    if (frame instanceof Uint8Array) length = frame.length;
+    else for (const p of frame) length += p.length;
     const until = this.#backoffUntil.get(address);
     if (until !== undefined) {
       if (this.clock.now() < until) {
@@ -770,9 +783,9 @@ export class RpcClientPool {
       }
       this.#backoffUntil.delete(address);
     }
-    if (bytes.length - 4 > this.maxFrameBytes) {
+    if (length - 4 > this.maxFrameBytes) {
       this.stats.oneWayDropped++;
-      this.log.warn("dropping one-way RPC over the frame limit", { address, method, sizeBytes: bytes.length });
+      this.log.warn("dropping one-way RPC over the frame limit", { address, method, sizeBytes: length });
       return false;
     }
     const conn = this.#get(address);
@@ -786,7 +799,7 @@ export class RpcClientPool {
       return false;
     }
     this.stats.oneWaySent++;
-    conn.send(bytes);
+    conn.send(frame);
     return true;
   }
 

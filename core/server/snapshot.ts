@@ -359,7 +359,8 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
    */
   function startRestore(installer: SnapshotInstaller, id: string): RestoreStream {
     const queue = new ByteQueue();
-    const sink = installer.snapshotStore.begin({ backgroundFlush: true });
+    // keepRecent: what the followers are sent ahead comes from memory while they keep up; the chunks are never reused.
+    const sink = installer.snapshotStore.begin({ backgroundFlush: true, keepRecent: true });
     // The followers write the bytes as they come, so the install only names them.
     const ahead = installer.sendAhead?.(id, sink);
     const r: RestoreStream = {
