@@ -9,7 +9,7 @@
 import type { Logger } from "../log/logger.ts";
 import { validateRaftMessage } from "../raft/codec.ts";
 import type { PrefetchRequest, RaftMessage, RaftTransport, ServerId, SnapshotRequest } from "../raft/types.ts";
-import { encodeFrameHeadForBin, encodeFrameWithBin, FrameKind } from "./frame.ts";
+import { encodeFrameHeadForBin, encodeFrameWithBin, type Frame, FrameKind } from "./frame.ts";
 import type { RpcClientPool, RpcServer } from "./transport_node.ts";
 
 /** The one-way method carrying Raft messages. */
@@ -80,49 +80,40 @@ export class TcpRaftTransport implements RaftTransport {
   }
 
   prepareSnapshotChunk(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, chunkBytes: number): { chunk: Uint8Array; send(): void } | undefined {
-    if (this.#closed) return undefined;
     // The chunk last: encodeFrameWithBin fills in the frame's last value.
+    const prepared = this.#encodeChunkFrame(target, msg, (frame) => encodeFrameWithBin(frame, chunkBytes));
+    if (!prepared) return undefined;
+    return { chunk: prepared.bin, send: () => void this.#sendFrame(target, msg.type, prepared.frame) };
+  }
+
+  sendSnapshotChunkParts(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, parts: readonly Uint8Array[]): boolean {
+    let length = 0;
+    for (const p of parts) length += p.length;
+    const head = this.#encodeChunkFrame(target, msg, (frame) => encodeFrameHeadForBin(frame, length));
+    return head !== undefined && this.#sendFrame(target, msg.type, [head, ...parts]);
+  }
+
+  /** `msg` as a Raft.Message frame whose chunk (its last value) the caller supplies; undefined (counted as dropped) when it cannot be encoded. */
+  #encodeChunkFrame<T>(target: { id: ServerId }, msg: SnapshotRequest | PrefetchRequest, encode: (frame: Frame) => T): T | undefined {
+    if (this.#closed) return undefined;
     const { chunk: _, ...rest } = msg;
-    let prepared: { frame: Uint8Array; bin: Uint8Array };
     try {
-      prepared = encodeFrameWithBin({ t: FrameKind.OneWay, method: raftMessageMethod, body: { ...rest, chunk: new Uint8Array(0) } }, chunkBytes);
+      return encode({ t: FrameKind.OneWay, method: raftMessageMethod, body: { ...rest, chunk: new Uint8Array(0) } });
     } catch (err) {
       this.stats.dropped++;
       this.#log.warn("cannot encode InstallSnapshot chunk", { to: target.id, error: String(err) });
       return undefined;
     }
-    return {
-      chunk: prepared.bin,
-      send: () => {
-        if (this.#closed) return;
-        if (this.#pool.sendEncoded(target.address, raftMessageMethod, prepared.frame)) this.stats.sent++;
-        else {
-          this.stats.dropped++;
-          this.#log.trace("Raft message dropped", { to: target.id, address: target.address, type: msg.type });
-        }
-      },
-    };
   }
 
-  sendSnapshotChunkParts(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, parts: readonly Uint8Array[]): boolean {
+  #sendFrame(target: { id: ServerId; address: string }, type: string, frame: Uint8Array | readonly Uint8Array[]): boolean {
     if (this.#closed) return false;
-    const { chunk: _, ...rest } = msg;
-    let length = 0;
-    for (const p of parts) length += p.length;
-    let head: Uint8Array;
-    try {
-      head = encodeFrameHeadForBin({ t: FrameKind.OneWay, method: raftMessageMethod, body: { ...rest, chunk: new Uint8Array(0) } }, length);
-    } catch (err) {
-      this.stats.dropped++;
-      this.#log.warn("cannot encode InstallSnapshot chunk", { to: target.id, error: String(err) });
-      return false;
-    }
-    if (this.#pool.sendEncoded(target.address, raftMessageMethod, [head, ...parts])) {
+    if (this.#pool.sendEncoded(target.address, raftMessageMethod, frame)) {
       this.stats.sent++;
       return true;
     }
     this.stats.dropped++;
-    this.#log.trace("Raft message dropped", { to: target.id, address: target.address, type: msg.type });
+    this.#log.trace("Raft message dropped", { to: target.id, address: target.address, type });
     return false;
   }
 
