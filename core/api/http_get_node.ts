@@ -4,8 +4,10 @@
 // received: a Buffer per socket read, the stream machinery, its parser;
 // `onread` reads straight into slabs we hand out, and http1.ts takes the
 // status line, headers and chunk framing out from between the body bytes
-// without copying them (docs/performance.md, "snapshot"). Plain HTTP and
-// HTTPS with the CLI's TLS options (the same material tlsFetch uses).
+// without copying them (docs/performance.md, "snapshot"). The same
+// connection sends a request body from the caller's own buffers (the CLI's
+// snapshot upload, `httpRequest`). Plain HTTP and HTTPS with the CLI's TLS
+// options (the same material tlsFetch uses).
 import type * as NodeNet from "node:net";
 import { drained } from "../drained_node.ts";
 import { ApiClient, ApiConnectionError, ApiError, connectionReason, type RawRequest } from "./client.ts";

@@ -365,7 +365,6 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 }
 
-/** Up to `n` bytes at `offset` (fewer only where the file ends), into `into` when it has room. */
 /**
  * `parts` end to end at `position`: one writev for many (a restore's stored
  * gzip blocks are 64 KiB views; a write each cost a thread-pool turn each),
@@ -396,6 +395,7 @@ async function writeAllAt(fh: Awaited<ReturnType<typeof open>>, parts: readonly 
   }
 }
 
+/** Up to `n` bytes at `offset` (fewer only where the file ends), into `into` when it has room. */
 async function readAt(fh: Awaited<ReturnType<typeof open>>, offset: number, n: number, into?: Uint8Array): Promise<Uint8Array> {
   const buf = into && into.length >= n ? into.subarray(0, n) : new Uint8Array(n);
   let got = 0;
