@@ -3,15 +3,25 @@
 /** The chunks end to end in one buffer (a snapshot received in pieces, DER parts, stdin). */
 export function concatBytes(chunks: Iterable<Uint8Array>): Uint8Array {
   const list = Array.isArray(chunks) ? (chunks as readonly Uint8Array[]) : [...chunks];
-  let n = 0;
-  for (const c of list) n += c.length;
-  const out = new Uint8Array(n);
+  const out = new Uint8Array(byteLength(list));
   let off = 0;
   for (const c of list) {
     out.set(c, off);
     off += c.length;
   }
   return out;
+}
+
+/** Bytes in all of `chunks`. */
+export function byteLength(chunks: readonly Uint8Array[]): number {
+  let n = 0;
+  for (const c of chunks) n += c.length;
+  return n;
+}
+
+/** Bytes given in one buffer or as parts end to end, as parts. */
+export function partsOf(bytes: Uint8Array | readonly Uint8Array[]): readonly Uint8Array[] {
+  return bytes instanceof Uint8Array ? [bytes] : bytes;
 }
 
 /**

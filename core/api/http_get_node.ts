@@ -198,12 +198,13 @@ export function httpRequest(url: string, options: { method: string; upload?: Htt
   /** The upload, a buffer at a time, each written once the socket took the last (or drained); it stops once an answer or a failure came. */
   async function send(body: HttpUpload): Promise<void> {
     let sent = 0;
+    const stopped = () => failed !== undefined || head !== undefined || socket.destroyed;
     try {
       for (;;) {
-        if (failed !== undefined || head !== undefined || socket.destroyed) return;
+        if (stopped()) return;
         const chunk = await body.next();
         if (chunk === undefined) break;
-        if (failed !== undefined || head !== undefined || socket.destroyed) return;
+        if (stopped()) return;
         sent += chunk.length;
         if (sent > body.length) throw new Error(`The request body is longer than the ${body.length} bytes announced`);
         if (!socket.write(chunk)) await drained(socket);

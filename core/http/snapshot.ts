@@ -3,7 +3,7 @@
 // PUT restores one sent as the body. Both stream: the archive is pulled from
 // (or pushed to) the server in chunks over RPC (core/server/snapshot.ts) and
 // never held whole here, so a snapshot of any size passes through.
-import { pieces } from "../bytes.ts";
+import { byteLength, pieces } from "../bytes.ts";
 import { BadRequestError } from "../errors.ts";
 import type { Rpc } from "../rpc/mod.ts";
 import { maxSnapshotStateBytes, snapshotChunkBytes } from "../server/snapshot.ts";
@@ -22,7 +22,7 @@ async function drain(source: AsyncIterator<Uint8Array[]>, limit: number): Promis
     for (;;) {
       const next = await source.next();
       if (next.done) return;
-      for (const p of next.value) n += p.length;
+      n += byteLength(next.value);
       if (n > limit) return;
     }
   } catch {
@@ -75,7 +75,7 @@ export function snapshotHandler(options: { rpc: Rpc }): Handler {
         const r = await rpc.call("Snapshot.Restore", { ...routing, archive: parts, streamId, server, offset, done: false });
         streamId = r.streamId;
         server = r.server;
-        for (const p of parts) offset += p.length;
+        offset += byteLength(parts);
         if (streamId === undefined) throw new BadRequestError("The server does not take snapshots in chunks");
       }
       if (offset === 0) throw new BadRequestError("Invalid snapshot: the request body is empty");

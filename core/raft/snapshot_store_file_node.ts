@@ -11,6 +11,7 @@
 import { lazyFsPromises } from "../lazy_builtins_node.ts";
 import { join } from "node:path";
 import { decode, encode } from "@msgpack/msgpack";
+import { byteLength, partsOf } from "../bytes.ts";
 import { errorMessage } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import { validateSnapshotMeta } from "./codec.ts";
@@ -135,12 +136,9 @@ export class FileSnapshotStore implements SnapshotStore {
       write(chunk: Uint8Array | readonly Uint8Array[]): Promise<void> {
         if (state !== "open") return Promise.reject(new Error("snapshot sink is closed"));
         // Not copied: the caller keeps the chunks unchanged until this write resolves.
-        const parts = chunk instanceof Uint8Array ? [chunk] : chunk;
-        let n = 0;
-        for (const p of parts) {
-          n += p.length;
-          crc = crc32Update(crc, p);
-        }
+        const parts = partsOf(chunk);
+        const n = byteLength(parts);
+        for (const p of parts) crc = crc32Update(crc, p);
         const at = written;
         written += n;
         if (options.keepRecent === true && n > 0) {

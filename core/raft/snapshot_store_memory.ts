@@ -1,5 +1,5 @@
 // In-memory SnapshotStore keeping the newest `retain` snapshots.
-import { concatBytes } from "../bytes.ts";
+import { concatBytes, partsOf } from "../bytes.ts";
 import type { SnapshotMeta, SnapshotSink, SnapshotSource, SnapshotStore } from "./types.ts";
 
 export class MemorySnapshotStore implements SnapshotStore {
@@ -32,7 +32,7 @@ export class MemorySnapshotStore implements SnapshotStore {
       },
       write: (chunk) => {
         if (!open) return Promise.reject(new Error("snapshot sink is closed"));
-        for (const c of chunk instanceof Uint8Array ? [chunk] : chunk) {
+        for (const c of partsOf(chunk)) {
           chunks.push(c.slice());
           written += c.length;
         }

@@ -276,8 +276,8 @@ export interface SnapshotSink {
   /**
    * Up to `length` bytes of what was written, from `offset` (waits for the
    * writes that cover them), as SnapshotSource.read: a user restore's bytes
-   * are sent to followers from here while more arrive, and once the archive
-   * checked out the leader rebuilds its state from here (framesAt).
+   * are sent to followers from here while more arrive, when they are no
+   * longer in memory (recent()).
    */
   read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
   /**

@@ -6,6 +6,7 @@
 // dropped; Raft retries. Inbound bodies are validated with
 // `validateRaftMessage` and malformed ones are counted and dropped.
 
+import { byteLength } from "../bytes.ts";
 import type { Logger } from "../log/logger.ts";
 import { validateRaftMessage } from "../raft/codec.ts";
 import type { PrefetchRequest, RaftMessage, RaftTransport, ServerId, SnapshotRequest } from "../raft/types.ts";
@@ -87,9 +88,7 @@ export class TcpRaftTransport implements RaftTransport {
   }
 
   sendSnapshotChunkParts(target: { id: ServerId; address: string }, msg: SnapshotRequest | PrefetchRequest, parts: readonly Uint8Array[]): boolean {
-    let length = 0;
-    for (const p of parts) length += p.length;
-    const head = this.#encodeChunkFrame(target, msg, (frame) => encodeFrameHeadForBin(frame, length));
+    const head = this.#encodeChunkFrame(target, msg, (frame) => encodeFrameHeadForBin(frame, byteLength(parts)));
     return head !== undefined && this.#sendFrame(target, msg.type, [head, ...parts]);
   }
 

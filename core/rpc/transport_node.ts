@@ -12,6 +12,7 @@ import type { Server, Socket } from "node:net";
 import type { Clock, Timer } from "../clock/clock.ts";
 import { dialFrom } from "../dial_node.ts";
 import { systemClock } from "../clock/system_clock.ts";
+import { byteLength, partsOf } from "../bytes.ts";
 import { errorMessage, RpcError, RpcTimeoutError, TooLargeError } from "../errors.ts";
 import type { Logger } from "../log/logger.ts";
 import type { Rpc, RpcArgs, RpcHandlers, RpcMethod, RpcReply } from "./methods.ts";
@@ -149,15 +150,9 @@ class BatchWriter {
 
   /** One frame, in one buffer or as its parts end to end (each queued as it is, not copied). */
   enqueue(bytes: Uint8Array | readonly Uint8Array[]): void {
-    if (bytes instanceof Uint8Array) {
-      this.#chunks.push(bytes);
-      this.#bytes += bytes.length;
-    } else {
-      for (const b of bytes) {
-        this.#chunks.push(b);
-        this.#bytes += b.length;
-      }
-    }
+    const parts = partsOf(bytes);
+    this.#chunks.push(...parts);
+    this.#bytes += byteLength(parts);
     if (this.#counters) this.#counters.framesSent++;
     if (!this.#scheduled) {
       this.#scheduled = true;
@@ -772,9 +767,7 @@ export class RpcClientPool {
    * false when it was dropped.
    */
   sendEncoded(address: string, method: string, frame: Uint8Array | readonly Uint8Array[]): boolean {
-    let length = 0;
-    if (frame instanceof Uint8Array) length = frame.length;
-    else for (const p of frame) length += p.length;
+    const length = byteLength(partsOf(frame));
     const until = this.#backoffUntil.get(address);
     if (until !== undefined) {
       if (this.clock.now() < until) {

@@ -19,6 +19,7 @@
 // The old way, one `Restore` log entry carrying the state (fsm.ts), is no
 // longer written.
 
+import { byteLength, partsOf } from "../bytes.ts";
 import { BadRequestError, CorruptionError, NotLeaderError, OutcomeUnknownError, errorMessage } from "../errors.ts";
 import type { RpcHandlers } from "../rpc/methods.ts";
 import { maxRestoreIndex, type SnapshotMeta, type SnapshotSink, type SnapshotStore } from "../raft/types.ts";
@@ -242,11 +243,10 @@ export function snapshotEndpoints(ctx: ServerContext): Pick<RpcHandlers, "Snapsh
 
     async "Snapshot.Restore"(args) {
       requireLeader(ctx);
+      // The archive's shape (bytes, or a list of them) was checked with the other args (args.ts).
       const a = args as { archive: Uint8Array | Uint8Array[]; streamId?: unknown; offset?: unknown; done?: unknown; server?: unknown };
-      const parts = a.archive instanceof Uint8Array ? [a.archive] : a.archive;
-      if (!Array.isArray(parts) || !parts.every((p) => p instanceof Uint8Array)) throw new BadRequestError("Missing snapshot archive");
-      let length = 0;
-      for (const p of parts) length += p.length;
+      const parts = partsOf(a.archive);
+      const length = byteLength(parts);
       if (a.offset !== undefined && (typeof a.offset !== "number" || !Number.isSafeInteger(a.offset) || a.offset < 0)) throw new BadRequestError("Invalid snapshot restore offset");
       if (a.done !== undefined && typeof a.done !== "boolean") throw new BadRequestError("Invalid snapshot restore done flag");
       const installer = installerOf(ctx);
