@@ -16,7 +16,7 @@ export interface CliIo {
    * process has them: tests run commands in their own process and keep its
    * settings.
    */
-  v8?: Pick<V8Deps, "setV8Flags" | "cpuMicros" | "heapBytes" | "reduceMemory">;
+  v8?: Pick<V8Deps, "setV8Flags" | "cpuMicros" | "heapBytes" | "reduceMemory" | "oldGenerationBytes" | "onFullGc">;
 }
 
 export interface Command {

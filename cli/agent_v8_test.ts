@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { busyCpuShare, busyFlags, busyWindowMs, clientV8, isBusy, leanFlags, reduceAfterGrowthBytes, reduceEveryMs, serverBudgetFlags, type V8Deps } from "./agent_v8.ts";
+import { busyCpuShare, busyFlags, busyWindowMs, clientV8, heapGrowingPercent, isBusy, leanFlags, maxHeapGrowingPercent, reduceAfterGrowthBytes, reduceEveryMs, serverBudgetFlags, serverHeapFloorBytes, type V8Deps } from "./agent_v8.ts";
 
 /** A process whose CPU time and clock the test moves, and whose timer it fires. */
 function fakeProcess() {
@@ -9,6 +9,8 @@ function fakeProcess() {
   let nowMs = 0;
   let tick: (() => void) | undefined;
   let heap = 12 << 20;
+  let oldGen = 8 << 20;
+  let fullGc: (() => void) | undefined;
   const reductions: number[] = [];
   const deps: V8Deps = {
     setV8Flags: (f) => void flags.push(...f),
@@ -17,6 +19,11 @@ function fakeProcess() {
     reduceMemory: () => {
       reductions.push(nowMs);
       heap = 9 << 20;
+    },
+    oldGenerationBytes: () => oldGen,
+    onFullGc: (fn) => {
+      fullGc = fn;
+      return { cancel: () => (fullGc = undefined) };
     },
     nowMs: () => nowMs,
     every: (ms, fn) => {
@@ -31,6 +38,14 @@ function fakeProcess() {
     reductions,
     grow(bytes: number) {
       heap += bytes;
+    },
+    /** A full collection leaves the old generation at `bytes`. */
+    fullGc(bytes: number) {
+      oldGen = bytes;
+      fullGc?.();
+    },
+    get watchingGcs() {
+      return fullGc !== undefined;
     },
     /** One window passes in which the process uses `share` of a core. */
     window(share: number) {
@@ -107,9 +122,50 @@ test("clientV8: servers and -dev get the server tier-up budget and are not watch
     const v8 = clientV8(config, p.deps);
     v8.started();
     p.window(1);
-    assert.deepEqual(p.flags, serverBudgetFlags);
+    assert.deepEqual(p.flags.filter((f) => !f.startsWith("--heap-growing-percent=")), serverBudgetFlags);
     assert.equal(v8.busy, true);
     assert.equal(p.watching, false);
     assert.deepEqual(p.reductions, []);
   }
+});
+
+test("heapGrowingPercent: the factor that puts the next limit at the floor, V8's own (0) at or above it", () => {
+  const MiB = 1 << 20;
+  assert.equal(heapGrowingPercent(12 * MiB, 48 * MiB), 300);
+  assert.equal(heapGrowingPercent(10 * MiB, 48 * MiB), 380);
+  assert.equal(heapGrowingPercent(47 * MiB, 48 * MiB), 3);
+  assert.equal(heapGrowingPercent(48 * MiB, 48 * MiB), 0);
+  assert.equal(heapGrowingPercent(500 * MiB, 48 * MiB), 0);
+  assert.equal(heapGrowingPercent(1 * MiB, 48 * MiB), maxHeapGrowingPercent);
+  assert.equal(heapGrowingPercent(0, 48 * MiB), 0);
+  assert.equal(heapGrowingPercent(NaN, 48 * MiB), 0);
+});
+
+test("clientV8: a server sets the heap floor's factor after each full collection, only when it changes", () => {
+  const MiB = 1 << 20;
+  const p = fakeProcess();
+  const v8 = clientV8({ server: true, dev: false }, p.deps);
+  const growth = () => p.flags.filter((f) => f.startsWith("--heap-growing-percent="));
+  assert.deepEqual(growth(), [`--heap-growing-percent=${heapGrowingPercent(8 * MiB)}`]);
+  p.fullGc(8 * MiB); // the same size: nothing set again
+  assert.equal(growth().length, 1);
+  p.fullGc(16 * MiB);
+  assert.deepEqual(growth().at(-1), `--heap-growing-percent=${heapGrowingPercent(16 * MiB)}`);
+  p.fullGc(serverHeapFloorBytes + MiB); // above the floor: V8's own factor
+  assert.deepEqual(growth().at(-1), "--heap-growing-percent=0");
+  p.fullGc(10 * MiB);
+  assert.deepEqual(growth().at(-1), `--heap-growing-percent=${heapGrowingPercent(10 * MiB)}`);
+  assert.equal(growth().length, 4);
+  v8.stop();
+  assert.equal(p.watchingGcs, false);
+});
+
+test("clientV8: a client leaves V8's heap growth alone", () => {
+  const p = fakeProcess();
+  const v8 = clientV8({ server: false, dev: false }, p.deps);
+  v8.started();
+  p.window(1);
+  assert.equal(p.watchingGcs, false);
+  assert.deepEqual(p.flags.filter((f) => f.startsWith("--heap-growing-percent")), []);
+  v8.stop();
 });

@@ -4,7 +4,7 @@
 // through `runCli(argv, io)`.
 import { concatBytes } from "../core/bytes.ts";
 import { lazyFsPromises } from "../core/lazy_builtins_node.ts";
-import { getHeapStatistics, setFlagsFromString } from "node:v8";
+import { getHeapSpaceStatistics, getHeapStatistics, setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { agentCommand } from "./agent.ts";
 import type { CliIo, Command } from "./_io.ts";
@@ -46,6 +46,9 @@ import { watchCommand } from "./watch.ts";
 const readFile = lazyFsPromises("readFile");
 
 /** Where scripts/sea_main.cjs offers the executable's second (whole-CLI) bundle. */
+/** V8's spaces that are not the old generation (oldGenerationBytes). */
+const youngOrReadOnly = new Set(["new_space", "new_large_object_space", "read_only_space"]);
+
 const FULL_BUNDLE = Symbol.for("cairn.fullBundle");
 
 /**
@@ -469,6 +472,19 @@ export function processIo(): CliIo {
         return u.user + u.system;
       },
       heapBytes: () => getHeapStatistics().total_heap_size,
+      oldGenerationBytes: () => {
+        let n = 0;
+        for (const sp of getHeapSpaceStatistics()) if (!youngOrReadOnly.has(sp.space_name)) n += sp.space_used_size;
+        return n;
+      },
+      onFullGc: (fn) => {
+        const { PerformanceObserver, constants } = process.getBuiltinModule("node:perf_hooks");
+        const observer = new PerformanceObserver((list) => {
+          if (list.getEntries().some((e) => (e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR)) fn();
+        });
+        observer.observe({ entryTypes: ["gc"] });
+        return { cancel: () => observer.disconnect() };
+      },
       reduceMemory: () => {
         // V8's gc(), fetched once with the flag on only meanwhile (so the flags stay as the code cache
         // was stamped with); a full, synchronous collection gives the young generation's pages back.
