@@ -25,23 +25,26 @@ export function partsOf(bytes: Uint8Array | readonly Uint8Array[]): readonly Uin
 }
 
 /**
- * A byte stream re-cut into pieces of `size` bytes (the last maybe shorter),
- * each given as the chunks that make it up (views where a chunk is cut,
- * never copied): an upload into RPC-sized pushes. Joining a piece is left
- * to whoever needs it in one buffer (the RPC encoder copies the parts into
- * its frame anyway; a call in the same process takes them as they are).
+ * A byte stream re-cut into pieces of `size` bytes (the first `firstSize`,
+ * the last maybe shorter), each given as the chunks that make it up (views
+ * where a chunk is cut, never copied): an upload into RPC-sized pushes.
+ * Joining a piece is left to whoever needs it in one buffer (the RPC encoder
+ * copies the parts into its frame anyway; a call in the same process takes
+ * them as they are).
  */
-export async function* pieces(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Uint8Array[]> {
+export async function* pieces(source: AsyncIterable<Uint8Array>, size: number, firstSize = size): AsyncGenerator<Uint8Array[]> {
   let parts: Uint8Array[] = [];
   let have = 0;
+  let want = firstSize;
   for await (const chunk of source) {
     let c = chunk;
-    while (have + c.length >= size) {
-      const take = size - have;
+    while (have + c.length >= want) {
+      const take = want - have;
       parts.push(c.subarray(0, take));
       yield parts;
       parts = [];
       have = 0;
+      want = size;
       c = c.subarray(take);
     }
     if (c.length > 0) {

@@ -13,6 +13,9 @@ import { hasFlag, type Handler, type HttpRequest, type HttpResponse } from "./ty
 /** The largest archive PUT /v1/snapshot takes (streamed to the leader's disk: bounded by it, not by memory). */
 export const snapshotMaxBodyBytes = maxSnapshotStateBytes;
 
+/** The first push of an upload to the leader (the rest go snapshotChunkBytes at a time). */
+export const firstRestorePieceBytes = 256 * 1024;
+
 /** How much of a refused upload is read and dropped before answering. */
 const drainLimitBytes = 1024 * 1024 * 1024;
 
@@ -66,7 +69,9 @@ export function snapshotHandler(options: { rpc: Rpc }): Handler {
     let server: string | undefined;
     let offset = 0;
     // Iterated by hand: leaving a for-await on an error would close the upload (see drain).
-    const source = pieces(body, snapshotChunkBytes)[Symbol.asyncIterator]();
+    // The first piece is small: the leader starts checking, writing and
+    // sending ahead as soon as it has one, not after the first 4 MiB.
+    const source = pieces(body, snapshotChunkBytes, firstRestorePieceBytes)[Symbol.asyncIterator]();
     try {
       for (;;) {
         const next = await source.next();
