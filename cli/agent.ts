@@ -245,6 +245,12 @@ function unrefInterval(ms: number, fn: () => void): { cancel(): void } {
   return { cancel: () => clearInterval(t) };
 }
 
+function unrefTimeout(ms: number, fn: () => void): { cancel(): void } {
+  const t = setTimeout(fn, ms);
+  (t as { unref?: () => void }).unref?.();
+  return { cancel: () => clearTimeout(t) };
+}
+
 export const agentCommand: Command = {
   name: "agent",
   synopsis: "Runs a cairn agent",
@@ -256,12 +262,12 @@ export const agentCommand: Command = {
     if (typeof config === "number") return config;
     // SIGHUP and `cairn reload` read the same files, directories and -hcl fragments again (new files too, as Consul does).
     const reloadConfig = () => loadConfig(options);
-    const v8 = io.v8 ? clientV8(config, { ...io.v8, nowMs: () => performance.now(), every: unrefInterval }) : undefined;
+    const v8 = io.v8 ? clientV8(config, { ...io.v8, nowMs: () => performance.now(), every: unrefInterval, after: unrefTimeout }) : undefined;
     try {
       // A client warms its gossip paths before it joins anything (see core/gossip/warmup.ts);
       // servers tier up to optimised code early anyway (agent_v8.ts).
       if (!config.server) warmUpGossip({ tags: consulTags(config, { nodeId: "00000000-0000-4000-8000-000000000000", pool: "lan" }) });
-      return await runAgent(config, { stdout: io.stdout, stderr: io.stderr }, { reloadConfig, onStarted: () => v8?.started() });
+      return await runAgent(config, { stdout: io.stdout, stderr: io.stderr }, { reloadConfig, onStarted: () => v8?.started(), onSnapshotWrite: v8 ? () => v8.bulkWriting() : undefined });
     } finally {
       v8?.stop();
     }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { busyCpuShare, busyFlags, busyWindowMs, clientV8, heapGrowingPercent, isBusy, leanFlags, maxHeapGrowingPercent, reduceAfterGrowthBytes, reduceEveryMs, serverBudgetFlags, serverHeapFloorBytes, type V8Deps } from "./agent_v8.ts";
+import { bulkIdleMs, busyCpuShare, busyFlags, busyWindowMs, clientV8, heapGrowingPercent, isBusy, leanFlags, maxHeapGrowingPercent, reduceAfterGrowthBytes, reduceEveryMs, serverBudgetFlags, serverHeapFloorBytes, type V8Deps } from "./agent_v8.ts";
 
 /** A process whose CPU time and clock the test moves, and whose timer it fires. */
 function fakeProcess() {
@@ -11,6 +11,7 @@ function fakeProcess() {
   let heap = 12 << 20;
   let oldGen = 8 << 20;
   let fullGc: (() => void) | undefined;
+  let timeouts: { at: number; fn: () => void }[] = [];
   const reductions: number[] = [];
   const deps: V8Deps = {
     setV8Flags: (f) => void flags.push(...f),
@@ -21,6 +22,11 @@ function fakeProcess() {
       heap = 9 << 20;
     },
     oldGenerationBytes: () => oldGen,
+    after: (ms, fn) => {
+      const t = { at: nowMs + ms, fn };
+      timeouts.push(t);
+      return { cancel: () => void (timeouts = timeouts.filter((x) => x !== t)) };
+    },
     onFullGc: (fn) => {
       fullGc = fn;
       return { cancel: () => (fullGc = undefined) };
@@ -46,6 +52,19 @@ function fakeProcess() {
     },
     get watchingGcs() {
       return fullGc !== undefined;
+    },
+    get pendingTimeouts() {
+      return timeouts.length;
+    },
+    /** The clock moves on by `ms`; timeouts due by then fire. */
+    advance(ms: number) {
+      nowMs += ms;
+      for (;;) {
+        const due = timeouts.find((t) => t.at <= nowMs);
+        if (!due) return;
+        timeouts = timeouts.filter((t) => t !== due);
+        due.fn();
+      }
     },
     /** One window passes in which the process uses `share` of a core. */
     window(share: number) {
@@ -167,5 +186,35 @@ test("clientV8: a client leaves V8's heap growth alone", () => {
   p.window(1);
   assert.equal(p.watchingGcs, false);
   assert.deepEqual(p.flags.filter((f) => f.startsWith("--heap-growing-percent")), []);
+  v8.stop();
+});
+
+test("clientV8: a server pauses TurboFan while snapshot writes come, until bulkIdleMs after the last", () => {
+  const p = fakeProcess();
+  const v8 = clientV8({ server: true, dev: false }, p.deps);
+  const turbo = () => p.flags.filter((f) => f === "--turbofan" || f === "--no-turbofan");
+  v8.bulkWriting();
+  v8.bulkWriting();
+  assert.deepEqual(turbo(), ["--no-turbofan"], "paused once");
+  p.advance(bulkIdleMs / 2);
+  v8.bulkWriting(); // the pause runs on from this write
+  p.advance(bulkIdleMs / 2 + 1);
+  assert.deepEqual(turbo(), ["--no-turbofan"], "a write came within bulkIdleMs");
+  p.advance(bulkIdleMs / 2);
+  assert.deepEqual(turbo(), ["--no-turbofan", "--turbofan"], "back bulkIdleMs after the last write");
+  assert.equal(p.pendingTimeouts, 0);
+  v8.bulkWriting();
+  assert.deepEqual(turbo(), ["--no-turbofan", "--turbofan", "--no-turbofan"], "paused again by the next write");
+  v8.stop();
+  assert.equal(p.pendingTimeouts, 0, "stop cancels the timer");
+});
+
+test("clientV8: a client's snapshot writes leave TurboFan alone (it has none; its own flags follow its CPU)", () => {
+  const p = fakeProcess();
+  const v8 = clientV8({ server: false, dev: false }, p.deps);
+  const before = [...p.flags];
+  v8.bulkWriting();
+  assert.deepEqual(p.flags, before);
+  assert.equal(p.pendingTimeouts, 0);
   v8.stop();
 });

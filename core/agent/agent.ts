@@ -62,7 +62,14 @@ export interface RunningAgent {
 /** Start every component of an agent; throws (with a clear message) if one cannot start. */
 export async function startAgent(
   config: AgentConfig,
-  options: { io: AgentIo; clock?: Clock; logSink?: FanoutSink; reloadConfig?: () => AgentConfig },
+  options: {
+    io: AgentIo;
+    clock?: Clock;
+    logSink?: FanoutSink;
+    reloadConfig?: () => AgentConfig;
+    /** Called at each write to a server's snapshot store (the process's V8 settings, cli/agent_v8.ts). */
+    onSnapshotWrite?: () => void;
+  },
 ): Promise<RunningAgent> {
   const clock = options.clock ?? systemClock;
   const sink = options.logSink ?? new FanoutSink();
@@ -137,7 +144,7 @@ export async function startAgent(
       closers.add("dev server", () => dev.stop());
       devServer = dev;
     } else if (config.server) {
-      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server"), rpcTls, limits });
+      const server = await startServerNode({ config, nodeId, clock, rng: new Rng(seed ^ 0x1b873593), logger: logger.named("server"), rpcTls, limits, onSnapshotWrite: options.onSnapshotWrite });
       closers.add("server", () => server.stop());
       server.attachLan(gossip.lan);
       if (gossip.wan) server.attachWan(gossip.wan);
@@ -535,11 +542,11 @@ function printBanner(io: AgentIo, config: AgentConfig, facts: { nodeId: string; 
 export async function runAgent(
   config: AgentConfig,
   io: AgentIo,
-  options: { reloadConfig?: () => AgentConfig; onStarted?: (agent: RunningAgent) => void } = {},
+  options: { reloadConfig?: () => AgentConfig; onStarted?: (agent: RunningAgent) => void; onSnapshotWrite?: () => void } = {},
 ): Promise<number> {
   let agent: RunningAgent;
   try {
-    agent = await startAgent(config, { io, reloadConfig: options.reloadConfig });
+    agent = await startAgent(config, { io, reloadConfig: options.reloadConfig, onSnapshotWrite: options.onSnapshotWrite });
   } catch (err) {
     io.stderr(`==> ${errorMessage(err)}\n`);
     return 1;

@@ -114,6 +114,8 @@ export interface ServerNodeOptions {
   rpcTls?: RpcTls;
   /** The agent's rpc_rate and request_limits; absent: built from config (tests). */
   limits?: RateLimits;
+  /** Called at each write to the snapshot store (FileSnapshotStoreOptions.onWrite). */
+  onSnapshotWrite?: () => void;
 }
 
 /** The limits block as the rate limiters take it ("" mode is Consul's "disabled"). */
@@ -568,7 +570,7 @@ export async function startServerNode(o: ServerNodeOptions): Promise<ServerNode>
     // The Raft core never changes an entry it appended: the store may keep them without copies.
     log: await FileLogStore.open({ dir: raftDir, logger: logger.named("raft.log"), copyEntries: false }),
     stable: await FileStableStore.open({ dir: raftDir, logger: logger.named("raft.stable") }),
-    snaps: await FileSnapshotStore.open({ dir: join(raftDir, "snapshots"), logger: logger.named("raft.snapshots") }),
+    snaps: await FileSnapshotStore.open({ dir: join(raftDir, "snapshots"), logger: logger.named("raft.snapshots"), onWrite: o.onSnapshotWrite }),
   };
   await recoverFromPeersJson(raftDir, stores, logger.named("raft"));
   let rpcServer: RpcServer;

@@ -43,6 +43,8 @@ export interface FileSnapshotStoreOptions {
   logger: Logger;
   /** Snapshots kept. Default 2. */
   retain?: number;
+  /** Called at each write of a snapshot (a sink's, or create's): the agent tunes V8 for bulk work meanwhile (cli/agent_v8.ts). */
+  onWrite?: () => void;
 }
 
 interface Entry {
@@ -62,6 +64,7 @@ export class FileSnapshotStore implements SnapshotStore {
   readonly dir: string;
   readonly #log: Logger;
   readonly #retain: number;
+  readonly #onWrite: () => void;
   #entries: Entry[] = [];
   #seq = 0;
   #chain: Promise<void> = Promise.resolve();
@@ -70,6 +73,7 @@ export class FileSnapshotStore implements SnapshotStore {
     this.dir = options.dir;
     this.#log = options.logger;
     this.#retain = Math.max(1, options.retain ?? 2);
+    this.#onWrite = options.onWrite ?? (() => {});
   }
 
   static async open(options: FileSnapshotStoreOptions): Promise<FileSnapshotStore> {
@@ -79,6 +83,7 @@ export class FileSnapshotStore implements SnapshotStore {
   }
 
   create(meta: SnapshotMeta, data: Uint8Array): Promise<void> {
+    this.#onWrite();
     const copy = structuredClone(meta);
     const bytes = data.slice();
     const run = this.#chain.then(() => this.#create(copy, bytes));
@@ -135,6 +140,7 @@ export class FileSnapshotStore implements SnapshotStore {
       },
       write(chunk: Uint8Array | readonly Uint8Array[]): Promise<void> {
         if (state !== "open") return Promise.reject(new Error("snapshot sink is closed"));
+        store.#onWrite();
         // Not copied: the caller keeps the chunks unchanged until this write resolves.
         const parts = partsOf(chunk);
         const n = byteLength(parts);

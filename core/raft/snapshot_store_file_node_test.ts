@@ -87,3 +87,18 @@ test("file snapshot store: damaged metadata is ignored on open", () =>
     assert.equal((await s.latest())?.meta.index, 100);
     await s.close();
   }));
+
+test("file snapshot store: onWrite is called at each create and at each sink write", () =>
+  withDir(async (dir) => {
+    let writes = 0;
+    const s = await FileSnapshotStore.open({ dir, logger: nullLogger(), onWrite: () => void writes++ });
+    await s.create(meta(100), data(1));
+    assert.equal(writes, 1);
+    const sink = s.begin();
+    await sink.write(data(2));
+    await sink.write([data(3), data(4)]);
+    assert.equal(writes, 3);
+    await sink.finish(meta(200));
+    assert.equal(writes, 3, "finishing is not a write");
+    await s.close();
+  }));
