@@ -28,14 +28,15 @@
 // (its factor falls towards 1.1 when the collector is fast against the
 // mutator). A stream of big buffers (a snapshot restore, on the leader and on
 // the follower it sends to) then had V8 finish a full marking every ~100 ms:
-// 12-15 mark-compacts in a 100 MiB restore, ~0.2 s of pauses and ~0.6 CPU s
-// on V8's helper threads per server, on a machine whose two cores the
-// restore keeps busy. V8 has no floor it takes after start-up
+// 12-15 mark-compacts in a 100 MiB restore, each with its pause and its
+// marking on V8's helper threads, on a machine whose two cores the restore
+// keeps busy. V8 has no floor it takes after start-up
 // (--initial-old-space-size is read when the heap is set up, before our
 // code runs), but it reads --heap-growing-percent at each limit it sets: so
 // after each full collection the server sets the factor that puts the next
 // limit at the floor, and back to V8's own (0) once the heap is above it.
-// With it a restore had 4-5 (docs/performance.md, snapshot).
+// With it a restore had 4-5, and the leader used ~0.2 CPU s less per
+// 100 MiB, the follower ~0.15 s (docs/performance.md, snapshot).
 //
 // TurboFan in servers and -dev, while a snapshot is written (a restore on
 // the leader, the bytes a follower is sent, an InstallSnapshot, a periodic
