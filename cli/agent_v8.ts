@@ -38,17 +38,18 @@
 // With it a restore had 4-5, and the leader used ~0.2 CPU s less per
 // 100 MiB, the follower ~0.15 s (docs/performance.md, snapshot).
 //
-// TurboFan in servers and -dev, while a snapshot is written (a restore on
-// the leader, the bytes a follower is sent, an InstallSnapshot, a periodic
-// snapshot): paused (bulkWriting). A restore into a fresh cluster runs code
-// no request ran before, and TurboFan compiled ~110 functions on the leader
-// in the first second of a 100 MiB restore: ~0.35 CPU s on V8's helper
-// threads there and ~0.1 s on the follower, on a machine whose two cores
-// the restore keeps busy. The restore's own work is hashing, copying and
-// system calls, which the baseline tier does as well: without those compiles
-// a 100 MiB restore took 1.17-1.31 s instead of 1.39-1.59. Code optimised
-// before stays optimised; TurboFan comes back bulkIdleMs after the last
-// snapshot write (so a sink left open cannot keep it off).
+// TurboFan in servers, while their snapshot store is written to (a restore
+// on the leader, the bytes a follower is sent ahead, an InstallSnapshot, a
+// periodic snapshot): paused (bulkWriting; -dev's store is in memory and
+// does not report). A restore into a fresh cluster runs code no request ran
+// before, and TurboFan compiled ~110 functions on the leader in the first
+// second of a 100 MiB restore: ~0.35 CPU s on V8's helper threads there and
+// ~0.1 s on the follower, on a machine whose two cores the restore keeps
+// busy. The restore's own work is hashing, copying and system calls, which
+// the baseline tier does as well: paused this way, a 100 MiB restore took
+// 1.25-1.44 s instead of 1.54-1.60. Code optimised before stays optimised;
+// TurboFan comes back bulkIdleMs after the last write (so a sink left open
+// cannot keep it off).
 
 /** Share of one core, averaged over one window, above which a client is busy. */
 export const busyCpuShare = 0.04;
@@ -132,7 +133,7 @@ export interface ClientV8 {
   readonly busy: boolean;
   /** The agent has started: measure from here (start-up itself is busy). */
   started(): void;
-  /** A snapshot sink took a write: a server pauses TurboFan until bulkIdleMs after the last one. */
+  /** The snapshot store took a write: a server pauses TurboFan until bulkIdleMs after the last one. */
   bulkWriting(): void;
   stop(): void;
 }

@@ -45,10 +45,10 @@ import { watchCommand } from "./watch.ts";
 
 const readFile = lazyFsPromises("readFile");
 
-/** Where scripts/sea_main.cjs offers the executable's second (whole-CLI) bundle. */
 /** V8's spaces that are not the old generation (oldGenerationBytes). */
 const youngOrReadOnly = new Set(["new_space", "new_large_object_space", "read_only_space"]);
 
+/** Where scripts/sea_main.cjs offers the executable's second (whole-CLI) bundle. */
 const FULL_BUNDLE = Symbol.for("cairn.fullBundle");
 
 /**
