@@ -5,42 +5,11 @@ import { createSocket } from "node:dgram";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer } from "node:net";
 import { test } from "node:test";
 import { buildConfig } from "../config/mod.ts";
 import { FanoutSink } from "../log/mod.ts";
 import { startAgent } from "./agent.ts";
-
-/** A port free for TCP and UDP on 127.0.0.1 now. */
-async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, "127.0.0.1", () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => resolve(p));
-      });
-    });
-    if (await canBind(port)) return port;
-  }
-}
-
-/** Whether TCP and UDP can both bind `port` on 127.0.0.1 right now. */
-async function canBind(port: number): Promise<boolean> {
-  const tcp = await new Promise<boolean>((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
-  });
-  const udp = await new Promise<boolean>((resolve) => {
-    const s = createSocket("udp4");
-    s.once("error", () => {
-      s.close();
-      resolve(false);
-    });
-    s.bind(port, "127.0.0.1", () => s.close(() => resolve(true)));
-  });
-  return tcp && udp;
-}
+import { canBind, freePort } from "../testing/free_port_node.ts";
 
 function config(ports: { http: number; dns: number; serfLan: number }, extra: Record<string, unknown> = {}) {
   return buildConfig({

@@ -17,14 +17,7 @@ import { Rng } from "../sim/rng.ts";
 import { SimClock } from "../sim/sim_clock.ts";
 import type { LanPoolLike, MemberLike } from "../server/bootstrap.ts";
 import { operatorMethods, startServerNode, type RaftConfigurationReply, type ServerNode } from "./server_node.ts";
-import { createRpcServer } from "../rpc/transport_node.ts";
-
-async function freePort(): Promise<number> {
-  const probe = await createRpcServer({ host: "127.0.0.1", port: 0, logger: nullLogger() });
-  const port = probe.port;
-  await probe.close();
-  return port;
-}
+import { freePort } from "../testing/free_port_node.ts";
 
 class FakeLan implements LanPoolLike {
   members_: MemberLike[] = [];

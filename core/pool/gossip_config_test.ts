@@ -5,7 +5,7 @@
 // loopback with -dev timings.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -13,6 +13,7 @@ import { systemClock } from "../clock/mod.ts";
 import { buildConfig } from "../config/mod.ts";
 import type { AgentConfig } from "../config/types.ts";
 import { CaptureSink, createLogger, nullLogger } from "../log/mod.ts";
+import { freePort } from "../testing/free_port_node.ts";
 import { until } from "../testing/until.ts";
 import { consulTags, SerfPool, startGossip, type AgentGossip, type GossipPool } from "./mod.ts";
 import { allowedCidrs } from "./start.ts";
@@ -32,15 +33,6 @@ function tmp(): string {
 function config(name: string, extra: Partial<AgentConfig> = {}): AgentConfig {
   const base = buildConfig({ dev: true, sources: [], flags: { nodeName: name, ports: { http: -1, dns: -1, serfLan: 0, serfWan: 0, server: 8300, https: -1 } } });
   return { ...base, server: false, bootstrap: false, ...extra };
-}
-
-async function freePort(): Promise<number> {
-  return await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 }
 
 /** Real-time waits on real sockets: 10 s. */
