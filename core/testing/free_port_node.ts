@@ -29,8 +29,8 @@ export async function canBind(port: number): Promise<boolean> {
  * A port free for TCP and UDP on 127.0.0.1 now, and never one this process
  * was given before. Nothing holds a port between this call and the test
  * binding it, so the OS may offer the same one again: two listeners of one
- * test then fought over it (a unit test failed so in a clean-clone CI run,
- * its HTTP port being its gossip port).
+ * test then fight over it (most likely why a unit test's HTTP listener found
+ * its port taken in a clean-clone CI run).
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 100; attempt++) {
