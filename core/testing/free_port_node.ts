@@ -1,5 +1,5 @@
-// Ports for tests that bind real sockets on 127.0.0.1 (unit tests; the
-// end-to-end harness has its own, scripts/e2e/harness.ts).
+// Ports for tests that bind real sockets on 127.0.0.1 (unit tests, and the
+// end-to-end harness, scripts/e2e/harness.ts).
 
 import { createSocket } from "node:dgram";
 import { createServer } from "node:net";

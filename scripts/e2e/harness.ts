@@ -13,10 +13,9 @@
 // Waits go through core/testing/until.ts (waitFor is until with e2e defaults).
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
-import { createSocket } from "node:dgram";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePort } from "../../core/testing/free_port_node.ts";
 import { until } from "../../core/testing/until.ts";
 
 export const root = resolve(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "../..");
@@ -64,38 +63,9 @@ if (process.env.NODE_TEST_CONTEXT || /_test\.[cm]?[jt]s$/.test(process.argv[1] ?
 // -----------------------------------------------------------------------------
 // Ports, directories, processes
 
-/** Every port freePort() handed out in this process. */
-const handedOut = new Set<number>();
-
-/**
- * A TCP port that is free on 127.0.0.1 right now, and free for UDP too, and
- * never one this process was given before: nothing holds a port between this
- * call and the child binding it, so the OS can offer the same one again (two
- * agents of one test would then fight over it).
- */
-export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = await new Promise<number>((ok, fail) => {
-      const srv = createServer();
-      srv.once("error", fail);
-      srv.listen(0, "127.0.0.1", () => {
-        const addr = srv.address();
-        srv.close(() => ok(typeof addr === "object" && addr ? addr.port : 0));
-      });
-    });
-    if (handedOut.has(port)) continue;
-    const udpFree = await new Promise<boolean>((ok) => {
-      const s = createSocket("udp4");
-      s.once("error", () => { s.close(); ok(false); });
-      s.bind(port, "127.0.0.1", () => s.close(() => ok(true)));
-    });
-    if (udpFree) {
-      handedOut.add(port);
-      return port;
-    }
-  }
-  throw new Error("Cannot find a free port on 127.0.0.1");
-}
+// freePort: a port free for TCP and UDP on 127.0.0.1, never one this process
+// was given before (the unit tests' helper, used here and re-exported).
+export { freePort };
 
 /** A temporary directory the caller removes (not removed at exit). */
 export function tempDir(prefix = "cairn-e2e-"): { path: string; remove(): void } {
